@@ -1,0 +1,1 @@
+"""RocketMQ's remoting protocol, sans-IO: bytes in, values out; values in, bytes out."""

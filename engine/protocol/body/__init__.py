@@ -1,0 +1,1 @@
+"""JSON (and a few binary) request/response bodies, as frozen dataclasses."""

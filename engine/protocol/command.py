@@ -1,0 +1,327 @@
+"""`RemotingCommand` and its two header serializations (JSON and ROCKETMQ binary).
+
+How this works: a frame is ``int32 length | int32 (serializeType << 24 | headerLen) | header |
+body``.  This module turns a header plus body into those bytes and back; `frame.py` cuts the
+byte stream into frames.  JSON headers are written like fastjson writes them in Java (keys in
+alphabetical order, nulls omitted, enums by name) and read leniently (numbers, booleans or
+strings in extFields, languages by name or number, unknown keys ignored), because real
+clients send all of those.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from engine.protocol.codes import LanguageCode, ResponseCode, SerializeType
+from engine.protocol.errors import FrameError
+from engine.protocol.version import CURRENT_VERSION
+
+FLAG_RESPONSE = 0x1  # bit 0: 1 = response, 0 = request
+FLAG_ONEWAY = 0x2  # bit 1: the requester expects no response
+
+# Frame prefix:
+#   +--------+----------------------------------+
+#   | int32  | length of everything that follows |
+#   | int32  | serializeType << 24 | headerLen   |
+#   +--------+----------------------------------+
+FRAME_PREFIX = struct.Struct(">II")
+assert FRAME_PREFIX.size == 8
+HEADER_LEN_MASK = 0x00FFFFFF
+
+# ROCKETMQ binary header, fixed part:
+#   int16 code | int8 language | int16 version | int32 opaque | int32 flag | int32 remarkLen
+BINARY_FIXED = struct.Struct(">hbhiii")
+assert BINARY_FIXED.size == 17
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+_LANGUAGE_BY_NAME = {lang.name: lang for lang in LanguageCode}
+_LANGUAGE_NAMES = tuple(lang.name for lang in LanguageCode)
+_SERIALIZE_NAMES = ("JSON", "ROCKETMQ")
+
+ExtFields = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RemotingCommand:
+    """One request or response: the header fields plus an opaque body."""
+
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    language: int = LanguageCode.PYTHON
+    version: int = CURRENT_VERSION
+    remark: str | None = None
+    ext_fields: ExtFields | None = None
+    body: bytes | None = None
+    serialize_type: SerializeType = SerializeType.JSON
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & FLAG_ONEWAY)
+
+    def ext(self, key: str, default: str | None = None) -> str | None:
+        """Return one extFields value, or `default` when absent."""
+        if self.ext_fields is None:
+            return default
+        return self.ext_fields.get(key, default)
+
+    def with_opaque(self, opaque: int) -> RemotingCommand:
+        return replace(self, opaque=opaque)
+
+    def response(
+        self,
+        code: int = ResponseCode.SUCCESS,
+        remark: str | None = None,
+        ext_fields: ExtFields | None = None,
+        body: bytes | None = None,
+    ) -> RemotingCommand:
+        """Build the response to this request: same opaque and serialize type, response flag."""
+        return RemotingCommand(
+            code=int(code),
+            opaque=self.opaque,
+            flag=FLAG_RESPONSE,
+            remark=remark,
+            ext_fields=ext_fields,
+            body=body,
+            serialize_type=self.serialize_type,
+        )
+
+
+def request(
+    code: int,
+    ext_fields: ExtFields | None = None,
+    body: bytes | None = None,
+    *,
+    oneway: bool = False,
+    serialize_type: SerializeType = SerializeType.JSON,
+    version: int = CURRENT_VERSION,
+) -> RemotingCommand:
+    """Build a request (opaque 0; the connection assigns the real one when sending)."""
+    return RemotingCommand(
+        code=int(code),
+        flag=FLAG_ONEWAY if oneway else 0,
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=serialize_type,
+        version=version,
+    )
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    """Serialize the header as fastjson would: keys sorted, nulls omitted, enums by name."""
+    doc: dict[str, Any] = {"code": cmd.code}
+    if cmd.ext_fields is not None:
+        doc["extFields"] = cmd.ext_fields
+    doc["flag"] = cmd.flag
+    lang = cmd.language
+    doc["language"] = _LANGUAGE_NAMES[lang] if 0 <= lang < len(_LANGUAGE_NAMES) else "OTHER"
+    doc["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        doc["remark"] = cmd.remark
+    doc["serializeTypeCurrentRPC"] = "JSON"
+    doc["version"] = cmd.version
+    return orjson.dumps(doc)
+
+
+def _put_string(parts: list[bytes], prefix: struct.Struct, text: str) -> None:
+    data = text.encode()
+    parts.append(prefix.pack(len(data)))
+    parts.append(data)
+
+
+def encode_binary_header(cmd: RemotingCommand) -> bytes:
+    """Serialize the header in ROCKETMQ binary form (remoting.md §2.2)."""
+    remark = cmd.remark.encode() if cmd.remark else b""
+    head = BINARY_FIXED.pack(
+        _to_int16(cmd.code), cmd.language, _to_int16(cmd.version), cmd.opaque, cmd.flag,
+        len(remark),
+    )
+    ext_parts: list[bytes] = []
+    if cmd.ext_fields:
+        for key, value in cmd.ext_fields.items():
+            if key is None or value is None:
+                continue
+            _put_string(ext_parts, _INT16, key)
+            _put_string(ext_parts, _INT32, value)
+    ext = b"".join(ext_parts)
+    return b"".join((head, remark, _INT32.pack(len(ext)), ext))
+
+
+def _to_int16(value: int) -> int:
+    """Java's `(short)` cast: keep the low 16 bits, signed."""
+    value &= 0xFFFF
+    return value - 0x10000 if value >= 0x8000 else value
+
+
+def encode(cmd: RemotingCommand) -> bytes:
+    """Encode a whole frame, length prefix included."""
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        header = encode_binary_header(cmd)
+    else:
+        header = encode_json_header(cmd)
+    body = cmd.body or b""
+    header_len = len(header)
+    return b"".join(
+        (
+            FRAME_PREFIX.pack(4 + header_len + len(body), (cmd.serialize_type << 24) | header_len),
+            header,
+            body,
+        )
+    )
+
+
+# ---------------------------------------------------------------------------- decoding
+
+
+def _ext_value(value: Any) -> str:
+    """extFields values arrive as strings, numbers or booleans; Java sees strings."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def _language(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        lang = _LANGUAGE_BY_NAME.get(value)
+        if lang is not None:
+            return lang
+        if value.isdigit():
+            return int(value)
+    return LanguageCode.OTHER
+
+
+def _int_field(doc: dict[str, Any], key: str) -> int:
+    value = doc.get(key, 0)
+    if isinstance(value, bool) or value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise FrameError(f"header field {key!r} is not an integer: {value!r}") from None
+
+
+def decode_json_header(data: bytes, body: bytes | None) -> RemotingCommand:
+    """Parse a JSON header leniently, as fastjson does."""
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise FrameError(f"header is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise FrameError("header JSON is not an object")
+    ext = doc.get("extFields")
+    ext_fields: ExtFields | None
+    if ext is None:
+        ext_fields = None
+    elif isinstance(ext, dict):
+        ext_fields = {k: v if type(v) is str else _ext_value(v) for k, v in ext.items()}
+    else:
+        raise FrameError("header field 'extFields' is not an object")
+    remark = doc.get("remark")
+    return RemotingCommand(
+        code=_int_field(doc, "code"),
+        opaque=_int_field(doc, "opaque"),
+        flag=_int_field(doc, "flag"),
+        language=_language(doc.get("language", LanguageCode.JAVA)),
+        version=_int_field(doc, "version"),
+        remark=None if remark is None else str(remark),
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def decode_binary_header(data: bytes, body: bytes | None) -> RemotingCommand:
+    """Parse a ROCKETMQ binary header (remoting.md §2.2); zero-length strings read as null."""
+    size = len(data)
+    if size < BINARY_FIXED.size + 4:
+        raise FrameError(f"binary header of {size} bytes is shorter than its fixed part")
+    code, language, version, opaque, flag, remark_len = BINARY_FIXED.unpack_from(data, 0)
+    pos = BINARY_FIXED.size
+    if remark_len < 0 or pos + remark_len + 4 > size:
+        raise FrameError(f"binary header remark length {remark_len} runs past the header")
+    remark = _utf8(data[pos : pos + remark_len]) if remark_len else None
+    pos += remark_len
+    (ext_len,) = _INT32.unpack_from(data, pos)
+    pos += 4
+    if ext_len < 0 or pos + ext_len > size:
+        raise FrameError(f"binary header extFields length {ext_len} runs past the header")
+    ext_fields: ExtFields | None = None
+    if ext_len:
+        ext_fields = {}
+        end = pos + ext_len
+        while pos < end:
+            if pos + 2 > end:
+                raise FrameError("binary header extFields entry is truncated")
+            (key_len,) = _INT16.unpack_from(data, pos)
+            pos += 2
+            if key_len < 0 or pos + key_len + 4 > end:
+                raise FrameError("binary header extFields key runs past the map")
+            key = _utf8(data[pos : pos + key_len])
+            pos += key_len
+            (val_len,) = _INT32.unpack_from(data, pos)
+            pos += 4
+            if val_len < 0 or pos + val_len > end:
+                raise FrameError("binary header extFields value runs past the map")
+            if key_len and val_len:
+                ext_fields[key] = _utf8(data[pos : pos + val_len])
+            pos += val_len
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=language & 0xFF,
+        version=version,
+        remark=remark,
+        ext_fields=ext_fields,
+        body=body,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def _utf8(raw: bytes) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise FrameError("binary header holds a string that is not UTF-8") from None
+
+
+def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
+    """Decode one frame without its 4-byte length prefix (header-length word first)."""
+    total = len(frame)
+    if total < 4:
+        raise FrameError(f"frame of {total} bytes has no header-length word")
+    (word,) = _INT32.unpack_from(frame, 0)
+    word &= 0xFFFFFFFF
+    serialize = word >> 24
+    header_len = word & HEADER_LEN_MASK
+    if header_len > total - 4:
+        raise FrameError(f"header length {header_len} exceeds the frame's {total - 4} bytes")
+    header = bytes(frame[4 : 4 + header_len])
+    body = bytes(frame[4 + header_len :]) if total > 4 + header_len else None
+    if serialize == SerializeType.JSON:
+        return decode_json_header(header, body)
+    if serialize == SerializeType.ROCKETMQ:
+        return decode_binary_header(header, body)
+    raise FrameError(f"unknown serialize type {serialize}")

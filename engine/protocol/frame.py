@@ -1,0 +1,63 @@
+"""Sans-IO frame decoder: feed bytes, get whole `RemotingCommand`s back."""
+
+from __future__ import annotations
+
+from engine.protocol.command import RemotingCommand, decode_frame
+from engine.protocol.errors import FrameError, FrameTooLarge
+
+#: Netty's default `com.rocketmq.remoting.frameMaxLength`.
+DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+
+
+class FrameDecoder:
+    """Cuts a byte stream into frames, as RocketMQ's `LengthFieldBasedFrameDecoder` does.
+
+    After a `FrameError` the stream is out of step and the decoder refuses further input:
+    the owner must close the connection.
+    """
+
+    __slots__ = ("_buf", "_broken", "max_frame")
+
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self._buf = bytearray()
+        self._broken = False
+        self.max_frame = max_frame
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received that do not yet make a whole frame."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[RemotingCommand]:
+        """Add received bytes; return every command they complete, in order.
+
+        Raises:
+            FrameError: the stream holds a malformed or oversized frame.
+        """
+        if self._broken:
+            raise FrameError("decoder already failed; the connection must be closed")
+        buf = self._buf
+        buf += data
+        out: list[RemotingCommand] = []
+        pos = 0
+        end = len(buf)
+        try:
+            while end - pos >= 4:
+                length = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
+                if length < 4:
+                    raise FrameError(f"frame length {length} is smaller than its header word")
+                if length + 4 > self.max_frame:
+                    raise FrameTooLarge(length + 4, self.max_frame)
+                if end - pos - 4 < length:
+                    break
+                start = pos + 4
+                pos = start + length
+                with memoryview(buf) as view:
+                    out.append(decode_frame(view[start:pos]))
+        except FrameError:
+            self._broken = True
+            raise
+        finally:
+            if pos:
+                del buf[:pos]
+        return out

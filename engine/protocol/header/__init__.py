@@ -1,0 +1,1 @@
+"""Typed custom headers (extFields), as frozen dataclasses converted by `engine.protocol.wire`."""

@@ -1,0 +1,276 @@
+"""Conversion between frozen dataclasses and their wire forms: JSON bodies and extFields headers.
+
+How this works: wire values are `@dataclass(frozen=True, slots=True)` classes with snake_case
+fields.  A field's wire name is its camelCase form (`consumer_group` -> `consumerGroup`)
+unless `wire_name("clientID")` says otherwise.  The same per-class field table serves two
+encodings:
+
+* bodies (`to_json`/`from_json`): nested dataclasses, lists, sets, dicts whose keys may be
+  ints or dataclasses (written as fastjson object keys), enums by name; `None` omitted;
+* custom headers (`to_ext`/`from_ext`): flat `dict[str, str]` as Java's
+  `makeCustomHeaderToNet` writes it, parsed leniently as `decodeCommandCustomHeader` does,
+  except that a missing required field (one without a default) raises `HeaderError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any, TypeVar, Union
+
+import orjson
+
+from engine.protocol.errors import BodyError, HeaderError
+from engine.protocol.fastjson import ObjectKey
+
+T = TypeVar("T")
+
+_MISSING = dataclasses.MISSING
+
+
+def wire_name(name: str, default: Any = _MISSING, **kwargs: Any) -> Any:
+    """A dataclass field whose wire name is not the camelCase of its Python name."""
+    if default is not _MISSING:
+        kwargs["default"] = default
+    return dataclasses.field(metadata={"wire": name}, **kwargs)
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    attr: str
+    wire: str
+    hint: Any
+    required: bool
+    default: Any
+
+
+@cache
+def _fields(cls: type) -> tuple[_Field, ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        required = f.default is _MISSING and f.default_factory is _MISSING
+        default = f.default if f.default is not _MISSING else None
+        out.append(_Field(f.name, f.metadata.get("wire", camel(f.name)), hints[f.name],
+                          required, default))
+    return tuple(out)
+
+
+def _strip_optional(hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+# ---------------------------------------------------------------------------- JSON bodies
+
+
+def to_json(value: Any) -> Any:
+    """Turn a dataclass (or container of them) into plain JSON values for `fastjson.dumps`."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, Any] = {}
+        for f in _fields(type(value)):
+            v = getattr(value, f.attr)
+            if v is not None:
+                out[f.wire] = to_json(v)
+        return out
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, Mapping):
+        return {_json_key(k): to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        items = [to_json(v) for v in value]
+        try:
+            return sorted(items)
+        except TypeError:
+            return sorted(items, key=lambda item: orjson.dumps(item, option=orjson.OPT_SORT_KEYS))
+    return value
+
+
+def _json_key(key: Any) -> Any:
+    if dataclasses.is_dataclass(key) and not isinstance(key, type):
+        return ObjectKey(to_json(key))
+    if isinstance(key, enum.Enum):
+        return key.name
+    return key
+
+
+def from_json(cls: type[T], value: Any) -> T:
+    """Build `cls` from parsed JSON, leniently: unknown keys ignored, missing ones defaulted.
+
+    Raises:
+        BodyError: a value has the wrong shape for its field.
+    """
+    result: T = _convert(cls, value, cls.__name__)
+    return result
+
+
+def _convert(hint: Any, value: Any, where: str) -> Any:
+    hint = _strip_optional(hint)
+    if value is None:
+        return None
+    if hint is Any:
+        return value
+    origin = typing.get_origin(hint)
+    if origin in (list, tuple, set, frozenset) or hint in (list, tuple, set, frozenset):
+        if not isinstance(value, list):
+            raise BodyError(f"{where}: expected a JSON array, got {type(value).__name__}")
+        args = typing.get_args(hint)
+        item = args[0] if args else Any
+        items = [_convert(item, v, where) for v in value]
+        container = origin or hint
+        return container(items) if container is not list else items
+    if origin is dict or hint is dict or origin is Mapping:
+        if not isinstance(value, dict):
+            raise BodyError(f"{where}: expected a JSON object, got {type(value).__name__}")
+        args = typing.get_args(hint)
+        key_hint, val_hint = args if args else (Any, Any)
+        return {_convert_key(key_hint, k, where): _convert(val_hint, v, where)
+                for k, v in value.items()}
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if not isinstance(value, Mapping):
+            raise BodyError(f"{where}: expected an object for {hint.__name__}")
+        kwargs = {}
+        for f in _fields(hint):
+            if f.wire in value:
+                kwargs[f.attr] = _convert(f.hint, value[f.wire], f"{where}.{f.wire}")
+            elif f.required:
+                kwargs[f.attr] = _zero(f.hint)
+        return hint(**kwargs)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum(hint, value, where)
+    return _scalar(hint, value, where, BodyError)
+
+
+def _convert_key(hint: Any, key: Any, where: str) -> Any:
+    hint = _strip_optional(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        if isinstance(key, str):  # standard-JSON form: the key object's JSON, quoted
+            try:
+                key = orjson.loads(key)
+            except orjson.JSONDecodeError:
+                raise BodyError(f"{where}: map key {key!r} is not a {hint.__name__}") from None
+        return _convert(hint, dict(key) if isinstance(key, Mapping) else key, where)
+    return _convert(hint, key, where)
+
+
+def _zero(hint: Any) -> Any:
+    hint = _strip_optional(hint)
+    origin = typing.get_origin(hint) or hint
+    zeros: dict[Any, Any] = {int: 0, float: 0.0, bool: False, str: "", list: [], dict: {},
+                             set: set(), frozenset: frozenset(), tuple: ()}
+    return zeros.get(origin)
+
+
+def _enum(cls: type[enum.Enum], value: Any, where: str) -> enum.Enum:
+    """Enums arrive by name or by number (ordinal), as clients in the wild send them."""
+    if isinstance(value, str):
+        member = cls.__members__.get(value)
+        if member is not None:
+            return member
+        if value.lstrip("-").isdigit():
+            value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return cls(value)
+        except ValueError:
+            members = list(cls)
+            if 0 <= value < len(members):
+                return members[value]
+    raise BodyError(f"{where}: {value!r} is not a {cls.__name__}")
+
+
+def _scalar(hint: Any, value: Any, where: str, error: type[Exception]) -> Any:
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            return value.strip().lower() == "true"  # Java Boolean.parseBoolean
+        if isinstance(value, int):
+            return value != 0
+    elif hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, bool):
+            return int(value)
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            pass
+    elif hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            pass
+    elif hint is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return str(value)
+    else:
+        return value
+    raise error(f"{where}: {value!r} is not a valid {getattr(hint, '__name__', hint)}")
+
+
+# ---------------------------------------------------------------------------- extFields headers
+
+
+def _ext_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return value.name
+    return str(value)
+
+
+def to_ext(header: Any) -> dict[str, str]:
+    """Write a header dataclass as extFields: wire names, string values, nulls omitted."""
+    out: dict[str, str] = {}
+    for f in _fields(type(header)):
+        v = getattr(header, f.attr)
+        if v is not None:
+            out[f.wire] = _ext_text(v)
+    return out
+
+
+def from_ext(cls: type[T], ext: Mapping[str, str] | None) -> T:
+    """Read a header dataclass from extFields; extra keys are ignored.
+
+    Raises:
+        HeaderError: a required field is missing or a value does not parse as its type.
+    """
+    ext = ext or {}
+    kwargs: dict[str, Any] = {}
+    for f in _fields(cls):
+        raw = ext.get(f.wire)
+        if raw is None or (raw == "" and f.hint is not str):
+            if f.required:
+                raise HeaderError(f"{cls.__name__}: required field '{f.wire}' is missing")
+            continue
+        hint = _strip_optional(f.hint)
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            try:
+                kwargs[f.attr] = _enum(hint, raw, f.wire)
+            except BodyError as exc:
+                raise HeaderError(f"{cls.__name__}: {exc}") from None
+        else:
+            kwargs[f.attr] = _scalar(hint, raw, f"{cls.__name__}.{f.wire}", HeaderError)
+    return cls(**kwargs)

@@ -1,0 +1,1 @@
+"""asyncio transport for the remoting protocol: connections, a server, a pooled client."""
