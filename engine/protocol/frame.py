@@ -16,7 +16,7 @@ class FrameDecoder:
     the owner must close the connection.
     """
 
-    __slots__ = ("_buf", "_broken", "max_frame")
+    __slots__ = ("_broken", "_buf", "max_frame")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self._buf = bytearray()
@@ -55,9 +55,10 @@ class FrameDecoder:
                 with memoryview(buf) as view:
                     out.append(decode_frame(view[start:pos]))
         except FrameError:
+            # The traceback may still hold a view of the buffer: drop it instead of resizing.
             self._broken = True
+            self._buf = bytearray()
             raise
-        finally:
-            if pos:
-                del buf[:pos]
+        if pos:
+            del buf[:pos]
         return out

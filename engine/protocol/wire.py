@@ -19,7 +19,6 @@ import enum
 import types
 import typing
 from collections.abc import Mapping
-from functools import cache
 from typing import Any, TypeVar, Union
 
 import orjson
@@ -53,8 +52,18 @@ class _Field:
     default: Any
 
 
-@cache
 def _fields(cls: type) -> tuple[_Field, ...]:
+    """The wire table of a dataclass, computed once per class."""
+    table = _FIELD_TABLES.get(cls)
+    if table is None:
+        table = _FIELD_TABLES[cls] = _build_fields(cls)
+    return table
+
+
+_FIELD_TABLES: dict[type, tuple[_Field, ...]] = {}
+
+
+def _build_fields(cls: type) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):

@@ -1,0 +1,194 @@
+"""One TCP connection speaking the remoting protocol, in either direction.
+
+How this works: a `Connection` is an asyncio `Protocol`; `data_received` is its single reader.
+It feeds a `FrameDecoder`, resolves the pending future of each response by opaque, and hands
+each request to a dispatcher (the server's router, or a client's handler of broker-initiated
+requests).  Every call has a timeout (a timer handle, cheaper than `wait_for`); closing the
+connection fails every pending call with `RemotingClosedError`.  A malformed frame closes only
+this connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Callable
+
+from engine.protocol.command import FLAG_ONEWAY, RemotingCommand, encode
+from engine.protocol.errors import FrameError
+from engine.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder
+from engine.remoting.errors import RemotingClosedError, RemotingSendError, RemotingTimeoutError
+
+log = logging.getLogger(__name__)
+
+#: Opaques are unique per process, as in Java (one static counter); int32 wrap-around.
+_opaques = itertools.count(1)
+
+Dispatcher = Callable[["Connection", list[RemotingCommand]], None]
+
+
+def next_opaque() -> int:
+    return next(_opaques) & 0x7FFFFFFF
+
+
+class Connection(asyncio.Protocol):
+    """A remoting connection: requests out with `invoke`/`send_oneway`, requests in via dispatch."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher | None = None,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        on_close: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._decoder = FrameDecoder(max_frame)
+        self._on_close = on_close
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._transport: asyncio.Transport | None = None
+        self._closed = False
+        self._closed_event: asyncio.Event | None = None
+        self.remote_addr = "?"
+        self.local_addr = "?"
+        self.last_activity = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -------------------------------------------------------------- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._loop = asyncio.get_running_loop()
+        self._closed_event = asyncio.Event()
+        self.last_activity = self._loop.time()
+        self.remote_addr = _sockname(transport.get_extra_info("peername"))
+        self.local_addr = _sockname(transport.get_extra_info("sockname"))
+
+    def data_received(self, data: bytes) -> None:
+        if self._loop is not None:
+            self.last_activity = self._loop.time()
+        try:
+            commands = self._decoder.feed(data)
+        except FrameError as exc:
+            log.warning("closing connection from %s: %s", self.remote_addr, exc)
+            self.close()
+            return
+        requests: list[RemotingCommand] | None = None
+        for cmd in commands:
+            if cmd.is_response:
+                fut = self._pending.pop(cmd.opaque, None)
+                if fut is None:
+                    log.debug("response with unknown opaque %d from %s dropped",
+                              cmd.opaque, self.remote_addr)
+                elif not fut.done():
+                    fut.set_result(cmd)
+            elif self._dispatcher is not None:
+                if requests is None:
+                    requests = []
+                requests.append(cmd)
+            else:
+                log.debug("request code %d from %s ignored: no dispatcher",
+                          cmd.code, self.remote_addr)
+        if requests:
+            self._dispatcher(self, requests)  # type: ignore[misc]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        pending, self._pending = self._pending, {}
+        for opaque, fut in pending.items():
+            if not fut.done():
+                fut.set_exception(RemotingClosedError(
+                    f"connection to {self.remote_addr} closed before the answer to "
+                    f"request #{opaque} arrived", self.remote_addr))
+        if self._closed_event is not None:
+            self._closed_event.set()
+        if self._on_close is not None:
+            try:
+                self._on_close(self)
+            except Exception:
+                log.exception("connection close callback failed")
+
+    def pause_writing(self) -> None:  # the peer reads slower than we write: stop reading
+        if self._transport is not None:
+            self._transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
+
+    # -------------------------------------------------------------- API
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._transport is None or self._transport.is_closing()
+
+    def write(self, cmd: RemotingCommand) -> None:
+        """Write one command as is (responses, or requests already carrying their opaque)."""
+        self.write_bytes(encode(cmd))
+
+    def write_bytes(self, data: bytes) -> None:
+        if self.closed:
+            raise RemotingSendError(f"connection to {self.remote_addr} is closed",
+                                    self.remote_addr)
+        assert self._transport is not None
+        self._transport.write(data)
+        if self._loop is not None:
+            self.last_activity = self._loop.time()
+
+    def send_oneway(self, cmd: RemotingCommand) -> None:
+        """Send a request that expects no answer."""
+        self.write(RemotingCommand(
+            code=cmd.code, opaque=next_opaque(), flag=cmd.flag | FLAG_ONEWAY,
+            language=cmd.language, version=cmd.version, remark=cmd.remark,
+            ext_fields=cmd.ext_fields, body=cmd.body, serialize_type=cmd.serialize_type,
+        ))
+
+    async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send a request and wait for its response.
+
+        Raises:
+            RemotingTimeoutError: no answer within `timeout` seconds.
+            RemotingClosedError: the connection closed first.
+            RemotingSendError: the connection was already closed.
+        """
+        opaque = next_opaque()
+        loop = self._loop or asyncio.get_running_loop()
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
+        self._pending[opaque] = fut
+        try:
+            self.write(cmd.with_opaque(opaque))
+        except BaseException:
+            self._pending.pop(opaque, None)
+            raise
+        timer = loop.call_later(timeout, self._expire, opaque, timeout, cmd.code)
+        try:
+            return await fut
+        finally:
+            timer.cancel()
+            self._pending.pop(opaque, None)
+
+    def _expire(self, opaque: int, timeout: float, code: int) -> None:
+        fut = self._pending.pop(opaque, None)
+        if fut is not None and not fut.done():
+            fut.set_exception(RemotingTimeoutError(
+                f"no answer from {self.remote_addr} to request code {code} within "
+                f"{timeout:g} s", self.remote_addr))
+
+    def close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+
+    async def wait_closed(self) -> None:
+        if self._closed_event is not None:
+            await self._closed_event.wait()
+
+    @property
+    def pending_calls(self) -> int:
+        return len(self._pending)
+
+
+def _sockname(info: object) -> str:
+    if isinstance(info, tuple) and len(info) >= 2:
+        return f"{info[0]}:{info[1]}"
+    return "?"

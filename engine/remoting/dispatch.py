@@ -1,0 +1,113 @@
+"""Runs routed handlers for the requests a connection received and writes their answers.
+
+How this works: plain-function handlers answer inline, and all inline answers to one read are
+written with a single `write` (pipelined clients get their batch back in one segment).  A
+handler that returns an awaitable (an `async def`, or a plain function that needs to wait,
+e.g. for a group commit) finishes in a task whose answer is written when ready.  A handler
+that raises is answered with SYSTEM_ERROR and a remark; the connection stays up.  Unknown codes
+get REQUEST_CODE_NOT_SUPPORTED.  As in 4.9.x, a oneway request gets no processor answer but
+does get those two error answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+from typing import Any, Generic, TypeVar
+
+from engine.protocol.codes import ResponseCode
+from engine.protocol.command import RemotingCommand, encode
+from engine.protocol.errors import ProtocolError
+from engine.remoting.connection import Connection
+from engine.remoting.errors import RemotingError
+from engine.remoting.router import RequestContext, Router
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S")
+
+
+def error_response(cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
+    """SYSTEM_ERROR with a remark that says what went wrong."""
+    if isinstance(exc, (ProtocolError, RemotingError)):
+        remark = str(exc)
+    else:
+        remark = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return cmd.response(ResponseCode.SYSTEM_ERROR, remark)
+
+
+def not_supported(cmd: RemotingCommand) -> RemotingCommand:
+    return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                        f" request type {cmd.code} not supported")
+
+
+class RequestDispatcher(Generic[S]):
+    """Dispatches requests of any number of connections to one router over one state."""
+
+    def __init__(self, router: Router, state: S) -> None:
+        self.router = router
+        self.state = state
+        self._contexts: dict[int, RequestContext[S]] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def __call__(self, conn: Connection, commands: list[RemotingCommand]) -> None:
+        ctx = self._contexts.get(id(conn))
+        if ctx is None:
+            ctx = self._contexts[id(conn)] = RequestContext(self.state, conn)
+        out: list[bytes] = []
+        for cmd in commands:
+            route = self.router.lookup(cmd.code)
+            if route is None:
+                log.debug("request code %d from %s not supported", cmd.code, conn.remote_addr)
+                out.append(encode(not_supported(cmd)))
+                continue
+            try:
+                result = route.handler(ctx, cmd)
+            except Exception as exc:
+                self._log_failure(cmd, conn, exc)
+                out.append(encode(error_response(cmd, exc)))
+                continue
+            if result is None:
+                continue
+            if isinstance(result, RemotingCommand):
+                if not cmd.is_oneway:
+                    out.append(encode(result))
+            elif inspect.isawaitable(result):
+                task = asyncio.ensure_future(result)
+                self._tasks.add(task)
+                task.add_done_callback(functools.partial(self._finish, conn, cmd))
+        if out and not conn.closed:
+            conn.write_bytes(out[0] if len(out) == 1 else b"".join(out))
+
+    def _finish(self, conn: Connection, cmd: RemotingCommand, task: asyncio.Future[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        response = task.result() if exc is None else None
+        if exc is not None:
+            self._log_failure(cmd, conn, exc)
+            response = error_response(cmd, exc)
+        if response is None or cmd.is_oneway or conn.closed:
+            return
+        conn.write(response)
+
+    def _log_failure(self, cmd: RemotingCommand, conn: Connection, exc: BaseException) -> None:
+        if isinstance(exc, ProtocolError):
+            log.warning("bad request code %d from %s: %s", cmd.code, conn.remote_addr, exc)
+        else:
+            log.error("handler for request code %d from %s failed", cmd.code, conn.remote_addr,
+                      exc_info=exc)
+
+    def forget(self, conn: Connection) -> None:
+        self._contexts.pop(id(conn), None)
+
+    async def cancel_all(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._tasks.clear()

@@ -1,0 +1,112 @@
+"""The remoting server: accepts connections and dispatches their requests through a router."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from engine.protocol.frame import DEFAULT_MAX_FRAME
+from engine.remoting.connection import Connection
+from engine.remoting.dispatch import RequestDispatcher
+from engine.remoting.errors import RemotingError
+from engine.remoting.router import Router
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S")
+
+
+class PortInUseError(RemotingError):
+    """The listen address is taken by another process."""
+
+
+class RemotingServer(Generic[S]):
+    """Listens on one address; connections idle longer than `idle_timeout` seconds are closed."""
+
+    def __init__(
+        self,
+        router: Router,
+        state: S,
+        *,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        on_connection_closed: Callable[[Connection], None] | None = None,
+        idle_timeout: float | None = 120.0,
+    ) -> None:
+        self.host = host
+        self._requested_port = port
+        self.port = port
+        self.max_frame = max_frame
+        self.idle_timeout = idle_timeout
+        self.connections: set[Connection] = set()
+        self._dispatcher = RequestDispatcher(router, state)
+        self._on_connection_closed = on_connection_closed
+        self._server: asyncio.Server | None = None
+        self._idle_task: asyncio.Task[None] | None = None
+
+    def _make_connection(self) -> Connection:
+        conn = Connection(self._dispatcher, max_frame=self.max_frame, on_close=self._closed)
+        self.connections.add(conn)
+        return conn
+
+    def _closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self._dispatcher.forget(conn)
+        if self._on_connection_closed is not None:
+            self._on_connection_closed(conn)
+
+    async def start(self) -> None:
+        """Bind and listen.
+
+        Raises:
+            PortInUseError: the address is already in use.
+        """
+        loop = asyncio.get_running_loop()
+        try:
+            self._server = await loop.create_server(
+                self._make_connection, self.host, self._requested_port, reuse_address=True
+            )
+        except OSError as exc:
+            if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
+                raise PortInUseError(
+                    f"port {self._requested_port} on {self.host} is already in use"
+                ) from None
+            raise
+        self.port = self._server.sockets[0].getsockname()[1]
+        if self.idle_timeout:
+            self._idle_task = asyncio.create_task(self._close_idle(self.idle_timeout))
+        log.info("listening on %s:%d", self.host, self.port)
+
+    async def _close_idle(self, idle_timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(10.0, idle_timeout))
+            deadline = loop.time() - idle_timeout
+            for conn in list(self.connections):
+                if conn.last_activity < deadline:
+                    log.info("closing connection from %s: idle for %.0f s",
+                             conn.remote_addr, idle_timeout)
+                    conn.close()
+
+    async def stop(self) -> None:
+        """Stop listening, close every connection and cancel running handlers."""
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._idle_task
+            self._idle_task = None
+        if self._server is not None:
+            self._server.close()
+        conns = list(self.connections)
+        for conn in conns:
+            conn.close()
+        await self._dispatcher.cancel_all()
+        for conn in conns:
+            await conn.wait_closed()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
