@@ -135,28 +135,32 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
     return orjson.dumps(doc)
 
 
-def _put_string(parts: list[bytes], prefix: struct.Struct, text: str) -> None:
-    data = text.encode()
-    parts.append(prefix.pack(len(data)))
-    parts.append(data)
+_pack_int16 = _INT16.pack
+_pack_int32 = _INT32.pack
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:
     """Serialize the header in ROCKETMQ binary form (remoting.md §2.2)."""
     remark = cmd.remark.encode() if cmd.remark else b""
-    head = BINARY_FIXED.pack(
+    out = bytearray(BINARY_FIXED.pack(
         _to_int16(cmd.code), cmd.language, _to_int16(cmd.version), cmd.opaque, cmd.flag,
         len(remark),
-    )
-    ext_parts: list[bytes] = []
+    ))
+    out += remark
+    ext_at = len(out)
+    out += b"\0\0\0\0"
     if cmd.ext_fields:
         for key, value in cmd.ext_fields.items():
             if key is None or value is None:
                 continue
-            _put_string(ext_parts, _INT16, key)
-            _put_string(ext_parts, _INT32, value)
-    ext = b"".join(ext_parts)
-    return b"".join((head, remark, _INT32.pack(len(ext)), ext))
+            kb = key.encode()
+            vb = value.encode()
+            out += _pack_int16(len(kb))
+            out += kb
+            out += _pack_int32(len(vb))
+            out += vb
+    _INT32.pack_into(out, ext_at, len(out) - ext_at - 4)
+    return bytes(out)
 
 
 def _to_int16(value: int) -> int:
@@ -212,14 +216,17 @@ def _language(value: Any) -> int:
 
 def _int_field(doc: dict[str, Any], key: str) -> int:
     value = doc.get(key, 0)
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or value is None:
         return 0
-    if isinstance(value, int):
-        return value
     try:
         return int(value)
     except (TypeError, ValueError):
         raise FrameError(f"header field {key!r} is not an integer: {value!r}") from None
+
+
+_STR_ONLY = {str}
 
 
 def decode_json_header(data: bytes, body: bytes | None) -> RemotingCommand:
@@ -228,25 +235,35 @@ def decode_json_header(data: bytes, body: bytes | None) -> RemotingCommand:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise FrameError(f"header is not valid JSON: {exc}") from None
-    if not isinstance(doc, dict):
+    if type(doc) is not dict:
         raise FrameError("header JSON is not an object")
     ext = doc.get("extFields")
-    ext_fields: ExtFields | None
-    if ext is None:
-        ext_fields = None
-    elif isinstance(ext, dict):
-        ext_fields = {k: v if type(v) is str else _ext_value(v) for k, v in ext.items()}
-    else:
-        raise FrameError("header field 'extFields' is not an object")
+    if ext is not None:
+        if type(ext) is not dict:
+            raise FrameError("header field 'extFields' is not an object")
+        if not set(map(type, ext.values())) <= _STR_ONLY:
+            ext = {k: v if type(v) is str else _ext_value(v) for k, v in ext.items()}
+    code = doc.get("code", 0)
+    opaque = doc.get("opaque", 0)
+    flag = doc.get("flag", 0)
+    version = doc.get("version", 0)
+    if not (type(code) is int and type(opaque) is int and type(flag) is int
+            and type(version) is int):
+        code = _int_field(doc, "code")
+        opaque = _int_field(doc, "opaque")
+        flag = _int_field(doc, "flag")
+        version = _int_field(doc, "version")
     remark = doc.get("remark")
+    language = doc.get("language", "JAVA")
+    lang = _LANGUAGE_BY_NAME.get(language) if type(language) is str else None
     return RemotingCommand(
-        code=_int_field(doc, "code"),
-        opaque=_int_field(doc, "opaque"),
-        flag=_int_field(doc, "flag"),
-        language=_language(doc.get("language", LanguageCode.JAVA)),
-        version=_int_field(doc, "version"),
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=_language(language) if lang is None else lang,
+        version=version,
         remark=None if remark is None else str(remark),
-        ext_fields=ext_fields,
+        ext_fields=ext,
         body=body,
         serialize_type=SerializeType.JSON,
     )
@@ -271,22 +288,26 @@ def decode_binary_header(data: bytes, body: bytes | None) -> RemotingCommand:
     if ext_len:
         ext_fields = {}
         end = pos + ext_len
-        while pos < end:
-            if pos + 2 > end:
-                raise FrameError("binary header extFields entry is truncated")
-            (key_len,) = _INT16.unpack_from(data, pos)
-            pos += 2
-            if key_len < 0 or pos + key_len + 4 > end:
-                raise FrameError("binary header extFields key runs past the map")
-            key = _utf8(data[pos : pos + key_len])
-            pos += key_len
-            (val_len,) = _INT32.unpack_from(data, pos)
-            pos += 4
-            if val_len < 0 or pos + val_len > end:
-                raise FrameError("binary header extFields value runs past the map")
-            if key_len and val_len:
-                ext_fields[key] = _utf8(data[pos : pos + val_len])
-            pos += val_len
+        unpack_int32 = _INT32.unpack_from
+        try:
+            while pos < end:
+                key_len = (data[pos] << 8) | data[pos + 1]
+                key_end = pos + 2 + key_len
+                val_len = unpack_int32(data, key_end)[0]
+                if val_len < 0 or key_len & 0x8000:
+                    raise FrameError("binary header extFields entry has a negative length")
+                val_at = key_end + 4
+                pos = val_at + val_len
+                if key_len and val_len:
+                    ext_fields[data[key_end - key_len : key_end].decode()] = (
+                        data[val_at:pos].decode()
+                    )
+            if pos != end:
+                raise FrameError("binary header extFields entry runs past the map")
+        except (IndexError, struct.error):
+            raise FrameError("binary header extFields entry is truncated") from None
+        except UnicodeDecodeError:
+            raise FrameError("binary header holds a string that is not UTF-8") from None
     return RemotingCommand(
         code=code,
         opaque=opaque,
@@ -307,19 +328,25 @@ def _utf8(raw: bytes) -> str:
         raise FrameError("binary header holds a string that is not UTF-8") from None
 
 
-def decode_frame(frame: bytes | memoryview) -> RemotingCommand:
-    """Decode one frame without its 4-byte length prefix (header-length word first)."""
-    total = len(frame)
+def decode_frame(data: bytes, start: int = 0, end: int | None = None) -> RemotingCommand:
+    """Decode the frame in ``data[start:end]``, given without its 4-byte length prefix.
+
+    Raises:
+        FrameError: the frame is malformed.
+    """
+    if end is None:
+        end = len(data)
+    total = end - start
     if total < 4:
         raise FrameError(f"frame of {total} bytes has no header-length word")
-    (word,) = _INT32.unpack_from(frame, 0)
-    word &= 0xFFFFFFFF
-    serialize = word >> 24
+    word = int.from_bytes(data[start : start + 4], "big")
     header_len = word & HEADER_LEN_MASK
     if header_len > total - 4:
         raise FrameError(f"header length {header_len} exceeds the frame's {total - 4} bytes")
-    header = bytes(frame[4 : 4 + header_len])
-    body = bytes(frame[4 + header_len :]) if total > 4 + header_len else None
+    body_at = start + 4 + header_len
+    header = data[start + 4 : body_at]
+    body = data[body_at:end] if end > body_at else None
+    serialize = word >> 24
     if serialize == SerializeType.JSON:
         return decode_json_header(header, body)
     if serialize == SerializeType.ROCKETMQ:

@@ -36,29 +36,28 @@ class FrameDecoder:
         """
         if self._broken:
             raise FrameError("decoder already failed; the connection must be closed")
-        buf = self._buf
-        buf += data
+        if self._buf:
+            self._buf += data
+            data = bytes(self._buf)
         out: list[RemotingCommand] = []
         pos = 0
-        end = len(buf)
+        end = len(data)
+        max_frame = self.max_frame
         try:
             while end - pos >= 4:
-                length = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
+                length = int.from_bytes(data[pos : pos + 4], "big", signed=True)
                 if length < 4:
                     raise FrameError(f"frame length {length} is smaller than its header word")
-                if length + 4 > self.max_frame:
-                    raise FrameTooLarge(length + 4, self.max_frame)
-                if end - pos - 4 < length:
-                    break
+                if length + 4 > max_frame:
+                    raise FrameTooLarge(length + 4, max_frame)
                 start = pos + 4
+                if end - start < length:
+                    break
                 pos = start + length
-                with memoryview(buf) as view:
-                    out.append(decode_frame(view[start:pos]))
+                out.append(decode_frame(data, start, pos))
         except FrameError:
-            # The traceback may still hold a view of the buffer: drop it instead of resizing.
             self._broken = True
             self._buf = bytearray()
             raise
-        if pos:
-            del buf[:pos]
+        self._buf = bytearray(data[pos:]) if pos < end else bytearray()
         return out
