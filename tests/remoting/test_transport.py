@@ -144,7 +144,7 @@ async def test_oneway_gets_no_answer(server, client) -> None:
 
 
 async def test_timeout_then_connection_still_usable(server, client) -> None:
-    with pytest.raises(RemotingTimeoutError, match="within 0.05 s"):
+    with pytest.raises(RemotingTimeoutError, match=r"within 0\.05 s"):
         await client.invoke(addr(server), request(HOLD), timeout=0.05)
     assert (await client.invoke(addr(server), request(ECHO))).code == ResponseCode.SUCCESS
 
