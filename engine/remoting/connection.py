@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Callable
+from typing import cast
 
 from engine.protocol.command import FLAG_ONEWAY, RemotingCommand, encode
 from engine.protocol.errors import FrameError
@@ -57,8 +58,8 @@ class Connection(asyncio.Protocol):
     # -------------------------------------------------------------- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's TCPTransport is not an asyncio.Transport subclass; it has the same API.
+        self._transport = cast(asyncio.Transport, transport)
         self._loop = asyncio.get_running_loop()
         self._closed_event = asyncio.Event()
         self.last_activity = self._loop.time()

@@ -52,18 +52,16 @@ async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
         await controller.stop()
 
 
-async def _register(addr: str, topic: str, queues: int, *, compressed: bool) -> None:
+async def _register(client: RemotingClient, addr: str, topic: str, queues: int, *,
+                    compressed: bool) -> None:
+    """Register like a broker; the registration lives as long as `client`'s connection."""
     body = RegisterBrokerBody(TopicConfigSerializeWrapper(
         {topic: TopicConfig(topic, queues, queues)}, DataVersion(1_700_000_000_000, 1)))
     header = RegisterBrokerRequestHeader(
         broker_name="broker-a", broker_addr="127.0.0.1:10911", cluster_name="DefaultCluster",
         ha_server_addr="127.0.0.1:10912", broker_id=0, compressed=compressed)
-    client = RemotingClient()
-    try:
-        resp = await client.invoke(addr, request(RequestCode.REGISTER_BROKER, to_ext(header),
-                                                 body.encode(compressed)))
-    finally:
-        await client.close()
+    resp = await client.invoke(addr, request(RequestCode.REGISTER_BROKER, to_ext(header),
+                                             body.encode(compressed)))
     assert resp.code == ResponseCode.SUCCESS, resp.remark
 
 
@@ -88,8 +86,12 @@ async def _probe(tmp_path: Path, addr: str, topic: str) -> dict[str, object]:
 async def test_cpp_client_resolves_a_route(namesrv: NamesrvController, tmp_path: Path,
                                            compressed: bool) -> None:
     addr = f"127.0.0.1:{namesrv.port}"
-    await _register(addr, "CompatTopic", 4, compressed=compressed)
-    result = await _probe(tmp_path, addr, "CompatTopic")
+    broker = RemotingClient()
+    try:
+        await _register(broker, addr, "CompatTopic", 4, compressed=compressed)
+        result = await _probe(tmp_path, addr, "CompatTopic")
+    finally:
+        await broker.close()
     assert result.get("error") is None, result
     queues = sorted((q["brokerName"], q["queueId"]) for q in result["queues"])  # type: ignore[union-attr,index]
     assert queues == [("broker-a", i) for i in range(4)]

@@ -1,0 +1,1 @@
+"""Pieces shared by the name server and the broker: properties files and config loading."""

@@ -1,0 +1,1 @@
+"""The name server: route tables, KV config, request handlers and the `mqnamesrv` process."""

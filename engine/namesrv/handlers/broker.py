@@ -1,0 +1,127 @@
+"""Broker-facing requests: REGISTER/UNREGISTER_BROKER, QUERY_DATA_VERSION, write-perm switches."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+
+from engine.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
+from engine.namesrv.state import NamesrvState
+from engine.protocol import fastjson
+from engine.protocol.body.register import RegisterBrokerBody
+from engine.protocol.body.topic import DataVersion, TopicConfigSerializeWrapper
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import RemotingCommand
+from engine.protocol.errors import BodyError
+from engine.protocol.header.namesrv import (
+    AddWritePermOfBrokerResponseHeader,
+    BrokerNameRequestHeader,
+    QueryDataVersionRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
+)
+from engine.protocol.version import V3_0_11
+from engine.protocol.wire import from_ext, from_json, to_ext, to_json
+from engine.remoting.router import RequestContext, Router
+
+router = Router()
+log = logging.getLogger("engine.namesrv")
+
+Ctx = RequestContext[NamesrvState]
+
+
+class RegisterBodyError(Exception):
+    """A REGISTER_BROKER body that does not decode (answered with SYSTEM_ERROR)."""
+
+
+def body_crc32(body: bytes | None) -> int:
+    """`UtilAll.crc32`: CRC32 of the body masked to a non-negative Java int (0 for no body)."""
+    return zlib.crc32(body) & 0x7FFFFFFF if body else 0
+
+
+def _decode_registration(cmd: RemotingCommand, header: RegisterBrokerRequestHeader
+                         ) -> tuple[TopicConfigSerializeWrapper, list[str] | None]:
+    """The topic table and filter servers of a registration (None: keep the filter table)."""
+    try:
+        if cmd.version < V3_0_11:  # pre-3.0.11 brokers send the bare topic wrapper
+            wrapper = (from_json(TopicConfigSerializeWrapper, fastjson.loads(cmd.body))
+                       if cmd.body else TopicConfigSerializeWrapper())
+            return wrapper, None
+        body = RegisterBrokerBody.decode(cmd.body, header.compressed)
+        return body.topic_config_serialize_wrapper, body.filter_server_list
+    except BodyError as exc:
+        raise RegisterBodyError(f"Failed to decode RegisterBrokerBody: {exc}") from None
+
+
+@router.handles(RequestCode.REGISTER_BROKER)
+def register_broker(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    header = from_ext(RegisterBrokerRequestHeader, cmd.ext_fields)
+    if header.body_crc32 != 0 and body_crc32(cmd.body) != header.body_crc32:
+        log.warning("receive registerBroker request,crc32 not match,from %s",
+                    ctx.connection.remote_addr)
+        return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match",
+                            ext_fields=to_ext(RegisterBrokerResponseHeader()))
+    wrapper, servers = _decode_registration(cmd, header)
+    state = ctx.state
+    known = header.broker_addr in state.routes.live
+    result = state.routes.register_broker(
+        header.cluster_name, header.broker_addr, header.broker_name, header.broker_id,
+        header.ha_server_addr, wrapper, servers, ctx.connection,
+    )
+    if not known:
+        log.info("new broker registered, %s HAServer: %s", header.broker_addr,
+                 header.ha_server_addr)
+    order_conf = state.kv.namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
+    return cmd.response(
+        ext_fields=to_ext(RegisterBrokerResponseHeader(result.ha_server_addr,
+                                                       result.master_addr)),
+        body=fastjson.dumpb(to_json(order_conf)) if order_conf is not None else None,
+    )
+
+
+@router.handles(RequestCode.UNREGISTER_BROKER)
+def unregister_broker(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    header = from_ext(UnRegisterBrokerRequestHeader, cmd.ext_fields)
+    ctx.state.routes.unregister_broker(header.cluster_name, header.broker_addr,
+                                       header.broker_name, header.broker_id)
+    log.info("unregisterBroker %s %s (%s) id %d", header.cluster_name, header.broker_name,
+             header.broker_addr, header.broker_id)
+    return cmd.response()
+
+
+@router.handles(RequestCode.QUERY_DATA_VERSION)
+def query_data_version(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    header = from_ext(QueryDataVersionRequestHeader, cmd.ext_fields)
+    if not cmd.body:
+        raise BodyError("QUERY_DATA_VERSION needs a DataVersion body")
+    version = from_json(DataVersion, fastjson.loads(cmd.body))
+    routes = ctx.state.routes
+    changed = routes.is_data_version_changed(header.broker_addr, version)
+    if not changed:
+        routes.touch(header.broker_addr)
+    current = routes.data_version_of(header.broker_addr)
+    return cmd.response(
+        ext_fields=to_ext(QueryDataVersionResponseHeader(changed)),
+        body=fastjson.dumpb(to_json(current)) if current is not None else None,
+    )
+
+
+@router.handles(RequestCode.WIPE_WRITE_PERM_OF_BROKER)
+def wipe_write_perm(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    header = from_ext(BrokerNameRequestHeader, cmd.ext_fields)
+    count = ctx.state.routes.wipe_write_perm(header.broker_name)
+    log.info("wipe write perm of broker[%s], client: %s, %d", header.broker_name,
+             ctx.connection.remote_addr, count)
+    return cmd.response(ext_fields=to_ext(WipeWritePermOfBrokerResponseHeader(count)))
+
+
+@router.handles(RequestCode.ADD_WRITE_PERM_OF_BROKER)
+def add_write_perm(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    header = from_ext(BrokerNameRequestHeader, cmd.ext_fields)
+    count = ctx.state.routes.add_write_perm(header.broker_name)
+    log.info("add write perm of broker[%s], client: %s, %d", header.broker_name,
+             ctx.connection.remote_addr, count)
+    return cmd.response(ext_fields=to_ext(AddWritePermOfBrokerResponseHeader(count)))

@@ -1,0 +1,118 @@
+"""`mqnamesrv [-c file] [-p]`: the name server process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+
+from engine.common import properties
+from engine.common.config import ConfigError
+from engine.common.config import items as config_items
+from engine.namesrv.config import NamesrvConfig, load_namesrv_config
+from engine.namesrv.controller import NamesrvController
+from engine.namesrv.kvconfig import KVConfigError
+from engine.remoting import loop
+from engine.remoting.errors import RemotingError
+from engine.remoting.server import PortInUseError
+
+PROG = "mqnamesrv"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="RocketMQ-compatible name server")
+    parser.add_argument("-c", "--configFile", dest="config_file", metavar="FILE",
+                        help="name server config properties file")
+    parser.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true",
+                        help="print all config items and exit")
+    parser.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", metavar="ADDR",
+                        help="accepted for compatibility with mqnamesrv; unused")
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _setup_logging(config: NamesrvConfig) -> None:
+    os.makedirs(config.logs_dir, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(
+        os.path.join(config.logs_dir, "namesrv.log"), maxBytes=128 << 20, backupCount=10,
+        encoding="utf-8",
+    )
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s %(levelname)s %(name)s - %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+async def serve(config: NamesrvConfig, extra: dict[str, str]) -> int:
+    """Run the name server until SIGTERM or SIGINT; returns the exit code."""
+    controller = NamesrvController(config, extra_properties=extra)
+    try:
+        await controller.start()
+    except PortInUseError as exc:
+        await controller.server.stop()
+        return _error(f"{exc}; stop the other process or set another listenPort in the -c file")
+    except (RemotingError, KVConfigError, OSError) as exc:
+        await controller.server.stop()
+        return _error(str(exc))
+    stop = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, stop.set)
+    print(f"The Name Server boot success. serializeType=JSON, port={controller.port}",
+          flush=True)
+    logging.getLogger("engine.namesrv").info("The Name Server boot success, port %d",
+                                             controller.port)
+    await stop.wait()
+    await controller.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config, unknown = load_namesrv_config(args.config_file)
+    except ConfigError as exc:
+        return _error(str(exc))
+    extra: dict[str, str] = {}
+    if args.config_file is not None:
+        if unknown:
+            extra = {k: v for k, v in properties.loads(_read(args.config_file)).items()
+                     if k in unknown}
+        for key in unknown:
+            print(f"{PROG}: warning: unknown config key '{key}' in {args.config_file} "
+                  "(kept, but nothing uses it)", file=sys.stderr)
+        print(f"load config properties file OK, {args.config_file}", file=sys.stderr)
+    if args.print_config:
+        pairs = [(k, "" if v is None else v) for k, v in config_items(config)]
+        sys.stdout.write(properties.dumps(pairs + list(extra.items()), escape=False))
+        return 0
+    try:
+        _setup_logging(config)
+    except OSError as exc:
+        return _error(f"cannot write logs to {config.logs_dir}: {exc.strerror or exc}")
+    try:
+        return loop.run(serve(config, extra))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
