@@ -1,0 +1,1 @@
+"""The broker: send, pull, offsets, clients, admin; on top of `engine.store`."""

@@ -1,0 +1,126 @@
+"""`BrokerConfig`: the broker's own settings under RocketMQ's property names.
+
+A `broker.conf` holds broker keys and store keys together: `load_broker_config` fills
+`BrokerConfig`, hands the keys it does not know to the store's `MessageStoreConfig`, and returns
+whatever neither knows, so the caller warns about it.  `listenPort` sets the fast port
+(listenPort - 2) and, unless `haListenPort` is given, the HA port (listenPort + 1).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+
+from engine.common import config as configlib
+from engine.common import properties
+from engine.protocol.perm import PERM_RW
+
+#: Keys UPDATE_BROKER_CONFIG refuses to change at run time (4.9.7 also refuses paths).
+PROTECTED_KEYS = frozenset({"brokerConfigPath", "storePathRootDir", "storePathCommitLog",
+                            "listenPort", "brokerName", "brokerClusterName", "brokerId"})
+
+
+def _local_ip() -> str:
+    """The address other hosts reach this one by (what `RemotingUtil.getLocalAddress` picks)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # no packet is sent; this only selects a route
+            ip: str = s.getsockname()[0]
+            return ip
+    except OSError:
+        return "127.0.0.1"
+
+
+def _host_name() -> str:
+    try:
+        return socket.gethostname() or "DEFAULT_BROKER"
+    except OSError:
+        return "DEFAULT_BROKER"
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    rocketmq_home: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
+    namesrv_addr: str | None = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
+    broker_ip1: str = field(default_factory=_local_ip)
+    broker_ip2: str | None = None
+    broker_name: str = field(default_factory=_host_name)
+    broker_cluster_name: str = "DefaultCluster"
+    broker_id: int = 0
+    broker_permission: int = PERM_RW
+    default_topic_queue_nums: int = 8
+    auto_create_topic_enable: bool = True
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    reject_transaction_message: bool = False
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    notify_consumer_ids_changed_enable: bool = True
+    slave_read_enable: bool = False
+    offset_check_in_slave: bool = False
+    flush_consumer_offset_interval: int = 5000
+    register_name_server_period: int = 30_000
+    register_broker_timeout_mills: int = 6000
+    compressed_register: bool = False
+    force_register: bool = True
+    start_accept_send_request_time_stamp: int = 0
+    transaction_time_out: int = 6000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60_000
+    enable_property_filter: bool = False
+    channel_expired_timeout: int = 120_000  # ms without heartbeat before a client is dropped
+    # ------------------------------------------------------------ NettyServerConfig
+    bind_address: str = "0.0.0.0"
+    listen_port: int = 10911
+    ha_listen_port: int | None = None
+    server_channel_max_idle_time_seconds: int = 120
+    # ------------------------------------------------------------ this engine
+    logs_dir: str = field(default_factory=lambda: os.path.join(
+        os.path.expanduser("~"), "logs", "rocketmqlogs"))
+
+    @property
+    def broker_addr(self) -> str:
+        """What the broker advertises to name servers and clients."""
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def fast_port(self) -> int:
+        return self.listen_port - 2
+
+    @property
+    def ha_port(self) -> int:
+        return self.ha_listen_port if self.ha_listen_port is not None else self.listen_port + 1
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip2 or self.broker_ip1}:{self.ha_port}"
+
+    @property
+    def register_period_ms(self) -> int:
+        """registerNameServerPeriod clamped to 10..60 s, as 4.9.7 does."""
+        return min(max(self.register_name_server_period, 10_000), 60_000)
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+
+def read_properties_file(path: str) -> dict[str, str]:
+    """The key=value pairs of a broker.conf.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            return properties.loads(f.read())
+    except OSError as exc:
+        raise configlib.ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except properties.PropertiesError as exc:
+        raise configlib.ConfigError(f"{path}: {exc}") from None

@@ -1,0 +1,129 @@
+"""`BrokerController`: wires a broker together and runs it.
+
+Start order: open the store (recovery), load topics/groups/offsets, bind the listen port and
+the fast port (listenPort - 2), then register with the name servers and start the periodic
+services.  Stop order is the reverse, with consumer offsets and configs written last and an
+UNREGISTER_BROKER sent to every name server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+
+from engine.broker.config import BrokerConfig
+from engine.broker.registration import NamesrvRegistration
+from engine.broker.router import build_router
+from engine.broker.services import PeriodicService
+from engine.broker.state import BrokerState, wall_clock_ms
+from engine.remoting.connection import Connection
+from engine.remoting.server import RemotingServer
+from engine.store.config import MessageStoreConfig
+
+log = logging.getLogger("engine.broker")
+
+CLIENT_SCAN_INTERVAL_S = 10.0
+
+
+class BrokerController:
+    def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig,
+                 *, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.state = BrokerState(config, store_config, clock=clock)
+        router = build_router()
+        idle = float(config.server_channel_max_idle_time_seconds) or None
+        self.server: RemotingServer[BrokerState] = RemotingServer(
+            router, self.state, host=config.bind_address, port=config.listen_port,
+            on_connection_closed=self._connection_closed, idle_timeout=idle)
+        self.fast_server: RemotingServer[BrokerState] | None = None
+        if config.listen_port > 2:
+            self.fast_server = RemotingServer(
+                router, self.state, host=config.bind_address, port=config.fast_port,
+                on_connection_closed=self._connection_closed, idle_timeout=idle)
+        self.registration = NamesrvRegistration(
+            lambda: self.state.config, self.state.topics, self.state.client,
+            on_master=self._learn_master)
+        self.state.topics.on_change = self.registration.request
+        st = self.state
+        self.services = [
+            PeriodicService("flush-consumer-offsets",
+                            lambda: st.config.flush_consumer_offset_interval / 1000,
+                            st.offsets.persist),
+            PeriodicService("scan-client-channels", lambda: CLIENT_SCAN_INTERVAL_S,
+                            self._expire_clients),
+            PeriodicService("stats-sampler", lambda: 1.0, st.stats.sample),
+        ]
+        self._started = False
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def addr(self) -> str:
+        return self.state.config.broker_addr
+
+    def _connection_closed(self, conn: Connection) -> None:
+        self.state.consumers.connection_closed(conn)
+        self.state.producers.connection_closed(conn)
+
+    def _expire_clients(self) -> None:
+        timeout = self.state.config.channel_expired_timeout
+        for channel in (self.state.consumers.expire(timeout)
+                        + self.state.producers.expire(timeout)):
+            log.warning("client %s (%s) sent no heartbeat for %d ms: closing",
+                        channel.client_id, channel.conn.remote_addr, timeout)
+            channel.conn.close()
+
+    def _learn_master(self, master_addr: str | None, ha_addr: str | None) -> None:
+        st = self.state
+        if (master_addr, ha_addr) != (st.master_addr, st.ha_master_addr):
+            log.info("master of %s is %s (HA %s)", st.config.broker_name, master_addr, ha_addr)
+        st.master_addr, st.ha_master_addr = master_addr, ha_addr
+
+    async def start(self) -> None:
+        """Recover the store, load configs, listen, register.
+
+        Raises:
+            PortInUseError: the listen or fast port is taken.
+            StoreError / ConfigFileError: the store or a config file cannot be opened.
+        """
+        st = self.state
+        st.store.load()
+        st.topics.load()
+        st.groups.load()
+        st.offsets.load()
+        await self.server.start()
+        try:
+            if self.fast_server is not None:
+                await self.fast_server.start()
+        except BaseException:
+            await self.server.stop()
+            raise
+        if self.server.port != st.config.listen_port:  # port 0: advertise the real port
+            st.config = dataclasses.replace(st.config, listen_port=self.server.port)
+        await st.store.start()
+        for service in self.services:
+            service.start()
+        self.registration.start()
+        self._started = True
+        log.info("The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
+                 st.config.broker_name, st.config.broker_addr, st.config.namesrv_addr)
+
+    async def stop(self) -> None:
+        """Unregister, stop serving, persist offsets and configs, close the store."""
+        st = self.state
+        if self._started:
+            await self.registration.stop(unregister=True)
+        for service in self.services:
+            await service.stop()
+        if self.fast_server is not None:
+            await self.fast_server.stop()
+        await self.server.stop()
+        st.offsets.flush()
+        st.topics.flush()
+        st.groups.flush()
+        await st.store.shutdown()
+        await st.client.close()
+        self._started = False
+        log.info("broker %s stopped", st.config.broker_name)

@@ -1,0 +1,7 @@
+"""Broker handlers: admin_group."""
+
+from __future__ import annotations
+
+from engine.remoting.router import Router
+
+router = Router()

@@ -1,0 +1,7 @@
+"""Broker handlers: client."""
+
+from __future__ import annotations
+
+from engine.remoting.router import Router
+
+router = Router()

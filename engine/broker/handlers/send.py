@@ -1,0 +1,7 @@
+"""Broker handlers: send."""
+
+from __future__ import annotations
+
+from engine.remoting.router import Router
+
+router = Router()

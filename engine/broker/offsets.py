@@ -1,0 +1,109 @@
+"""`ConsumerOffsetManager`: committed consumer offsets and consumerOffset.json.
+
+Keys are ``"<topic>@<group>"`` and values ``{queueId: offset}``, the file shape RocketMQ uses
+(unquoted integer keys).  The table is written every flushConsumerOffsetInterval by the
+controller and at shutdown.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from engine.broker.persist import Persister
+from engine.store.config_files import CONSUMER_OFFSET_JSON, JsonConfigFile
+
+TOPIC_GROUP_SEPARATOR = "@"
+
+
+def offset_key(topic: str, group: str) -> str:
+    return f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``"topic@group"`` -> (topic, group); topic names cannot contain '@'."""
+    topic, _, group = key.partition(TOPIC_GROUP_SEPARATOR)
+    return topic, group
+
+
+class ConsumerOffsetManager:
+    """Offsets by (topic, group, queue id); -1 means "no offset committed"."""
+
+    def __init__(self, config_dir: str) -> None:
+        self.table: dict[str, dict[int, int]] = {}
+        self._persister = Persister(
+            JsonConfigFile(os.path.join(config_dir, CONSUMER_OFFSET_JSON)),
+            lambda: {"offsetTable": {k: dict(v) for k, v in self.table.items()}})
+
+    def load(self) -> None:
+        """Read consumerOffset.json (or its .bak).
+
+        Raises:
+            ConfigFileError: the file exists but cannot be decoded.
+        """
+        doc = self._persister.load()
+        if not isinstance(doc, dict):
+            return
+        for key, queues in (doc.get("offsetTable") or {}).items():
+            if isinstance(queues, dict):
+                self.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
+
+    def persist(self) -> None:
+        self._persister.request()
+
+    def flush(self) -> None:
+        self._persister.flush()
+
+    async def wait_persisted(self) -> None:
+        await self._persister.wait()
+
+    # ------------------------------------------------------------------ reads
+
+    def query(self, group: str, topic: str, queue_id: int) -> int:
+        return self.table.get(offset_key(topic, group), {}).get(queue_id, -1)
+
+    def queue_offsets(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.table.get(offset_key(topic, group), {}))
+
+    def topics_of_group(self, group: str) -> set[str]:
+        return {t for t, g in map(split_key, self.table) if g == group}
+
+    def groups_of_topic(self, topic: str) -> set[str]:
+        return {g for t, g in map(split_key, self.table) if t == topic}
+
+    def entries(self) -> Iterator[tuple[str, str, dict[int, int]]]:
+        for key, queues in self.table.items():
+            topic, group = split_key(key)
+            yield topic, group, queues
+
+    # ------------------------------------------------------------------ writes
+
+    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        self.table.setdefault(offset_key(topic, group), {})[queue_id] = offset
+
+    def set_offsets(self, group: str, topic: str, offsets: dict[int, int]) -> None:
+        self.table.setdefault(offset_key(topic, group), {}).update(offsets)
+
+    def clone(self, src_group: str, dest_group: str, topic: str) -> bool:
+        """CLONE_GROUP_OFFSET for one topic; False when the source has no offsets there."""
+        src = self.table.get(offset_key(topic, src_group))
+        if src is None:
+            return False
+        self.table[offset_key(topic, dest_group)] = dict(src)
+        return True
+
+    def remove_group(self, group: str) -> int:
+        keys = [k for k in self.table if split_key(k)[1] == group]
+        for key in keys:
+            del self.table[key]
+        return len(keys)
+
+    def remove_topic(self, topic: str) -> int:
+        keys = [k for k in self.table if split_key(k)[0] == topic]
+        for key in keys:
+            del self.table[key]
+        return len(keys)
+
+    def replace_all(self, table: dict[str, dict[int, int]]) -> None:
+        """A slave's copy of its master's table (metadata sync)."""
+        self.table = {k: dict(v) for k, v in table.items()}

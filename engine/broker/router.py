@@ -1,0 +1,27 @@
+"""The broker's router: every handler module's routes, merged."""
+
+from __future__ import annotations
+
+from engine.broker.handlers import (
+    admin_broker,
+    admin_consumer,
+    admin_group,
+    admin_topic,
+    client,
+    offsets,
+    pull,
+    query,
+    send,
+    store_admin,
+)
+from engine.remoting.router import Router
+
+MODULES = (send, pull, offsets, client, query, admin_topic, admin_group, admin_broker,
+           admin_consumer, store_admin)
+
+
+def build_router() -> Router:
+    router = Router()
+    for module in MODULES:
+        router.include(module.router)
+    return router

@@ -1,0 +1,71 @@
+"""`BrokerState`: everything a broker's request handlers work on, in one place."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from engine.broker.clients import ConsumerManager, ProducerManager
+from engine.broker.config import BrokerConfig
+from engine.broker.groups import SubscriptionGroupManager
+from engine.broker.offsets import ConsumerOffsetManager
+from engine.broker.stats import BrokerStats
+from engine.broker.topics import TopicConfigManager
+from engine.protocol.perm import is_readable, is_writeable
+from engine.remoting.client import RemotingClient
+from engine.store.config import BrokerRole, MessageStoreConfig
+from engine.store.message_store import MessageStore
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class BrokerState:
+    """Managers, store and settings of one broker; handlers reach it as ``ctx.state``."""
+
+    def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig,
+                 *, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.config = config
+        self.store_config = store_config
+        self.clock = clock
+        self.boot_timestamp = clock()
+        self.store = MessageStore(store_config, store_host=(config.broker_ip1, config.listen_port),
+                                  clock=clock)
+        config_dir = store_config.config_dir
+        self.topics = TopicConfigManager(config, config_dir, clock=clock)
+        self.groups = SubscriptionGroupManager(
+            config_dir, auto_create=config.auto_create_subscription_group, clock=clock)
+        self.offsets = ConsumerOffsetManager(config_dir)
+        self.consumers = ConsumerManager(clock, notify_enabled=self._notify_enabled)
+        self.producers = ProducerManager(clock)
+        self.stats = BrokerStats()
+        #: Outbound calls: name servers, and (as a slave) the master.
+        self.client = RemotingClient()
+        #: What a slave learned from the name servers' answers.
+        self.master_addr: str | None = None
+        self.ha_master_addr: str | None = None
+
+    def _notify_enabled(self, group: str) -> bool:
+        if not self.config.notify_consumer_ids_changed_enable:
+            return False
+        sub = self.groups.get(group)
+        return sub is None or sub.notify_consumer_ids_changed_enable
+
+    # ------------------------------------------------------------------ role and perms
+
+    @property
+    def is_slave(self) -> bool:
+        return self.store_config.broker_role is BrokerRole.SLAVE
+
+    @property
+    def writable(self) -> bool:
+        return is_writeable(self.config.broker_permission) and not self.is_slave
+
+    @property
+    def readable(self) -> bool:
+        return is_readable(self.config.broker_permission)
+
+    @property
+    def store_host(self) -> tuple[str, int]:
+        return (self.config.broker_ip1, self.config.listen_port)

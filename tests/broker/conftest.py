@@ -1,0 +1,77 @@
+"""Fixtures: a name server and a broker in-process on port 0, stores under tmp_path."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.broker.config import BrokerConfig
+from engine.broker.controller import BrokerController
+from engine.namesrv.config import NamesrvConfig
+from engine.namesrv.controller import NamesrvController
+from engine.protocol.command import RemotingCommand, request
+from engine.remoting.client import RemotingClient
+from engine.store.config import MessageStoreConfig
+
+
+@pytest.fixture
+async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
+    config = NamesrvConfig(
+        kv_config_path=str(tmp_path / "namesrv" / "kvConfig.json"),
+        config_store_path=str(tmp_path / "namesrv" / "namesrv.properties"),
+        logs_dir=str(tmp_path / "logs"), bind_address="127.0.0.1", listen_port=0)
+    controller = NamesrvController(config)
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop()
+
+
+def broker_configs(tmp_path: Path, namesrv_addr: str | None, name: str = "broker-a",
+                   **changes: Any) -> tuple[BrokerConfig, MessageStoreConfig]:
+    """Small segments, loopback, port 0; `changes` may name fields of either config."""
+    broker_fields = {f.name for f in dataclasses.fields(BrokerConfig)}
+    broker = BrokerConfig(
+        namesrv_addr=namesrv_addr, broker_ip1="127.0.0.1", broker_name=name,
+        bind_address="127.0.0.1", listen_port=0,
+        logs_dir=str(tmp_path / "logs"),
+        **{k: v for k, v in changes.items() if k in broker_fields})
+    store = MessageStoreConfig(store_path_root_dir=str(tmp_path / name / "store"),
+                               mapped_file_size_commit_log=1024 * 1024,
+                               mapped_file_size_consume_queue=1000 * 20)
+    for key, value in changes.items():
+        if key not in broker_fields:
+            setattr(store, key, value)
+    return broker, store
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
+    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}")
+    controller = BrokerController(config, store)
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    c = RemotingClient()
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+async def call(client: RemotingClient, addr: str, code: int, ext: dict[str, str] | None = None,
+               body: bytes | None = None, version: int | None = None) -> RemotingCommand:
+    cmd = request(code, ext, body) if version is None else request(code, ext, body,
+                                                                    version=version)
+    return await client.invoke(addr, cmd, timeout=10)
