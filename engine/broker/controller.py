@@ -113,8 +113,14 @@ class BrokerController:
     async def stop(self) -> None:
         """Unregister, stop serving, persist offsets and configs, close the store."""
         st = self.state
-        if self._started:
-            await self.registration.stop(unregister=True)
+        if not self._started:  # a failed start: release what was opened, write nothing
+            if self.fast_server is not None:
+                await self.fast_server.stop()
+            await self.server.stop()
+            await st.client.close()
+            st.store.close()
+            return
+        await self.registration.stop(unregister=True)
         for service in self.services:
             await service.stop()
         if self.fast_server is not None:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import logging.handlers
-import os
-import signal
 import sys
 
-from engine.common import properties
+from engine.common import process, properties
 from engine.common.config import ConfigError
 from engine.common.config import items as config_items
 from engine.namesrv.config import NamesrvConfig, load_namesrv_config
@@ -35,21 +31,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _error(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
-    return 1
-
-
-def _setup_logging(config: NamesrvConfig) -> None:
-    os.makedirs(config.logs_dir, exist_ok=True)
-    handler = logging.handlers.RotatingFileHandler(
-        os.path.join(config.logs_dir, "namesrv.log"), maxBytes=128 << 20, backupCount=10,
-        encoding="utf-8",
-    )
-    handler.setFormatter(logging.Formatter(
-        "%(asctime)s %(levelname)s %(name)s - %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
+    return process.error(PROG, message)
 
 
 async def serve(config: NamesrvConfig, extra: dict[str, str]) -> int:
@@ -63,15 +45,11 @@ async def serve(config: NamesrvConfig, extra: dict[str, str]) -> int:
     except (RemotingError, KVConfigError, OSError) as exc:
         await controller.server.stop()
         return _error(str(exc))
-    stop = asyncio.Event()
-    running = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        running.add_signal_handler(sig, stop.set)
     print(f"The Name Server boot success. serializeType=JSON, port={controller.port}",
           flush=True)
     logging.getLogger("engine.namesrv").info("The Name Server boot success, port %d",
                                              controller.port)
-    await stop.wait()
+    await process.wait_for_stop_signal()
     await controller.stop()
     return 0
 
@@ -96,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(properties.dumps(pairs + list(extra.items()), escape=False))
         return 0
     try:
-        _setup_logging(config)
+        process.setup_logging(config.logs_dir, "namesrv.log")
     except OSError as exc:
         return _error(f"cannot write logs to {config.logs_dir}: {exc.strerror or exc}")
     try:

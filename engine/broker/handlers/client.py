@@ -1,7 +1,86 @@
-"""Broker handlers: client."""
+"""Client management: HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP,
+CHECK_CLIENT_CONFIG."""
 
 from __future__ import annotations
 
-from engine.remoting.router import Router
+from engine.broker.clients import ClientChannel
+from engine.broker.state import BrokerState
+from engine.broker.topics import retry_topic
+from engine.protocol import fastjson
+from engine.protocol.body.admin import GetConsumerListByGroupResponseBody
+from engine.protocol.body.check_client import CheckClientRequestBody
+from engine.protocol.body.heartbeat import ExpressionType, HeartbeatData
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import RemotingCommand
+from engine.protocol.header.broker import (
+    GetConsumerListByGroupRequestHeader,
+    UnregisterClientRequestHeader,
+)
+from engine.protocol.perm import PERM_RW
+from engine.protocol.wire import from_ext, from_json, to_json
+from engine.remoting.router import RequestContext, Router
 
 router = Router()
+
+Ctx = RequestContext[BrokerState]
+
+#: topicSysFlag bit of a unit-sub topic (`TopicSysFlag.FLAG_UNIT_SUB`).
+FLAG_UNIT_SUB = 0x2
+
+
+@router.handles(RequestCode.HEART_BEAT)
+def heart_beat(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    st = ctx.state
+    data = from_json(HeartbeatData, fastjson.loads(cmd.body or b"{}"))
+    now = st.clock()
+
+    def channel() -> ClientChannel:
+        return ClientChannel(ctx.connection, data.client_id, cmd.language, cmd.version, now)
+
+    for consumer in data.consumer_data_set:
+        group = st.groups.find_or_create(consumer.group_name)
+        if group is not None:
+            st.topics.create_if_absent(retry_topic(consumer.group_name),
+                                       group.retry_queue_nums, PERM_RW,
+                                       FLAG_UNIT_SUB if consumer.unit_mode else 0)
+        st.consumers.register(consumer, channel())
+    for producer in data.producer_data_set:
+        st.producers.register(producer.group_name, channel())
+    return cmd.response()
+
+
+@router.handles(RequestCode.UNREGISTER_CLIENT)
+def unregister_client(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    st = ctx.state
+    h = from_ext(UnregisterClientRequestHeader, cmd.ext_fields)
+    if h.producer_group:
+        st.producers.unregister(h.producer_group, ctx.connection)
+    if h.consumer_group:
+        st.consumers.unregister(h.consumer_group, ctx.connection)
+    return cmd.response()
+
+
+@router.handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP)
+def get_consumer_list_by_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    h = from_ext(GetConsumerListByGroupRequestHeader, cmd.ext_fields)
+    info = ctx.state.consumers.get(h.consumer_group)
+    if info is None or not info.channels:
+        return cmd.response(ResponseCode.SYSTEM_ERROR,
+                            f"no consumer for this group, {h.consumer_group}")
+    body = GetConsumerListByGroupResponseBody(info.client_ids())
+    return cmd.response(body=fastjson.dumpb(to_json(body)))
+
+
+@router.handles(RequestCode.CHECK_CLIENT_CONFIG)
+def check_client_config(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    body = from_json(CheckClientRequestBody, fastjson.loads(cmd.body or b"{}"))
+    sub = body.subscription_data
+    if sub is None or sub.expression_type is ExpressionType.TAG:
+        return cmd.response()
+    if not ctx.state.config.enable_property_filter:
+        return cmd.response(ResponseCode.SYSTEM_ERROR,
+                            "The broker does not support consumer to filter message by "
+                            f"{sub.expression_type.name}")
+    return cmd.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+                        f"SQL92 filtering is not available on this broker yet: cannot check "
+                        f"{sub.sub_string!r}")

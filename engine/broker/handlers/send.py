@@ -1,7 +1,288 @@
-"""Broker handlers: send."""
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320).
+
+How this works: the header (V2's one-letter keys are turned into V1 first) is checked as 4.9.7
+does — broker writable, topic name, topic not reserved, topic known or auto-created from its
+template, queue id in range — then the message goes to the store.  Under ASYNC_FLUSH the
+handler answers inline; under SYNC_FLUSH (and WAIT not false) it returns an awaitable that
+answers once the group commit has the bytes on disk.  Every answer on a stored message carries
+msgId, queueId, queueOffset, MSG_REGION and TRACE_ON, which Java clients read unconditionally.
+"""
 
 from __future__ import annotations
 
-from engine.remoting.router import Router
+import random
+from collections.abc import Awaitable
+
+from engine.broker.state import BrokerState
+from engine.broker.topics import (
+    NOT_ALLOWED_SEND,
+    RETRY_PREFIX,
+    dlq_topic,
+    topic_name_problem,
+)
+from engine.protocol.body.topic import TopicConfig, TopicFilterType
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import RemotingCommand
+from engine.protocol.header.broker import (
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    send_header_v1,
+)
+from engine.protocol.message import (
+    MULTI_TAGS_FLAG,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_CLUSTER,
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_SEPARATOR,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_WAIT_STORE_MSG_OK,
+    BatchMessage,
+    BrokerMessage,
+    property_value,
+    string_to_properties,
+)
+from engine.protocol.perm import PERM_RW, is_writeable
+from engine.protocol.version import V3_4_9
+from engine.protocol.wire import from_ext, to_ext
+from engine.remoting.address import parse_addr
+from engine.remoting.router import RequestContext, Router
+from engine.store.config import FlushDiskType
+from engine.store.results import PutMessageResult, PutMessageStatus
 
 router = Router()
+
+Ctx = RequestContext[BrokerState]
+Answer = RemotingCommand | Awaitable[RemotingCommand]
+
+APPLY_TOPIC_TIP = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+SERVICE_NOT_AVAILABLE_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: the broker's "
+    "disk is full, messages are put to the slave, message store has been shut down, etc.")
+
+_STATUS_CODES = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+
+class SendRefused(Exception):
+    """A check failed; carries the response code and remark to answer with."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+def _header(cmd: RemotingCommand) -> SendMessageRequestHeader:
+    if cmd.code == RequestCode.SEND_MESSAGE:
+        return from_ext(SendMessageRequestHeader, cmd.ext_fields)
+    return send_header_v1(from_ext(SendMessageRequestHeaderV2, cmd.ext_fields))
+
+
+def _check_topic(st: BrokerState, header: SendMessageRequestHeader,
+                 peer: str) -> TopicConfig:
+    """msgCheck: the topic config to store under, auto-created when allowed."""
+    cfg = st.config
+    if st.is_slave:
+        raise SendRefused(ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK)
+    if not is_writeable(cfg.broker_permission):
+        raise SendRefused(ResponseCode.NO_PERMISSION,
+                          f"the broker[{cfg.broker_ip1}] sending message is forbidden")
+    topic = header.topic
+    problem = topic_name_problem(topic)
+    if problem is not None:
+        raise SendRefused(ResponseCode.SYSTEM_ERROR, problem)
+    if topic in NOT_ALLOWED_SEND:
+        raise SendRefused(ResponseCode.NO_PERMISSION,
+                          f"Sending message to topic[{topic}] is forbidden.")
+    config = st.topics.get(topic)
+    if config is None:
+        if topic.startswith(RETRY_PREFIX):
+            config = st.topics.create_if_absent(topic, 1, PERM_RW)
+        else:
+            config = st.topics.create_in_send(topic, header.default_topic,
+                                              header.default_topic_queue_nums)
+        if config is None:
+            raise SendRefused(ResponseCode.TOPIC_NOT_EXIST,
+                              f"topic[{topic}] not exist, apply first please!{APPLY_TOPIC_TIP}")
+    valid = max(config.write_queue_nums, config.read_queue_nums)
+    if header.queue_id >= valid:
+        raise SendRefused(ResponseCode.SYSTEM_ERROR,
+                          f"request queueId[{header.queue_id}] is illegal, {config} "
+                          f"Producer: {peer}")
+    if not is_writeable(config.perm):
+        raise SendRefused(ResponseCode.NO_PERMISSION,
+                          f"the topic[{topic}] sending message is forbidden")
+    return config
+
+
+def _dlq_redirect(st: BrokerState, cmd: RemotingCommand, header: SendMessageRequestHeader,
+                  topic: str, queue_id: int) -> tuple[str, int]:
+    """A %RETRY% message past its max reconsume times goes to the group's %DLQ% topic."""
+    if not topic.startswith(RETRY_PREFIX):
+        return topic, queue_id
+    group = topic[len(RETRY_PREFIX):]
+    sub = st.groups.get(group)
+    if sub is None:
+        raise SendRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                          f"subscription group not exist, {group}{APPLY_TOPIC_TIP}")
+    max_times = sub.retry_max_times
+    if cmd.version >= V3_4_9 and header.max_reconsume_times is not None:
+        max_times = header.max_reconsume_times
+    if (header.reconsume_times or 0) < max_times:
+        return topic, queue_id
+    dlq = dlq_topic(group)
+    st.topics.create_if_absent(dlq, 1, PERM_RW)
+    return dlq, 0
+
+
+def _strip_wait(props: str) -> tuple[str, bool]:
+    """Remove WAIT from the stored properties (still honoured); returns (props, wait)."""
+    wait = property_value(props, PROPERTY_WAIT_STORE_MSG_OK)
+    if wait is None:
+        return props, True
+    kept = [p for p in props.split(PROPERTY_SEPARATOR)
+            if p and not p.startswith(PROPERTY_WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR)]
+    return PROPERTY_SEPARATOR.join(kept), wait.lower() != "false"
+
+
+def _refuse_unsupported(st: BrokerState, props: str) -> None:
+    if property_value(props, PROPERTY_TRANSACTION_PREPARED) == "true":
+        if st.config.reject_transaction_message:
+            raise SendRefused(ResponseCode.NO_PERMISSION,
+                              f"the broker[{st.config.broker_ip1}] sending transaction "
+                              "message is forbidden")
+        raise SendRefused(ResponseCode.NO_PERMISSION,
+                          "transactional messages are not supported by this broker yet; "
+                          "send them as normal messages")
+    delay = property_value(props, PROPERTY_DELAY_TIME_LEVEL)
+    if delay not in (None, "", "0"):
+        raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+                          "delayed messages (DELAY property) are not supported by this broker "
+                          "yet; send without a delay level")
+
+
+def _answer(st: BrokerState, cmd: RemotingCommand, result: PutMessageResult, topic: str,
+            queue_id: int, nums: int, size: int) -> RemotingCommand:
+    code = _STATUS_CODES.get(result.status)
+    if code is None:
+        return cmd.response(*_failure(st, result))
+    st.stats.on_put(topic, nums, size)
+    ext = to_ext(SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset))
+    ext["MSG_REGION"] = st.config.region_id
+    ext["TRACE_ON"] = "true" if st.config.trace_on else "false"
+    return cmd.response(code, None if code == ResponseCode.SUCCESS else result.status.value,
+                        ext_fields=ext)
+
+
+def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
+    status = result.status
+    detail = f" ({result.error_message})" if result.error_message else ""
+    if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+        return ResponseCode.MESSAGE_ILLEGAL, (
+            f"the message is illegal, maybe msg body or properties length not matched. msg "
+            f"body length limit {st.store_config.max_message_size}B, properties length limit "
+            f"32767B{detail}")
+    if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+        return ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK + detail
+    if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+        return ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control " \
+                                          "for a while"
+    if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
+        return ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or " \
+                                          "broken." + detail
+    return ResponseCode.SYSTEM_ERROR, f"UNKNOWN_ERROR{detail}"
+
+
+def _born_host(ctx: Ctx) -> tuple[str, int]:
+    try:
+        return parse_addr(ctx.connection.remote_addr)
+    except ValueError:
+        return ("127.0.0.1", 0)
+
+
+def _must_wait(st: BrokerState, wait: bool) -> bool:
+    return wait and st.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+
+
+@router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
+def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
+    st = ctx.state
+    header = _header(cmd)
+    if header.batch and cmd.code != RequestCode.SEND_MESSAGE:
+        return _send_batch(ctx, cmd, header)
+    try:
+        config = _check_topic(st, header, ctx.connection.remote_addr)
+        props, wait = _strip_wait(header.properties or "")
+        _refuse_unsupported(st, props)
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = random.randrange(config.write_queue_nums)
+        topic, queue_id = _dlq_redirect(st, cmd, header, header.topic, queue_id)
+    except SendRefused as refused:
+        return cmd.response(refused.code, refused.remark)
+    sysflag = header.sys_flag
+    if config.topic_filter_type is TopicFilterType.MULTI_TAG:
+        sysflag |= MULTI_TAGS_FLAG
+    props = _with_cluster(props, st.config.broker_cluster_name)
+    body = cmd.body or b""
+    msg = BrokerMessage(
+        topic=topic, body=body, queue_id=queue_id, flag=header.flag, properties=props,
+        sysflag=sysflag, born_timestamp=header.born_timestamp, born_host=_born_host(ctx),
+        store_host=st.store_host, reconsume_times=header.reconsume_times or 0)
+    if _must_wait(st, wait):
+        async def stored() -> RemotingCommand:
+            result = await st.store.put_message(msg)
+            return _answer(st, cmd, result, topic, queue_id, 1, len(body))
+        return stored()
+    return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(body))
+
+
+def _with_cluster(props: str, cluster: str) -> str:
+    entry = f"{PROPERTY_CLUSTER}{NAME_VALUE_SEPARATOR}{cluster}"
+    if property_value(props, PROPERTY_CLUSTER) is not None:
+        parsed = string_to_properties(props)
+        parsed[PROPERTY_CLUSTER] = cluster
+        return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in parsed.items())
+    return f"{props}{PROPERTY_SEPARATOR}{entry}" if props else entry
+
+
+@router.handles(RequestCode.SEND_BATCH_MESSAGE)
+def send_batch(ctx: Ctx, cmd: RemotingCommand) -> Answer:
+    return _send_batch(ctx, cmd, _header(cmd))
+
+
+def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendMessageRequestHeader) -> Answer:
+    st = ctx.state
+    try:
+        if header.topic.startswith(RETRY_PREFIX):
+            raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+                              f"batch request does not support retry group {header.topic}")
+        config = _check_topic(st, header, ctx.connection.remote_addr)
+        props, wait = _strip_wait(header.properties or "")
+        _refuse_unsupported(st, props)
+    except SendRefused as refused:
+        return cmd.response(refused.code, refused.remark)
+    queue_id = header.queue_id
+    if queue_id < 0:
+        queue_id = random.randrange(config.write_queue_nums)
+    sysflag = header.sys_flag
+    if config.topic_filter_type is TopicFilterType.MULTI_TAG:
+        sysflag |= MULTI_TAGS_FLAG
+    body = cmd.body or b""
+    batch = BatchMessage(
+        topic=header.topic, body=body, queue_id=queue_id,
+        properties=_with_cluster(props, st.config.broker_cluster_name), sysflag=sysflag,
+        born_timestamp=header.born_timestamp, born_host=_born_host(ctx),
+        store_host=st.store_host, reconsume_times=header.reconsume_times or 0)
+    if _must_wait(st, wait):
+        async def stored() -> RemotingCommand:
+            result = await st.store.put_messages(batch)
+            return _answer(st, cmd, result, header.topic, queue_id, result.msg_num, len(body))
+        return stored()
+    result = st.store.append_messages(batch)
+    return _answer(st, cmd, result, header.topic, queue_id, result.msg_num, len(body))

@@ -1,0 +1,100 @@
+"""`mqbroker -c broker.conf [-n namesrvAddr] [-p]`: the broker process."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import sys
+
+from engine.broker.config import BrokerConfig, read_properties_file
+from engine.broker.controller import BrokerController
+from engine.common import config as configlib
+from engine.common import process, properties
+from engine.remoting import loop
+from engine.remoting.errors import RemotingError
+from engine.remoting.server import PortInUseError
+from engine.store.config import MessageStoreConfig
+from engine.store.errors import StoreError
+
+PROG = "mqbroker"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="RocketMQ-compatible broker")
+    parser.add_argument("-c", "--configFile", dest="config_file", metavar="FILE",
+                        help="broker config properties file (broker.conf)")
+    parser.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", metavar="ADDR",
+                        help="name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876")
+    parser.add_argument("-p", "--printConfigItem", dest="print_config", action="store_true",
+                        help="print all config items and exit")
+    return parser
+
+
+def load_configs(config_file: str | None, namesrv_addr: str | None
+                 ) -> tuple[BrokerConfig, MessageStoreConfig, list[str]]:
+    """Broker and store settings from a broker.conf; returns the keys neither knows.
+
+    Raises:
+        ConfigError: an unreadable file or a bad value.
+    """
+    props = read_properties_file(config_file) if config_file else {}
+    broker, rest = configlib.load(BrokerConfig, props)
+    store_props = {k: props[k] for k in rest}
+    try:
+        store, unknown = MessageStoreConfig.from_properties(store_props)
+    except StoreError as exc:
+        raise configlib.ConfigError(str(exc)) from None
+    if namesrv_addr:
+        broker = dataclasses.replace(broker, namesrv_addr=namesrv_addr)
+    return broker, store, unknown
+
+
+async def serve(broker: BrokerConfig, store: MessageStoreConfig) -> int:
+    controller = BrokerController(broker, store)
+    try:
+        await controller.start()
+    except PortInUseError as exc:
+        await controller.stop()
+        return process.error(PROG, f"{exc}; stop the other process or set another listenPort")
+    except (RemotingError, StoreError, OSError) as exc:
+        await controller.stop()
+        return process.error(PROG, str(exc))
+    print(f"The broker[{broker.broker_name}, {controller.addr}] boot success. "
+          f"serializeType=JSON and name server is {broker.namesrv_addr}", flush=True)
+    await process.wait_for_stop_signal()
+    await controller.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        broker, store, unknown = load_configs(args.config_file, args.namesrv_addr)
+    except configlib.ConfigError as exc:
+        return process.error(PROG, str(exc))
+    for key in unknown:
+        print(f"{PROG}: warning: unknown config key '{key}' in {args.config_file} is ignored",
+              file=sys.stderr)
+    if args.print_config:
+        pairs = [(k, "" if v is None else v) for k, v in configlib.items(broker)]
+        pairs += list(store.to_properties().items())
+        sys.stdout.write(properties.dumps(pairs, escape=False))
+        return 0
+    if not broker.namesrv_addrs:
+        print(f"{PROG}: warning: no name server address (-n, namesrvAddr or NAMESRV_ADDR): "
+              "clients will not find this broker", file=sys.stderr)
+    try:
+        process.setup_logging(broker.logs_dir, "broker.log")
+    except OSError as exc:
+        return process.error(PROG, f"cannot write logs to {broker.logs_dir}: "
+                                   f"{exc.strerror or exc}")
+    logging.getLogger("engine.broker").info("starting %s", broker.broker_name)
+    try:
+        return loop.run(serve(broker, store))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
