@@ -8,6 +8,7 @@ from engine.broker.handlers import (
     admin_group,
     admin_topic,
     client,
+    lock,
     offsets,
     pull,
     query,
@@ -16,7 +17,7 @@ from engine.broker.handlers import (
 )
 from engine.remoting.router import Router
 
-MODULES = (send, pull, offsets, client, query, admin_topic, admin_group, admin_broker,
+MODULES = (send, pull, offsets, client, lock, query, admin_topic, admin_group, admin_broker,
            admin_consumer, store_admin)
 
 

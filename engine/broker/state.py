@@ -8,9 +8,11 @@ from collections.abc import Callable
 from engine.broker.clients import ConsumerManager, ProducerManager
 from engine.broker.config import BrokerConfig
 from engine.broker.groups import SubscriptionGroupManager
+from engine.broker.locks import RebalanceLockManager
 from engine.broker.offsets import ConsumerOffsetManager
 from engine.broker.stats import BrokerStats
 from engine.broker.topics import TopicConfigManager
+from engine.protocol.body.topic import DataVersion
 from engine.protocol.perm import is_readable, is_writeable
 from engine.remoting.client import RemotingClient
 from engine.store.config import BrokerRole, MessageStoreConfig
@@ -39,12 +41,23 @@ class BrokerState:
         self.offsets = ConsumerOffsetManager(config_dir)
         self.consumers = ConsumerManager(clock, notify_enabled=self._notify_enabled)
         self.producers = ProducerManager(clock)
+        self.locks = RebalanceLockManager(clock)
         self.stats = BrokerStats()
         #: Outbound calls: name servers, and (as a slave) the master.
         self.client = RemotingClient()
         #: What a slave learned from the name servers' answers.
         self.master_addr: str | None = None
         self.ha_master_addr: str | None = None
+        #: The broker.conf this broker was started with; UPDATE_BROKER_CONFIG writes there.
+        self.config_file: str | None = None
+        #: Version of the settings (4.9.7 `Configuration.dataVersion`), bumped by each update.
+        self.config_version = DataVersion(timestamp=self.boot_timestamp)
+
+    def replace_config(self, config: BrokerConfig) -> None:
+        """Adopt new settings (UPDATE_BROKER_CONFIG) where managers keep a copy of them."""
+        self.config = config
+        self.topics.broker = config
+        self.groups.auto_create = config.auto_create_subscription_group
 
     def _notify_enabled(self, group: str) -> bool:
         if not self.config.notify_consumer_ids_changed_enable:

@@ -17,6 +17,7 @@ from engine.protocol.command import RemotingCommand, encode_binary_header
 class GoldenFrame:
     source: str
     line: int
+    listen: int
     serialize: SerializeType
     header_len: int
     header: dict[str, Any]
@@ -51,6 +52,7 @@ def golden_frames(directory: Path) -> Iterator[GoldenFrame]:
             yield GoldenFrame(
                 source=path.name,
                 line=number,
+                listen=int(rec.get("listen", 0)),
                 serialize=SerializeType[rec["serialize"]],
                 header_len=int(rec["headerLenWord"], 16) & 0xFFFFFF,
                 header=rec["header"],
