@@ -143,6 +143,21 @@ class ConsumerManager:
         info = self.groups.get(group)
         return info.subscriptions.get(topic) if info is not None else None
 
+    def find_channel(self, group: str, client_id: str) -> ClientChannel | None:
+        """The connection of one client of `group` (to call it back), or None if offline."""
+        info = self.groups.get(group)
+        if info is None:
+            return None
+        for channel in info.channels.values():
+            if channel.client_id == client_id:
+                return channel
+        return None
+
+    def subscription_count(self, group: str) -> int:
+        """How many topics the online group subscribes (0 when it is offline)."""
+        info = self.groups.get(group)
+        return len(info.subscriptions) if info is not None else 0
+
     def groups_subscribing(self, topic: str) -> set[str]:
         return {g for g, info in self.groups.items() if topic in info.subscriptions}
 

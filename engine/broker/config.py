@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from engine.common import config as configlib
 from engine.common import properties
+from engine.common.config import config_key
 from engine.protocol.perm import PERM_RW
 
 #: Keys UPDATE_BROKER_CONFIG refuses to change at run time (4.9.7 also refuses paths).
@@ -43,8 +44,8 @@ def _host_name() -> str:
 class BrokerConfig:
     rocketmq_home: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
     namesrv_addr: str | None = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
-    broker_ip1: str = field(default_factory=_local_ip)
-    broker_ip2: str | None = None
+    broker_ip1: str = config_key("brokerIP1", default_factory=_local_ip)
+    broker_ip2: str | None = config_key("brokerIP2", None)
     broker_name: str = field(default_factory=_host_name)
     broker_cluster_name: str = "DefaultCluster"
     broker_id: int = 0

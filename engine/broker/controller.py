@@ -126,9 +126,9 @@ class BrokerController:
         if self.fast_server is not None:
             await self.fast_server.stop()
         await self.server.stop()
-        st.offsets.flush()
-        st.topics.flush()
-        st.groups.flush()
+        for manager in (st.offsets, st.topics, st.groups):
+            await manager.wait_persisted()  # a background write shares the file's .tmp path
+            manager.flush()
         await st.store.shutdown()
         await st.client.close()
         self._started = False

@@ -50,8 +50,10 @@ def load_configs(config_file: str | None, namesrv_addr: str | None
     return broker, store, unknown
 
 
-async def serve(broker: BrokerConfig, store: MessageStoreConfig) -> int:
+async def serve(broker: BrokerConfig, store: MessageStoreConfig,
+                config_file: str | None) -> int:
     controller = BrokerController(broker, store)
+    controller.state.config_file = config_file  # UPDATE_BROKER_CONFIG writes changes back
     try:
         await controller.start()
     except PortInUseError as exc:
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                                    f"{exc.strerror or exc}")
     logging.getLogger("engine.broker").info("starting %s", broker.broker_name)
     try:
-        return loop.run(serve(broker, store))
+        return loop.run(serve(broker, store, args.config_file))
     except KeyboardInterrupt:
         return 130
 

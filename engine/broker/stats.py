@@ -2,9 +2,11 @@
 
 How this works: every counter keeps a running total; `sample()` (once a second) records
 (time, total) in a ring of ten minutes, so the TPS over the last 10 s, 60 s and 600 s is a
-difference of two samples.  Names follow 4.9.7's `BrokerStatsManager` (TOPIC_PUT_NUMS keyed by
-topic, GROUP_GET_NUMS keyed by "topic@group", ...), which VIEW_BROKER_STATS_DATA and mqadmin
-statsAll use.  Day totals are snapshotted at midnight for brokerStatus's "yesterday morning".
+difference of two samples; a sample a minute (an hour back) and one an hour (a day back) serve
+VIEW_BROKER_STATS_DATA's hour and day figures.  Names follow 4.9.7's `BrokerStatsManager`
+(TOPIC_PUT_NUMS keyed by topic, GROUP_GET_NUMS keyed by "topic@group", ...), which
+VIEW_BROKER_STATS_DATA and mqadmin statsAll use.  Day totals are snapshotted at midnight for
+brokerStatus's "yesterday morning".
 """
 
 from __future__ import annotations
@@ -23,16 +25,26 @@ BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 GROUP_GET_FROM_DISK_NUMS = "GROUP_GET_FROM_DISK_NUMS"
 GROUP_GET_LATENCY = "GROUP_GET_LATENCY"
+# Store-level pull outcomes (4.9.7 `StoreStatsService` getFound/getMiss), keyed "".
+STORE_GET_FOUND = "STORE_GET_FOUND"
+STORE_GET_MISS = "STORE_GET_MISS"
 
 WINDOWS_S = (10, 60, 600)
 _RING = 601
+_MINUTE_RING = 61  # one sample a minute: an hour back
+_HOUR_RING = 25  # one sample an hour: a day back
+
+Sample = tuple[float, int, int]  # (time s, total, times)
 
 
 @dataclass(slots=True)
 class Counter:
     total: int = 0
     times: int = 0  # how many increments (for average per call)
-    samples: deque[tuple[float, int, int]] = field(default_factory=lambda: deque(maxlen=_RING))
+    samples: deque[Sample] = field(default_factory=lambda: deque(maxlen=_RING))
+    minutes: deque[Sample] = field(default_factory=lambda: deque(maxlen=_MINUTE_RING))
+    hours: deque[Sample] = field(default_factory=lambda: deque(maxlen=_HOUR_RING))
+    created: float = 0.0  # time (s) of the implicit (created, 0, 0) sample
 
     def add(self, value: int, times: int = 1) -> None:
         self.total += value
@@ -51,6 +63,28 @@ class Counter:
         elapsed = now - older[0]
         return (self.total - older[1]) / elapsed if elapsed > 0 else 0.0
 
+    def window(self, window_s: float, now: float) -> tuple[int, float, float]:
+        """(sum, per second, sum per increment) over the last `window_s` seconds.
+
+        Uses the 1 s ring up to ten minutes, the minute ring up to an hour, the hour ring
+        beyond.  A counter younger than the window counts from its creation (total 0 then);
+        a ring that has already dropped what the window needs starts at its oldest sample.
+        """
+        ring = self.samples if window_s <= 600 else self.minutes if window_s <= 3600 else self.hours
+        start = now - window_s
+        older: Sample | None = None
+        for sample in reversed(ring):
+            if sample[0] <= start:
+                older = sample
+                break
+        if older is None:
+            older = ring[0] if ring and len(ring) == ring.maxlen else (self.created, 0, 0)
+        total = self.total - older[1]
+        times = self.times - older[2]
+        elapsed = now - older[0]
+        return (total, total / elapsed if elapsed > 0 else 0.0,
+                total / times if times > 0 else 0.0)
+
 
 class BrokerStats:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -59,6 +93,8 @@ class BrokerStats:
         self.yesterday_morning = {BROKER_PUT_NUMS: 0, BROKER_GET_NUMS: 0}
         self.today_morning = {BROKER_PUT_NUMS: 0, BROKER_GET_NUMS: 0}
         self._day = time.localtime(self.clock()).tm_yday
+        self._last_minute = float("-inf")
+        self._last_hour = float("-inf")
 
     def counter(self, name: str, key: str) -> Counter:
         table = self.sets.get(name)
@@ -66,7 +102,7 @@ class BrokerStats:
             table = self.sets[name] = {}
         c = table.get(key)
         if c is None:
-            c = table[key] = Counter()
+            c = table[key] = Counter(created=self.clock())
         return c
 
     def get(self, name: str, key: str) -> Counter | None:
@@ -88,6 +124,10 @@ class BrokerStats:
     def on_send_back(self, group: str, topic: str) -> None:
         self.counter(SNDBCK_PUT_NUMS, f"{topic}@{group}").add(1)
 
+    def on_pull(self, found: bool) -> None:
+        """One store lookup of a pull: found messages or not (runtime info getFoundTps...)."""
+        self.counter(STORE_GET_FOUND if found else STORE_GET_MISS, "").add(1)
+
     # ------------------------------------------------------------------ figures
 
     def total(self, name: str, key: str = "") -> int:
@@ -98,6 +138,15 @@ class BrokerStats:
         c = self.get(name, key)
         return c.rate(window_s, self.clock()) if c is not None else 0.0
 
+    def sum_totals(self, name: str) -> int:
+        """Total of every key of one stats set (e.g. all topics' TOPIC_PUT_SIZE)."""
+        return sum(c.total for c in self.sets.get(name, {}).values())
+
+    def window(self, name: str, key: str, window_s: float) -> tuple[int, float, float] | None:
+        """(sum, tps, avg per call) of one item over a window; None if it never counted."""
+        c = self.get(name, key)
+        return c.window(window_s, self.clock()) if c is not None else None
+
     def tps_text(self, name: str, key: str = "") -> str:
         """Three windows, space separated, as 4.9.7's runtime info prints putTps."""
         return " ".join(f"{self.tps(name, key, w):.2f}" for w in WINDOWS_S)
@@ -105,9 +154,20 @@ class BrokerStats:
     def sample(self) -> None:
         """Record every counter's total now; called once a second."""
         now = self.clock()
+        minute = now - self._last_minute >= 60
+        hour = now - self._last_hour >= 3600
         for table in self.sets.values():
             for c in table.values():
-                c.samples.append((now, c.total, c.times))
+                sample = (now, c.total, c.times)
+                c.samples.append(sample)
+                if minute:
+                    c.minutes.append(sample)
+                if hour:
+                    c.hours.append(sample)
+        if minute:
+            self._last_minute = now
+        if hour:
+            self._last_hour = now
         day = time.localtime(now).tm_yday
         if day != self._day:
             self._day = day

@@ -120,6 +120,10 @@ class TopicConfigManager:
     async def wait_persisted(self) -> None:
         await self._persister.wait()
 
+    def mark_changed(self) -> None:
+        """A new data version and a re-registration without a topic change (brokerPermission)."""
+        self._changed()
+
     def _changed(self) -> None:
         self.data_version = self.data_version.next(self.clock())
         self.persist()

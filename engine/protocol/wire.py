@@ -18,7 +18,7 @@ import dataclasses
 import enum
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, Union
 
 import orjson
@@ -50,6 +50,10 @@ class _Field:
     hint: Any
     required: bool
     default: Any
+    #: extFields text -> value, built once per field (headers are decoded on hot paths).
+    parse: Callable[[str], Any]
+    is_text: bool
+    render: Callable[[Any], str]
 
 
 def _fields(cls: type) -> tuple[_Field, ...]:
@@ -69,9 +73,46 @@ def _build_fields(cls: type) -> tuple[_Field, ...]:
     for f in dataclasses.fields(cls):
         required = f.default is _MISSING and f.default_factory is _MISSING
         default = f.default if f.default is not _MISSING else None
-        out.append(_Field(f.name, f.metadata.get("wire", camel(f.name)), hints[f.name],
-                          required, default))
+        wire = f.metadata.get("wire", camel(f.name))
+        base = _strip_optional(hints[f.name])
+        out.append(_Field(f.name, wire, hints[f.name], required, default,
+                          _ext_parser(f"{cls.__name__}.{wire}", base), base is str,
+                          _ext_renderer(base)))
     return tuple(out)
+
+
+def _ext_renderer(hint: Any) -> Callable[[Any], str]:
+    """How a field's value is written into extFields (Java's `toString`)."""
+    if hint is str:
+        return str
+    if hint is int:
+        return lambda v: v if type(v) is str else str(v)
+    return _ext_text
+
+
+def _ext_parser(where: str, hint: Any) -> Callable[[str], Any]:
+    """How one extFields value becomes the field's type, as Java's header decoding reads it."""
+    if hint is str:
+        return str
+    if hint is bool:
+        return lambda raw: raw.strip().lower() == "true"  # Boolean.parseBoolean
+    if hint is int:
+        def parse_int(raw: str) -> int:
+            try:
+                return int(raw)
+            except ValueError:
+                raise HeaderError(f"{where}: {raw!r} is not a valid int") from None
+        return parse_int
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        enum_cls = hint
+
+        def parse_enum(raw: str) -> enum.Enum:
+            try:
+                return _enum(enum_cls, raw, where)
+            except BodyError as exc:
+                raise HeaderError(str(exc)) from None
+        return parse_enum
+    return lambda raw: _scalar(hint, raw, where, HeaderError)
 
 
 def _strip_optional(hint: Any) -> Any:
@@ -256,7 +297,7 @@ def to_ext(header: Any) -> dict[str, str]:
     for f in _fields(type(header)):
         v = getattr(header, f.attr)
         if v is not None:
-            out[f.wire] = _ext_text(v)
+            out[f.wire] = f.render(v)
     return out
 
 
@@ -270,16 +311,9 @@ def from_ext(cls: type[T], ext: Mapping[str, str] | None) -> T:
     kwargs: dict[str, Any] = {}
     for f in _fields(cls):
         raw = ext.get(f.wire)
-        if raw is None or (raw == "" and f.hint is not str):
+        if raw is None or (not raw and not f.is_text):
             if f.required:
                 raise HeaderError(f"{cls.__name__}: required field '{f.wire}' is missing")
             continue
-        hint = _strip_optional(f.hint)
-        if isinstance(hint, type) and issubclass(hint, enum.Enum):
-            try:
-                kwargs[f.attr] = _enum(hint, raw, f.wire)
-            except BodyError as exc:
-                raise HeaderError(f"{cls.__name__}: {exc}") from None
-        else:
-            kwargs[f.attr] = _scalar(hint, raw, f"{cls.__name__}.{f.wire}", HeaderError)
+        kwargs[f.attr] = f.parse(raw)
     return cls(**kwargs)

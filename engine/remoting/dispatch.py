@@ -26,6 +26,11 @@ from engine.remoting.router import RequestContext, Router
 
 log = logging.getLogger(__name__)
 
+#: Answers of one read are written in groups of this many, so that a pipelining client can
+#: work on the first answers while the rest are computed (one write per read measured ~20%
+#: slower end to end: client and server took turns instead of overlapping).
+WRITE_EVERY = 8
+
 S = TypeVar("S")
 
 
@@ -74,6 +79,9 @@ class RequestDispatcher(Generic[S]):
             if isinstance(result, RemotingCommand):
                 if not cmd.is_oneway:
                     out.append(encode(result))
+                    if len(out) >= WRITE_EVERY and not conn.closed:
+                        conn.write_bytes(b"".join(out))
+                        out.clear()
             elif inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
                 self._tasks.add(task)

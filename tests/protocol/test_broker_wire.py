@@ -443,3 +443,32 @@ def test_lock_and_unlock_bodies_of_both_clients_parse(golden_dir: Path) -> None:
         for _, cmd in _decoded(golden_dir, prefix, 42):
             unlock = from_json(UnlockBatchRequestBody, fastjson.loads(cmd.body))
             assert len(unlock.mq_set) >= 7
+
+
+def test_fast_v2_send_header_decoding_matches_the_general_path(golden_dir: Path) -> None:
+    from engine.protocol.errors import HeaderError
+    from engine.protocol.frame import FrameDecoder
+    from engine.protocol.header.broker import (
+        SendMessageRequestHeaderV2,
+        decode_send_header_v2,
+        send_header_v1,
+    )
+    from tests.protocol.golden import golden_frames
+
+    seen = 0
+    for g in golden_frames(golden_dir):
+        if g.header["code"] in (310, 320):
+            [cmd] = FrameDecoder().feed(g.frame)
+            slow = send_header_v1(from_ext(SendMessageRequestHeaderV2, cmd.ext_fields))
+            assert decode_send_header_v2(cmd.ext_fields) == slow
+            seen += 1
+    assert seen
+    variants = [{"a": "G", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "5",
+                 "h": "0", "j": "", "k": "TRUE", "m": "false", "l": "3"}]
+    for ext in variants:
+        assert decode_send_header_v2(ext) == send_header_v1(
+            from_ext(SendMessageRequestHeaderV2, ext))
+    with pytest.raises(HeaderError, match="'b' is missing"):
+        decode_send_header_v2({"a": "G"})
+    with pytest.raises(HeaderError, match=r"V2\.d: 'four' is not a valid int"):
+        decode_send_header_v2({**variants[0], "d": "four"})

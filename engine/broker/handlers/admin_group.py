@@ -1,7 +1,116 @@
-"""Broker handlers: admin_group."""
+"""Broker handlers: subscription groups and the offset tables (consumer and delay offsets)."""
 
 from __future__ import annotations
 
-from engine.remoting.router import Router
+import asyncio
+import logging
+
+from engine.broker.handlers.admin_topic import body, slave_refusal
+from engine.broker.state import BrokerState
+from engine.protocol import fastjson
+from engine.protocol.body.offsets import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
+from engine.protocol.body.subscription import SubscriptionGroupConfig
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import RemotingCommand
+from engine.protocol.errors import BodyError
+from engine.protocol.header.broker import (
+    CloneGroupOffsetRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+)
+from engine.protocol.wire import from_ext, from_json
+from engine.remoting.router import RequestContext, Router
+from engine.store.errors import StoreError
 
 router = Router()
+log = logging.getLogger("engine.broker")
+
+Ctx = RequestContext[BrokerState]
+
+
+def parse_group_config(data: bytes | None) -> SubscriptionGroupConfig | str:
+    """The request's SubscriptionGroupConfig, or why it is not one."""
+    if not data:
+        return ("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP needs a SubscriptionGroupConfig JSON body, "
+                "e.g. {\"groupName\":\"CG\"}")
+    try:
+        config = from_json(SubscriptionGroupConfig, fastjson.loads(data))
+    except BodyError as exc:
+        return f"the body is not a SubscriptionGroupConfig: {exc}"
+    if not config.group_name or not config.group_name.strip():
+        return "the SubscriptionGroupConfig has no groupName; name the group to create or update"
+    return config
+
+
+@router.handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+def update_and_create_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    refused = slave_refusal(ctx, cmd)
+    if refused is not None:
+        return refused
+    log.info("updateAndCreateSubscriptionGroup called by %s", ctx.connection.remote_addr)
+    config = parse_group_config(cmd.body)
+    if isinstance(config, str):
+        return cmd.response(ResponseCode.SYSTEM_ERROR, config)
+    ctx.state.groups.put(config)
+    return cmd.response()
+
+
+@router.handles(RequestCode.DELETE_SUBSCRIPTIONGROUP)
+def delete_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    refused = slave_refusal(ctx, cmd)
+    if refused is not None:
+        return refused
+    header = from_ext(DeleteSubscriptionGroupRequestHeader, cmd.ext_fields)
+    log.info("deleteSubscriptionGroup %s (removeOffset=%s) called by %s", header.group_name,
+             header.remove_offset, ctx.connection.remote_addr)
+    st = ctx.state
+    st.groups.delete(header.group_name)
+    if header.remove_offset:  # offsets are written by the periodic flush, as in 4.9.7
+        st.offsets.remove_group(header.group_name)
+    return cmd.response()
+
+
+@router.handles(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+def get_all_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    return cmd.response(body=body(ctx.state.groups.wrapper()))
+
+
+@router.handles(RequestCode.GET_ALL_CONSUMER_OFFSET)
+def get_all_consumer_offset(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    table = {key: dict(queues) for key, queues in ctx.state.offsets.table.items()}
+    return cmd.response(body=body(ConsumerOffsetSerializeWrapper(table)))
+
+
+@router.handles(RequestCode.GET_ALL_DELAY_OFFSET)
+async def get_all_delay_offset(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    return cmd.response(body=body(DelayOffsetSerializeWrapper(await delay_offsets(ctx.state))))
+
+
+async def delay_offsets(state: BrokerState) -> dict[int, int]:
+    """Delay level -> offset of SCHEDULE_TOPIC_XXXX queue level-1, as delayOffset.json has it."""
+    try:
+        return await asyncio.to_thread(state.store.config_files.load_delay_offsets)
+    except (StoreError, OSError, ValueError, TypeError, AttributeError) as exc:
+        log.warning("delayOffset.json unreadable, reporting no delay offsets: %s", exc)
+        return {}
+
+
+@router.handles(RequestCode.CLONE_GROUP_OFFSET)
+def clone_group_offset(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    header = from_ext(CloneGroupOffsetRequestHeader, cmd.ext_fields)
+    st = ctx.state
+    topics = {header.topic} if header.topic and header.topic.strip() else (
+        st.offsets.topics_of_group(header.src_group))
+    cloned = []  # offsets are written by the periodic flush, as in 4.9.7
+    for topic in sorted(topics):
+        if st.topics.get(topic) is None:
+            log.warning("cloneGroupOffset: topic %s does not exist, skipped", topic)
+            continue
+        if (not header.offline and st.consumers.subscription_count(header.src_group) > 0
+                and st.consumers.find_subscription(header.src_group, topic) is None):
+            log.warning("cloneGroupOffset: online group %s does not subscribe %s, skipped",
+                        header.src_group, topic)
+            continue
+        if st.offsets.clone(header.src_group, header.dest_group, topic):
+            cloned.append(topic)
+    log.info("cloneGroupOffset %s -> %s: %s", header.src_group, header.dest_group, cloned)
+    return cmd.response()

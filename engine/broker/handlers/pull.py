@@ -121,6 +121,7 @@ _CODES = {
 def _answer(st: BrokerState, cmd: RemotingCommand, header: PullMessageRequestHeader,
             group: SubscriptionGroupConfig, result: GetMessageResult) -> RemotingCommand:
     status = result.status
+    st.stats.on_pull(status is GetMessageStatus.FOUND)
     if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
         code = (ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0
                 else ResponseCode.PULL_NOT_FOUND)

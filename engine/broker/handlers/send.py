@@ -25,9 +25,8 @@ from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
 from engine.protocol.header.broker import (
     SendMessageRequestHeader,
-    SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
-    send_header_v1,
+    decode_send_header_v2,
 )
 from engine.protocol.message import (
     MULTI_TAGS_FLAG,
@@ -80,7 +79,7 @@ class SendRefused(Exception):
 def _header(cmd: RemotingCommand) -> SendMessageRequestHeader:
     if cmd.code == RequestCode.SEND_MESSAGE:
         return from_ext(SendMessageRequestHeader, cmd.ext_fields)
-    return send_header_v1(from_ext(SendMessageRequestHeaderV2, cmd.ext_fields))
+    return decode_send_header_v2(cmd.ext_fields)
 
 
 def _check_topic(st: BrokerState, header: SendMessageRequestHeader,
@@ -93,14 +92,14 @@ def _check_topic(st: BrokerState, header: SendMessageRequestHeader,
         raise SendRefused(ResponseCode.NO_PERMISSION,
                           f"the broker[{cfg.broker_ip1}] sending message is forbidden")
     topic = header.topic
-    problem = topic_name_problem(topic)
-    if problem is not None:
-        raise SendRefused(ResponseCode.SYSTEM_ERROR, problem)
     if topic in NOT_ALLOWED_SEND:
         raise SendRefused(ResponseCode.NO_PERMISSION,
                           f"Sending message to topic[{topic}] is forbidden.")
     config = st.topics.get(topic)
-    if config is None:
+    if config is None:  # known topics were validated when they were created
+        problem = topic_name_problem(topic)
+        if problem is not None:
+            raise SendRefused(ResponseCode.SYSTEM_ERROR, problem)
         if topic.startswith(RETRY_PREFIX):
             config = st.topics.create_if_absent(topic, 1, PERM_RW)
         else:
@@ -140,14 +139,27 @@ def _dlq_redirect(st: BrokerState, cmd: RemotingCommand, header: SendMessageRequ
     return dlq, 0
 
 
+_WAIT = PROPERTY_WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR
+_CLUSTER = PROPERTY_CLUSTER + NAME_VALUE_SEPARATOR
+
+
+def _find_property(props: str, key: str) -> int:
+    """Where the ``key\x01`` entry starts in a properties string, or -1."""
+    if props.startswith(key):
+        return 0
+    i = props.find(PROPERTY_SEPARATOR + key)
+    return i + 1 if i >= 0 else -1
+
+
 def _strip_wait(props: str) -> tuple[str, bool]:
     """Remove WAIT from the stored properties (still honoured); returns (props, wait)."""
-    wait = property_value(props, PROPERTY_WAIT_STORE_MSG_OK)
-    if wait is None:
+    start = _find_property(props, _WAIT)
+    if start < 0:
         return props, True
-    kept = [p for p in props.split(PROPERTY_SEPARATOR)
-            if p and not p.startswith(PROPERTY_WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR)]
-    return PROPERTY_SEPARATOR.join(kept), wait.lower() != "false"
+    end = props.find(PROPERTY_SEPARATOR, start)
+    value = props[start + len(_WAIT): end if end >= 0 else len(props)]
+    rest = props[:start] + props[end + 1:] if end >= 0 else props[:max(start - 1, 0)]
+    return rest, value.strip().lower() != "false"
 
 
 def _refuse_unsupported(st: BrokerState, props: str) -> None:
@@ -243,8 +255,8 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
 
 
 def _with_cluster(props: str, cluster: str) -> str:
-    entry = f"{PROPERTY_CLUSTER}{NAME_VALUE_SEPARATOR}{cluster}"
-    if property_value(props, PROPERTY_CLUSTER) is not None:
+    entry = _CLUSTER + cluster
+    if _find_property(props, _CLUSTER) >= 0:
         parsed = string_to_properties(props)
         parsed[PROPERTY_CLUSTER] = cluster
         return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in parsed.items())

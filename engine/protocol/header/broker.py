@@ -10,13 +10,14 @@ SEND_MESSAGE under one-letter keys; `send_header_v1`/`send_header_v2` convert be
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from engine.protocol.body.heartbeat import ClientId, GroupName
 from engine.protocol.body.message_queue import QueueId, Topic
 from engine.protocol.body.route import BrokerName
 from engine.protocol.body.topic import TopicFilterType
-from engine.protocol.wire import wire_name
+from engine.protocol.wire import from_ext, wire_name
 
 Offset = int  # logical (consume-queue) offset
 PhyOffset = int  # commit-log offset
@@ -96,6 +97,27 @@ def send_header_v1(v2: SendMessageRequestHeaderV2) -> SendMessageRequestHeader:
         batch=v2.m,
         bname=v2.n if v2.n is not None else v2.bname,
     )
+
+
+def decode_send_header_v2(ext: Mapping[str, str] | None) -> SendMessageRequestHeader:
+    """`send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))`, read directly: one runs per
+    send.  Anything unusual takes the general path, which raises the precise HeaderError."""
+    if ext is None:
+        ext = {}
+    try:
+        j, k, ll, m = ext.get("j"), ext.get("k"), ext.get("l"), ext.get("m")
+        return SendMessageRequestHeader(
+            producer_group=ext["a"], topic=ext["b"], default_topic=ext["c"],
+            default_topic_queue_nums=int(ext["d"]), queue_id=int(ext["e"]),
+            sys_flag=int(ext["f"]), born_timestamp=int(ext["g"]), flag=int(ext["h"]),
+            properties=ext.get("i"), reconsume_times=int(j) if j else None,
+            unit_mode=k is not None and k.strip().lower() == "true",
+            max_reconsume_times=int(ll) if ll else None,
+            batch=m is not None and m.strip().lower() == "true",
+            bname=ext.get("n") or ext.get("bname"),
+        )
+    except (KeyError, ValueError):
+        return send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))
 
 
 def send_header_v2(v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:

@@ -1,0 +1,67 @@
+"""Starts an `mqbroker` process on a free port with its store in a temporary directory."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A port with its neighbours (fast port -2, HA port +1) free too."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        ok = True
+        for p in (port - 2, port + 1):
+            with socket.socket() as t:
+                try:
+                    t.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+        if ok and port > 1024:
+            return port
+    raise SystemExit("no free port triple found")
+
+
+@contextlib.contextmanager
+def broker_process(**settings: str) -> Iterator[str]:
+    """Yields the broker address while an mqbroker process runs."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp, "broker.conf")
+        lines = {"brokerName": "bench-broker", "brokerIP1": "127.0.0.1",
+                 "bindAddress": "127.0.0.1", "listenPort": str(port),
+                 "storePathRootDir": f"{tmp}/store", "logsDir": f"{tmp}/logs",
+                 "flushDiskType": "ASYNC_FLUSH", **settings}
+        conf.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+        proc = subprocess.Popen([sys.executable, "-m", "engine.broker.main", "-c", str(conf)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, "HOME": tmp, "NAMESRV_ADDR": ""})
+        try:
+            asyncio.run(_wait_listening(port, proc))
+            yield f"127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(60)
+
+
+async def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"mqbroker exited with {proc.returncode}")
+        with contextlib.suppress(OSError):
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            return
+        await asyncio.sleep(0.05)
+    raise SystemExit("mqbroker did not start listening within 60 s")
