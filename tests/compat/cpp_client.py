@@ -17,8 +17,15 @@ import threading
 import time
 
 
+_OUT = threading.Lock()
+
+
 def _emit(record: dict[str, object]) -> None:
-    print(json.dumps(record), flush=True)
+    """One JSON line; the C++ client calls back from its own threads, so lines are locked."""
+    line = json.dumps(record) + "\n"
+    with _OUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _text(value: object) -> str:
