@@ -1,0 +1,222 @@
+"""One index file: a header, a hash-slot table and slot-chained entries (key -> offset).
+
+    header (40 bytes)                    entry (20 bytes), entry n at 40 + slots*4 + n*20
+    offset size field                    offset size field
+         0    8 beginTimestamp                0    4 keyHash (non-negative)
+         8    8 endTimestamp                  4    8 commit-log physical offset
+        16    8 beginPhyOffset               12    4 timeDiff (s since beginTimestamp)
+        24    8 endPhyOffset                 16    4 previous entry number (0 = end)
+        32    4 hashSlotCount
+        36    4 indexCount (starts at 1)
+    slot table: hashSlotNum int32 at 40, value = newest entry number of the slot (0 = empty)
+
+Files are named by their creation time, `yyyyMMddHHmmssSSS` in local time.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+
+from engine.protocol.message import java_string_hash
+from engine.store.mapped_file import MappedFile
+
+INDEX_HEADER = struct.Struct(
+    ">"
+    "q"  # beginTimestamp
+    "q"  # endTimestamp
+    "q"  # beginPhyOffset
+    "q"  # endPhyOffset
+    "i"  # hashSlotCount
+    "i"  # indexCount
+)
+assert INDEX_HEADER.size == 40
+INDEX_SLOT = struct.Struct(">i")  # newest entry number of the slot
+assert INDEX_SLOT.size == 4
+INDEX_ENTRY = struct.Struct(
+    ">"
+    "i"  # keyHash
+    "q"  # physical offset
+    "i"  # timeDiff in seconds
+    "i"  # previous entry number
+)
+assert INDEX_ENTRY.size == 20
+INDEX_HEADER_SIZE = 40
+HASH_SLOT_SIZE = 4
+INDEX_ENTRY_SIZE = 20
+_INT_MAX = 0x7FFFFFFF
+
+
+def index_file_name(ms: int) -> str:
+    """Creation time as yyyyMMddHHmmssSSS (local time)."""
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(ms / 1000)) + f"{ms % 1000:03d}"
+
+
+def key_hash(key: str) -> int:
+    """abs(String.hashCode(key)), 0 for Integer.MIN_VALUE."""
+    h = abs(java_string_hash(key))
+    return 0 if h > _INT_MAX else h
+
+
+class IndexFile:
+    """An index file mapped in full; the header is kept in memory and written on each put."""
+
+    def __init__(self, path: str, hash_slot_num: int, index_num: int) -> None:
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_ENTRY_SIZE
+        self.mf = MappedFile(path, size)
+        self.mf.wrote_position = size
+        self.begin_timestamp = 0
+        self.end_timestamp = 0
+        self.begin_phy_offset = 0
+        self.end_phy_offset = 0
+        self.hash_slot_count = 0
+        self.index_count = 1
+        self._entries_at = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+
+    @property
+    def path(self) -> str:
+        return self.mf.file_name
+
+    def load_header(self) -> None:
+        (
+            self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+            self.end_phy_offset, self.hash_slot_count, self.index_count,
+        ) = INDEX_HEADER.unpack_from(self.mf.mm, 0)  # fmt: skip
+        # Entries past a stale header count (crash before the header was written) are
+        # recovered by following the chain: count entries until an all-zero one.
+        count = max(1, self.index_count)
+        mm = self.mf.mm
+        while count < self.index_num:
+            at = self._entries_at + count * INDEX_ENTRY_SIZE
+            h, phy, diff, prev = INDEX_ENTRY.unpack_from(mm, at)
+            if h == 0 and phy == 0 and diff == 0 and prev == 0:
+                break
+            if phy < self.end_phy_offset and count > 1:
+                break
+            self.end_phy_offset = phy
+            self.end_timestamp = max(self.end_timestamp, self.begin_timestamp + diff * 1000)
+            count += 1
+        self.index_count = count
+        self.index_count = max(1, self.index_count)
+
+    def write_header(self) -> None:
+        """Write the in-memory header (owner thread; before a flush and on close)."""
+        INDEX_HEADER.pack_into(
+            self.mf.mm, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+            self.end_phy_offset, self.hash_slot_count, self.index_count,
+        )  # fmt: skip
+
+    def is_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put_key(self, khash: int, phy_offset: int, store_timestamp: int) -> bool:
+        """Add one entry for a key hash; False when the file is full."""
+        count = self.index_count
+        if count >= self.index_num:
+            return False
+        mm = self.mf.mm
+        slot_pos = INDEX_HEADER_SIZE + (khash % self.hash_slot_num) * HASH_SLOT_SIZE
+        (prev,) = INDEX_SLOT.unpack_from(mm, slot_pos)
+        if prev <= 0 or prev > count:
+            prev = 0
+        begin = self.begin_timestamp
+        diff = 0
+        if begin > 0:
+            diff = min(max((store_timestamp - begin) // 1000, 0), _INT_MAX)
+        INDEX_ENTRY.pack_into(
+            mm, self._entries_at + count * INDEX_ENTRY_SIZE, khash, phy_offset, diff, prev
+        )
+        INDEX_SLOT.pack_into(mm, slot_pos, count)
+        if prev == 0:
+            self.hash_slot_count += 1
+        self.index_count = count + 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        if count <= 1:
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+            self.write_header()  # the begin fields must be on disk before any entry is used
+        return True
+
+    def put_keys(self, entries: list[tuple[int, int, int]]) -> int:
+        """`put_key` for many (hash, offset, time) in order; returns how many fitted."""
+        done = 0
+        n = len(entries)
+        while done < n and self.index_count <= 1:  # the first entry also sets the header
+            if not self.put_key(*entries[done]):
+                return done
+            done += 1
+        mm = self.mf.mm
+        slots = self.hash_slot_num
+        entries_at = self._entries_at
+        begin = self.begin_timestamp
+        count = self.index_count
+        limit = self.index_num
+        new_slots = 0
+        unpack_slot = INDEX_SLOT.unpack_from
+        pack_slot = INDEX_SLOT.pack_into
+        pack_entry = INDEX_ENTRY.pack_into
+        phy = ts = 0
+        for khash, phy, ts in entries[done:]:
+            if count >= limit:
+                break
+            slot_pos = INDEX_HEADER_SIZE + (khash % slots) * HASH_SLOT_SIZE
+            (prev,) = unpack_slot(mm, slot_pos)
+            if prev <= 0 or prev > count:
+                prev = 0
+                new_slots += 1
+            diff = (ts - begin) // 1000 if begin > 0 else 0
+            if diff < 0 or diff > _INT_MAX:
+                diff = 0 if diff < 0 else _INT_MAX
+            pack_entry(mm, entries_at + count * INDEX_ENTRY_SIZE, khash, phy, diff, prev)
+            pack_slot(mm, slot_pos, count)
+            count += 1
+            done += 1
+            self.end_phy_offset = phy
+            self.end_timestamp = ts
+        self.hash_slot_count += new_slots
+        self.index_count = count
+        return done
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        b, e = self.begin_timestamp, self.end_timestamp
+        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
+
+    def select(self, khash: int, max_num: int, begin: int, end: int) -> list[int]:
+        """Physical offsets of entries with this key hash stored within [begin, end]."""
+        out: list[int] = []
+        mm = self.mf.mm
+        count = self.index_count
+        (nxt,) = INDEX_SLOT.unpack_from(
+            mm, INDEX_HEADER_SIZE + (khash % self.hash_slot_num) * HASH_SLOT_SIZE
+        )
+        if nxt <= 0 or nxt > count or count <= 1:
+            return out
+        seen = 0
+        while len(out) < max_num and seen < count:
+            seen += 1
+            h, phy, diff, prev = INDEX_ENTRY.unpack_from(
+                mm, self._entries_at + nxt * INDEX_ENTRY_SIZE
+            )
+            t = self.begin_timestamp + diff * 1000
+            if h == khash and begin <= t <= end:
+                out.append(phy)
+            if prev <= 0 or prev > count or prev == nxt or t < begin:
+                break
+            nxt = prev
+        return out
+
+    def flush(self) -> None:
+        """fdatasync (call `write_header()` first, on the owner thread)."""
+        self.mf.flushed_position = 0
+        self.mf.flush()
+
+    def close(self) -> None:
+        if not self.mf.closed:
+            self.write_header()
+        self.mf.close()
+
+    def destroy(self) -> None:
+        self.mf.destroy(0, 0)

@@ -1,0 +1,452 @@
+"""MessageStore: the facade over commit log, consume queues, index, flush, recovery and cleanup.
+
+Threading contract:
+    * A store is owned by one thread, normally the thread running the asyncio event loop.
+      Every public method is called from that thread.  Puts are memory copies into mmaps
+      and return without blocking; reads copy into `bytes`.
+    * `load()` (files + recovery) is synchronous; call it before `start()`.  It may block
+      for a while on a large store, so a server runs it before serving (or in a thread,
+      before any other method is used).
+    * `start()` / `shutdown()` are coroutines: they start and stop the background
+      services (each one asyncio task), which run blocking syscalls (fdatasync, segment
+      pre-allocation) in worker threads.  The worker threads never change the store's
+      tables; they only flush bytes already written.
+    * `put_message()` / `put_messages()` are coroutines: they append synchronously and,
+      under SYNC_FLUSH, await the group commit (before `start()`, they fdatasync in place);
+      `append_message()` / `append_messages()` are their synchronous halves (no flush
+      wait), for tools and tests.
+    * `close()` is a synchronous shutdown for stores used without an event loop (tools);
+      with services started, use `await shutdown()`.
+    * Long polling: `wait_for_arrival()` returns an `asyncio.Future` of the running loop,
+      resolved from the put that makes the queue grow; `add_arrival_listener()` registers
+      a plain callback called the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable
+
+from engine.common.service import Service
+from engine.protocol.message import Address, BatchMessage, BrokerMessage
+from engine.store.checkpoint import (
+    StoreCheckpoint,
+    create_abort_file,
+    delete_abort_file,
+    lock_store_dir,
+)
+from engine.store.cleanup import CleanupReport, CleanupService, DiskUsageProbe, default_disk_usage
+from engine.store.commit_log import AppendResult, CommitLog
+from engine.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
+from engine.store.config_files import ConfigFiles
+from engine.store.consume_queue_table import ConsumeQueueTable
+from engine.store.dispatch import ArrivalListener, Dispatcher
+from engine.store.errors import StoreClosedError
+from engine.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
+from engine.store.index_service import IndexService
+from engine.store.mapped_file_queue import Preallocator
+from engine.store.message_filter import MessageFilter
+from engine.store.read_path import MessageReader
+from engine.store.recovery import RecoveryReport, recover
+from engine.store.results import (
+    GetMessageResult,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+class MessageStore:
+    """A RocketMQ-layout message store under `config.store_path_root_dir`."""
+
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        store_host: Address = ("127.0.0.1", 10911),
+        clock: Callable[[], int] | None = None,
+        disk_usage: DiskUsageProbe | None = None,
+        total_physical_memory: int | None = None,
+    ) -> None:
+        self.config = config
+        self.store_host = store_host
+        self.clock = clock or _now_ms
+        self.total_physical_memory = total_physical_memory or _total_physical_memory()
+        self._prealloc = Preallocator()
+        self.commit_log = CommitLog(
+            config.commit_log_dir,
+            config.mapped_file_size_commit_log,
+            store_host=store_host,
+            max_message_size=config.max_message_size,
+            clock=self.clock,
+            delay_table=config.delay_level_table(),
+            preallocator=self._prealloc,
+            warm=config.warm_mapped_file_enable,
+        )
+        self.queues = ConsumeQueueTable(
+            config.consume_queue_dir, config.mapped_file_size_consume_queue
+        )
+        self.index = IndexService(
+            config.index_dir, config.max_hash_slot_num, config.max_index_num, self.clock,
+            enabled=config.message_index_enable,
+        )  # fmt: skip
+        self.dispatcher = Dispatcher(self.commit_log, self.queues, self.index)
+        self.reader = MessageReader(
+            config, self.commit_log, self.queues, self.total_physical_memory
+        )
+        self.checkpoint: StoreCheckpoint | None = None
+        self.cleanup = CleanupService(
+            config, self.commit_log, self.queues, self.index, self.clock,
+            disk_usage or default_disk_usage,
+        )  # fmt: skip
+        self.group_commit: GroupCommitService | None = None
+        self.config_files = ConfigFiles(config.config_dir)
+        self._services: list[Service] = []
+        self._loaded = False
+        self._lock_fd = -1
+        self._running = False
+        self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.last_exit_ok = True
+        self.recovery_report: RecoveryReport | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def load(self) -> bool:
+        """Open every file and recover; returns whether the previous shutdown was clean.
+
+        Raises:
+            StoreLoadError: segment files that do not match the configured sizes, or a
+                store directory locked by another process.
+        """
+        cfg = self.config
+        os.makedirs(cfg.store_path_root_dir, exist_ok=True)
+        self._lock_fd = lock_store_dir(cfg.lock_path)
+        self.last_exit_ok = not os.path.exists(cfg.abort_path)
+        self.commit_log.mfq.load()
+        self.queues.load()
+        self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+        self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+        self.recovery_report = recover(
+            self.commit_log, self.queues, self.index, self.dispatcher, self.checkpoint,
+            last_exit_ok=self.last_exit_ok, check_crc=cfg.check_crc_on_recover,
+            index_safe=cfg.message_index_safe,
+        )  # fmt: skip
+        if not self.last_exit_ok:
+            log.warning("store %s was not shut down cleanly: %s", cfg.store_path_root_dir,
+                        self.recovery_report)  # fmt: skip
+        self._loaded = True
+        self._running = True
+        return self.last_exit_ok
+
+    async def start(self) -> None:
+        """Create the abort marker and start flush and cleanup services."""
+        if not self._loaded:
+            self.load()
+        cfg = self.config
+        assert self.checkpoint is not None
+        create_abort_file(cfg.abort_path)
+        if self._sync_flush:
+            self.group_commit = GroupCommitService(
+                self.commit_log.mfq, self.checkpoint, cfg.sync_flush_timeout
+            )
+            cl_service: Service = self.group_commit
+        else:
+            cl_service = FlushCommitLogService(
+                self.commit_log.mfq, self.checkpoint, cfg.flush_interval_commit_log,
+                cfg.flush_commit_log_least_pages, cfg.flush_commit_log_thorough_interval,
+            )  # fmt: skip
+        cq_service = FlushConsumeQueueService(
+            self.queues, self.index, self.dispatcher, self.checkpoint,
+            cfg.flush_interval_consume_queue, cfg.flush_consume_queue_least_pages,
+            cfg.flush_consume_queue_thorough_interval,
+        )  # fmt: skip
+        self._services = [cl_service, cq_service, self.cleanup]
+        self.cleanup.check_disk()
+        for s in self._services:
+            s.start()
+
+    async def shutdown(self) -> None:
+        """Stop services, flush everything, write the checkpoint, remove the abort marker."""
+        if not self._running:
+            return
+        self._running = False
+        self.dispatcher.waiters.cancel_all()
+        for s in self._services:
+            await s.stop()
+        self._services = []
+        self._close_files()
+
+    def close(self) -> None:
+        """Synchronous shutdown for use without an event loop (tools, tests)."""
+        if not self._running:
+            return
+        self._running = False
+        self.dispatcher.waiters.cancel_all()
+        self._close_files()
+
+    def _close_files(self) -> None:
+        self.commit_log.mfq.flush(0)
+        self.queues.flush(0)
+        self.index.write_header()
+        index_ts = self.index.flush()
+        cp = self.checkpoint
+        if cp is not None:
+            if self.commit_log.mfq.store_timestamp:
+                cp.physic_msg_timestamp = self.commit_log.mfq.store_timestamp
+            if self.dispatcher.last_dispatched_timestamp:
+                cp.logics_msg_timestamp = self.dispatcher.last_dispatched_timestamp
+            if index_ts:
+                cp.index_msg_timestamp = index_ts
+            cp.flush()
+            cp.close()
+        self._prealloc.shutdown()
+        self.commit_log.mfq.close()
+        self.queues.close()
+        self.index.close()
+        delete_abort_file(self.config.abort_path)
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = -1
+
+    async def __aenter__(self) -> MessageStore:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # ------------------------------------------------------------------ writes
+    def _check_writable(self) -> PutMessageResult | None:
+        if not self._running:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, error_message="message store is shut down"
+            )
+        if self.config.broker_role is BrokerRole.SLAVE:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, error_message="a slave store is read-only"
+            )
+        if self.cleanup.disk_full:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                error_message=(
+                    "disk full: usage above diskSpaceWarningLevelRatio "
+                    f"{self.config.disk_space_warning_level_ratio}%, writes refused"
+                ),
+            )
+        return None
+
+    def _finish(self, r: AppendResult) -> PutMessageResult:
+        if r.status is not PutMessageStatus.PUT_OK:
+            return PutMessageResult(r.status, error_message=r.error_message)
+        reqs = r.requests
+        if len(reqs) == 1:
+            self.dispatcher.dispatch_one(reqs[0])
+        else:
+            self.dispatcher.dispatch_batch(reqs)
+        ids = r.msg_ids
+        return PutMessageResult(
+            PutMessageStatus.PUT_OK, r.wrote_offset, r.wrote_bytes,
+            ids[0] if len(ids) == 1 else ",".join(ids), r.queue_offset, len(reqs),
+            r.store_timestamp,
+        )  # fmt: skip
+
+    def append_message(self, msg: BrokerMessage) -> PutMessageResult:
+        """Append and dispatch one message without waiting for a flush."""
+        refused = self._check_writable()
+        if refused is not None:
+            return refused
+        return self._finish(self.commit_log.put(msg))
+
+    def append_messages(self, batch: BatchMessage) -> PutMessageResult:
+        """Append and dispatch a batch (one pass, consecutive queue offsets); no flush wait."""
+        refused = self._check_writable()
+        if refused is not None:
+            return refused
+        return self._finish(self.commit_log.put_batch(batch))
+
+    async def _await_flush(
+        self, result: PutMessageResult, gc: GroupCommitService
+    ) -> PutMessageResult:
+        if await gc.wait_flushed(result.wrote_offset + result.wrote_bytes):
+            return result
+        return PutMessageResult(
+            PutMessageStatus.FLUSH_DISK_TIMEOUT, result.wrote_offset, result.wrote_bytes,
+            result.msg_id, result.queue_offset, result.msg_num, result.store_timestamp,
+            f"not flushed within syncFlushTimeout {self.config.sync_flush_timeout} ms",
+        )  # fmt: skip
+
+    async def put_message(self, msg: BrokerMessage) -> PutMessageResult:
+        """Append one message; under SYNC_FLUSH return once its bytes are on disk."""
+        result = self.append_message(msg)
+        gc = self.group_commit
+        if gc is None or result.status is not PutMessageStatus.PUT_OK:
+            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
+                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
+            return result
+        return await self._await_flush(result, gc)
+
+    async def put_messages(self, batch: BatchMessage) -> PutMessageResult:
+        """Append a batch; under SYNC_FLUSH return once its bytes are on disk."""
+        result = self.append_messages(batch)
+        gc = self.group_commit
+        if gc is None or result.status is not PutMessageStatus.PUT_OK:
+            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
+                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
+            return result
+        return await self._await_flush(result, gc)
+
+    def append_raw(self, data: bytes) -> int:
+        """Append already-encoded records (HA slave) and dispatch them; returns the count."""
+        if not self.commit_log.append_raw(data):
+            return 0
+        return self.dispatcher.reput()
+
+    # ------------------------------------------------------------------ reads
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        """Up to `max_msg_nums` records of a queue from logical `offset` (PULL_MESSAGE).
+
+        Raises:
+            StoreClosedError: the store is shut down.
+        """
+        if not self._running:
+            raise StoreClosedError("message store is shut down")
+        return self.reader.get_message(topic, queue_id, offset, max_msg_nums, message_filter)
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.min_offset if cq else 0
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        return cq.max_offset if cq else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.get_entry(offset) if cq else None
+        return entry[0] if entry else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """First logical offset stored at or after `timestamp` (max offset if none)."""
+        cq = self.queues.find(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.offset_by_time(timestamp, self.commit_log.get_store_timestamp)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        cq = self.queues.find(topic, queue_id)
+        entry = cq.get_entry(offset) if cq else None
+        if entry is None:
+            return -1
+        return self.commit_log.get_store_timestamp(entry[0], entry[1])
+
+    def get_earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
+        """Store time of the oldest message of a queue, or of the whole commit log."""
+        if topic is not None:
+            cq = self.queues.find(topic, queue_id)
+            return self.get_message_store_timestamp(topic, queue_id, cq.min_offset) if cq else -1
+        first = self.commit_log.mfq.first
+        if first is None:
+            return -1
+        return self.commit_log.get_store_timestamp(first.file_from_offset, 4096)
+
+    def look_message_by_offset(
+        self, commit_log_offset: int, size: int | None = None
+    ) -> bytes | None:
+        """The record at a physical offset (VIEW_MESSAGE_BY_ID), or None."""
+        if size is None:
+            head = self.commit_log.get_data(commit_log_offset, 4)
+            if head is None:
+                return None
+            size = int.from_bytes(head, "big", signed=True)
+            if size <= 0:
+                return None
+        return self.commit_log.get_data(commit_log_offset, size)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int, begin: int, end: int
+    ) -> QueryMessageResult:
+        """Records whose key (KEYS or UNIQ_KEY) is `key`, stored within [begin, end]."""
+        max_num = min(max_num, self.config.max_msgs_num_batch)
+        offsets, last_ts, last_phy = self.index.query(topic, key, max_num, begin, end)
+        result = QueryMessageResult([], last_ts, last_phy)
+        for phy in offsets:
+            data = self.look_message_by_offset(phy)
+            if data is not None:
+                result.messages.append(data)
+        return result
+
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, offset: int) -> bool:
+        """Whether the message at a logical offset lies beyond the in-memory window
+        (`checkInDiskByConsumeOffset`); False when there is no such message."""
+        return self.reader.check_in_disk_by_consume_offset(topic, queue_id, offset)
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.min_offset
+
+    def get_flushed_offset(self) -> int:
+        return self.commit_log.flushed_offset
+
+    def topic_queues(self) -> dict[str, list[int]]:
+        return {t: sorted(q) for t, q in self.queues.table.items()}
+
+    # ------------------------------------------------------------------ long polling
+    def wait_for_arrival(self, topic: str, queue_id: int, offset: int) -> asyncio.Future[int]:
+        """An `asyncio.Future[int]` resolved with the max offset once it is > `offset`."""
+        return self.dispatcher.waiters.wait(
+            topic, queue_id, offset, self.get_max_offset_in_queue(topic, queue_id)
+        )
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        self.dispatcher.waiters.listeners.append(listener)
+
+    # ------------------------------------------------------------------ maintenance
+    @property
+    def disk_full(self) -> bool:
+        return self.cleanup.disk_full
+
+    async def delete_expired_files(self, manual: bool = True) -> CleanupReport:
+        """One cleanup round now (DELETE_EXPIRED_COMMITLOG when `manual`)."""
+        return await self.cleanup.clean(manual=manual)
+
+    def plan_expired_files(self, manual: bool = True) -> CleanupReport:
+        """Dry run: which files a cleanup round would delete, deleting nothing."""
+        return self.cleanup.plan(manual=manual)
+
+    def clean_expired_consume_queues(self) -> list[str]:
+        """CLEAN_EXPIRED_CONSUMEQUEUE; returns `topic/queueId` of removed queues."""
+        return self.cleanup.clean_expired_consume_queues()
+
+    def clean_unused_topics(self, keep: set[str]) -> list[str]:
+        """CLEAN_UNUSED_TOPIC: destroy the queues of topics not in `keep`."""
+        removed: list[str] = []
+        for cq in list(self.queues):
+            if cq.topic not in keep and not cq.topic.startswith(("%RETRY%", "%DLQ%")):
+                removed.append(f"{cq.topic}/{cq.queue_id}")
+                self.queues.remove(cq)
+        return removed
