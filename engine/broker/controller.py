@@ -47,11 +47,10 @@ class BrokerController:
         st = self.state
         self.services = [
             PeriodicService("flush-consumer-offsets",
-                            lambda: st.config.flush_consumer_offset_interval / 1000,
-                            st.offsets.persist),
-            PeriodicService("scan-client-channels", lambda: CLIENT_SCAN_INTERVAL_S,
+                            st.config.flush_consumer_offset_interval / 1000, st.offsets.persist),
+            PeriodicService("scan-client-channels", CLIENT_SCAN_INTERVAL_S,
                             self._expire_clients),
-            PeriodicService("stats-sampler", lambda: 1.0, st.stats.sample),
+            PeriodicService("stats-sampler", 1.0, st.stats.sample),
         ]
         self._started = False
 
@@ -105,8 +104,9 @@ class BrokerController:
         await st.store.start()
         for service in self.services:
             service.start()
-        self.registration.start()
         self._started = True
+        await self.registration.register_all()  # as 4.9.7: registered before start() returns
+        self.registration.start()
         log.info("The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
                  st.config.broker_name, st.config.broker_addr, st.config.namesrv_addr)
 

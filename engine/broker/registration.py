@@ -58,6 +58,7 @@ class NamesrvRegistration:
         self.on_master = on_master
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._stopping = False
         self.last: list[Registration] = []
 
     def _body(self, cfg: BrokerConfig) -> bytes:
@@ -118,19 +119,26 @@ class NamesrvRegistration:
         self._wake.set()
 
     def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._run(), name="namesrv-registration")
 
     async def _run(self) -> None:
-        while True:
+        """Re-register every period, or sooner when asked; the first round is the caller's."""
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._config().register_period_ms / 1000)
+            # 3.11's wait_for can swallow a cancel that races the event: check the flag too.
+            if self._stopping:
+                return
             self._wake.clear()
             try:
                 await self.register_all()
             except Exception:
                 log.exception("registration round failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._config().register_period_ms / 1000)
 
     async def stop(self, unregister: bool = True) -> None:
+        self._stopping = True
+        self._wake.set()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -124,10 +124,10 @@ async def test_create_without_a_required_field_names_it(broker: BrokerController
                                                         client: RemotingClient) -> None:
     ext = to_ext(CreateTopicRequestHeader("T2", "TBW102", 1, 1, 6, TopicFilterType.SINGLE_TAG,
                                           False))
-    del ext["order"]
+    del ext["perm"]
     resp = await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
     assert resp.code == ResponseCode.SYSTEM_ERROR
-    assert "'order'" in (resp.remark or "")
+    assert "'perm'" in (resp.remark or "")
     assert broker.state.topics.get("T2") is None
 
 

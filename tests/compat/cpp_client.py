@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 
-
 _OUT = threading.Lock()
 
 

@@ -358,7 +358,7 @@ class CreateTopicRequestHeader:
     write_queue_nums: int
     perm: int
     topic_filter_type: TopicFilterType
-    order: bool
+    order: bool = False  # @CFNotNull in Java, but 4.9.7 never reads it: tolerate its absence
     topic_sys_flag: int | None = None
 
 

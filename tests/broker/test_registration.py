@@ -1,0 +1,80 @@
+"""Registration with the name servers: compressed bodies, re-registration on change, slaves."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from engine.broker.controller import BrokerController
+from engine.namesrv.controller import NamesrvController
+from engine.protocol import fastjson
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.remoting.client import RemotingClient
+from engine.store.config import BrokerRole
+
+from .conftest import broker_configs, call
+
+
+async def route(client: RemotingClient, ns: str, topic: str) -> dict[str, object] | None:
+    resp = await call(client, ns, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+    if resp.code != ResponseCode.SUCCESS:
+        return None
+    result: dict[str, object] = fastjson.loads(resp.body or b"{}")
+    return result
+
+
+async def test_compressed_registration_and_reregistration_on_topic_change(
+        tmp_path: Path, namesrv: NamesrvController, client: RemotingClient) -> None:
+    ns = f"127.0.0.1:{namesrv.port}"
+    config, store = broker_configs(tmp_path, ns, compressed_register=True)
+    broker = BrokerController(config, store)
+    await broker.start()
+    try:
+        while await route(client, ns, "TBW102") is None:  # the first registration at start
+            await asyncio.sleep(0.01)
+        version = broker.state.topics.data_version
+        resp = await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+            "topic": "NewTopic", "defaultTopic": "TBW102", "readQueueNums": "3",
+            "writeQueueNums": "3", "perm": "6", "topicFilterType": "SINGLE_TAG"})
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        assert broker.state.topics.data_version.counter == version.counter + 1
+        found = None
+        while found is None:  # the change triggers a registration, not the 30 s timer
+            found = await route(client, ns, "NewTopic")
+            await asyncio.sleep(0.01)
+        assert found["queueDatas"] == [{"brokerName": "broker-a", "perm": 6,
+                                        "readQueueNums": 3, "topicSysFlag": 0,
+                                        "writeQueueNums": 3}]
+    finally:
+        await broker.stop()
+    assert await route(client, ns, "NewTopic") is None  # unregistered at shutdown
+
+
+async def test_slave_learns_its_master(tmp_path: Path, namesrv: NamesrvController,
+                                      broker: BrokerController) -> None:
+    ns = f"127.0.0.1:{namesrv.port}"
+    await broker.registration.register_all()
+    config, store = broker_configs(tmp_path, ns, name="broker-a", broker_id=1,
+                                   broker_role=BrokerRole.SLAVE)
+    store.store_path_root_dir = str(tmp_path / "slave-store")
+    slave = BrokerController(config, store)
+    await slave.start()
+    try:
+        results = await slave.registration.register_all()
+        assert results and results[0].ok
+        assert slave.state.master_addr == broker.addr
+        assert slave.state.ha_master_addr == broker.state.config.ha_server_addr
+        client = RemotingClient()
+        try:
+            info = fastjson.loads((await call(client, ns,
+                                              RequestCode.GET_BROKER_CLUSTER_INFO)).body)
+            assert info["brokerAddrTable"]["broker-a"]["brokerAddrs"] == {
+                0: broker.addr, 1: slave.addr}
+            refused = await call(client, slave.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+                "topic": "X", "defaultTopic": "TBW102", "readQueueNums": "1",
+                "writeQueueNums": "1", "perm": "6", "topicFilterType": "SINGLE_TAG"})
+            assert refused.code == ResponseCode.SYSTEM_ERROR
+        finally:
+            await client.close()
+    finally:
+        await slave.stop()
