@@ -1,0 +1,49 @@
+"""The `mqadmin` typer app, its command groups, and `main()` returning the exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from mqadmin import render
+from mqadmin.commands import cluster, namesrv
+from mqadmin.exit_codes import INTERRUPTED_MESSAGE, ExitCode
+
+app = typer.Typer(
+    name="mqadmin",
+    help="Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+app.add_typer(cluster.app)
+app.add_typer(namesrv.app)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run mqadmin with `argv` (default: the process arguments); returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        app(args=args, prog_name="mqadmin")
+    except SystemExit as exc:
+        if exc.code is None:
+            return ExitCode.OK
+        if isinstance(exc.code, int):
+            return exc.code
+        render.error(str(exc.code))
+        return ExitCode.ERROR
+    except KeyboardInterrupt:
+        render.error(INTERRUPTED_MESSAGE)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:  # a bug outside any command's guard: still no traceback
+        render.error(f"internal error: {type(exc).__name__}: {exc}. Report it with the "
+                     "command line that caused it.")
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

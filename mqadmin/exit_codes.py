@@ -1,0 +1,164 @@
+"""mqadmin's exit codes, its own errors, and the one mapping from any exception to both."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import IntEnum
+
+from engine.client.errors import (
+    BadResponseError,
+    ClientError,
+    InvalidAddressError,
+    NoPermissionError,
+    NotFoundError,
+    QueryNotFoundError,
+    RequestCodeNotSupportedError,
+    ServerError,
+    TopicNotExistError,
+    UnreachableError,
+)
+
+INTERRUPTED_MESSAGE = ("interrupted; a change may be half applied: re-run the same command "
+                       "(repeating it is safe) and check with the matching get/list command")
+
+
+class ExitCode(IntEnum):
+    """What a script can rely on (like httpie's `ExitStatus`)."""
+
+    OK = 0
+    ERROR = 1  # anything else, including a change the server accepted but did not make
+    USAGE = 2  # bad or missing options, or a mutation without --yes and without a terminal
+    NOT_FOUND = 3  # the topic, key or broker named does not exist
+    REJECTED = 4  # the server answered with an error code
+    UNREACHABLE = 5  # no server answered (refused, timed out)
+    PARTIAL = 6  # some servers did it, others failed
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+
+
+class CliError(Exception):
+    """An error mqadmin raises itself; the message already names the next thing to try."""
+
+    code: ExitCode = ExitCode.ERROR
+
+
+class UsageProblem(CliError):
+    """Options that cannot work (no name server address, a malformed one, ...)."""
+
+    code = ExitCode.USAGE
+
+
+class ConfirmationRequired(UsageProblem):
+    """A mutation ran without a terminal to ask on and without --yes."""
+
+
+class Declined(CliError):
+    """The operator answered no: nothing was changed."""
+
+
+class TargetNotFound(CliError):
+    """The thing to change is unknown to every name server (a broker name, say)."""
+
+    code = ExitCode.NOT_FOUND
+
+
+class NotVerified(CliError):
+    """The server accepted a change, but re-reading it shows it did not take effect."""
+
+
+class ServersFailed(CliError):
+    """A call made on every name server failed on some (PARTIAL) or all of them."""
+
+    def __init__(self, what: str, failures: Sequence[tuple[str, ClientError]],
+                 total: int) -> None:
+        self.failures = list(failures)
+        self.total = total
+        self.partial = len(self.failures) < total
+        detail = "; ".join(f"{addr}: {_without_prefix(_first_line(exc), addr)}"
+                           for addr, exc in self.failures)
+        if self.partial:
+            hint = ("the other name servers succeeded; fix the failing ones and re-run the "
+                    "same command (repeating it is safe)")
+        else:
+            hint = _hint(self.failures[0][1]) if self.failures else ""
+        super().__init__(f"{what} failed on {len(self.failures)} of {total} name servers: "
+                         f"{detail}. {hint}".rstrip())
+        if self.partial:
+            self.code = ExitCode.PARTIAL
+        else:  # all failed: the most telling reason (a refusal says more than a timeout)
+            codes = [exit_code_for(exc) for _, exc in self.failures]
+            specific = [c for c in codes if c != ExitCode.UNREACHABLE]
+            self.code = specific[0] if specific else ExitCode.UNREACHABLE
+
+
+def _without_prefix(text: str, addr: str) -> str:
+    """Messages of client errors often start with the address already given."""
+    if text.startswith(addr):
+        return text[len(addr):].lstrip(" :") or text
+    return text
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+#: Client errors by exit code; the first matching class wins, so subclasses come first.
+_CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
+    (InvalidAddressError, ExitCode.USAGE),
+    (UnreachableError, ExitCode.UNREACHABLE),
+    (TimeoutError, ExitCode.UNREACHABLE),
+    (NotFoundError, ExitCode.NOT_FOUND),
+    (ServerError, ExitCode.REJECTED),
+    (KeyboardInterrupt, ExitCode.INTERRUPTED),
+)
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    """The one place that decides how an exception ends the process."""
+    if isinstance(exc, CliError):
+        return exc.code
+    for cls, code in _CODES:
+        if isinstance(exc, cls):
+            return code
+    return ExitCode.ERROR
+
+
+def _hint(exc: BaseException) -> str:
+    """The next thing to try after `exc`."""
+    if isinstance(exc, InvalidAddressError):
+        return "Pass -n host:port (several separated by ';') or set NAMESRV_ADDR."
+    if isinstance(exc, UnreachableError):
+        return ("Check that the name server is running and that -n / NAMESRV_ADDR names it "
+                "(host:port, default port 9876).")
+    if isinstance(exc, TopicNotExistError):
+        return "List the topics the name server knows with `mqadmin topicList`."
+    if isinstance(exc, QueryNotFoundError):
+        return "Check the spelling of the namespace and key."
+    if isinstance(exc, NotFoundError):
+        return "Check the name; list what exists with the matching list command."
+    if isinstance(exc, NoPermissionError):
+        return ("The server does not allow this change; protected settings can only be "
+                "changed in the server's own config file.")
+    if isinstance(exc, RequestCodeNotSupportedError):
+        return ("The server does not know this request: check that -n names a RocketMQ "
+                "4.9/5.x name server.")
+    if isinstance(exc, ServerError):
+        return "See the server's log for why it refused."
+    if isinstance(exc, BadResponseError):
+        return ("Check that -n names a RocketMQ name server; re-run with --debug for "
+                "details.")
+    if isinstance(exc, TimeoutError):
+        return "The server is slow or overloaded; try again, or try another name server."
+    return ""
+
+
+def message_for(exc: BaseException) -> str:
+    """One message for stderr: what went wrong, then the next thing to try."""
+    if isinstance(exc, CliError):
+        return str(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return INTERRUPTED_MESSAGE
+    if isinstance(exc, ClientError | TimeoutError):
+        return f"{_first_line(exc).rstrip('.')}. {_hint(exc)}".rstrip()
+    return (f"internal error: {type(exc).__name__}: {exc}. Re-run with --debug and report "
+            "the traceback.")

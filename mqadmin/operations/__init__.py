@@ -1,0 +1,1 @@
+"""mqadmin's operations: reads and mutations as async functions returning rows, no UI."""

@@ -1,0 +1,134 @@
+"""Fixtures: two name servers and a broker in-process on port 0, plus fake servers."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from engine.broker.controller import BrokerController
+from engine.namesrv.config import NamesrvConfig
+from engine.namesrv.controller import NamesrvController
+from engine.protocol.body.topic import TopicFilterType
+from engine.protocol.codes import RequestCode
+from engine.protocol.command import RemotingCommand, request
+from engine.protocol.header.broker import CreateTopicRequestHeader
+from engine.protocol.wire import to_ext
+from engine.remoting.client import RemotingClient
+from engine.remoting.router import RequestContext, Router
+from engine.remoting.server import RemotingServer
+from tests.broker.conftest import broker_configs
+
+
+def namesrv_config(root: Path) -> NamesrvConfig:
+    return NamesrvConfig(
+        kv_config_path=str(root / "kvConfig.json"),
+        config_store_path=str(root / "namesrv.properties"),
+        logs_dir=str(root / "logs"), bind_address="127.0.0.1", listen_port=0)
+
+
+def addr_of(controller: NamesrvController) -> str:
+    return f"127.0.0.1:{controller.port}"
+
+
+def closed_port_addr() -> str:
+    """An address nothing listens on (a port just released by the OS)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"127.0.0.1:{port}"
+
+
+@pytest.fixture
+async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
+    controller = NamesrvController(namesrv_config(tmp_path / "ns1"))
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop()
+
+
+@pytest.fixture
+async def namesrv2(tmp_path: Path) -> AsyncIterator[NamesrvController]:
+    controller = NamesrvController(namesrv_config(tmp_path / "ns2"))
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop()
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, namesrv: NamesrvController,
+                 namesrv2: NamesrvController) -> AsyncIterator[BrokerController]:
+    """broker-a of DefaultCluster, registered on both name servers."""
+    config, store = broker_configs(tmp_path, f"{addr_of(namesrv)};{addr_of(namesrv2)}")
+    controller = BrokerController(config, store)
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop()
+
+
+async def create_topic(broker: BrokerController, topic: str, *, queues: int = 4,
+                       sys_flag: int = 0) -> None:
+    """Create a topic on the broker as an admin would, then re-register it everywhere."""
+    header = CreateTopicRequestHeader(topic, "TBW102", queues, queues, 6,
+                                      TopicFilterType.SINGLE_TAG, False, sys_flag)
+    client = RemotingClient()
+    try:
+        resp = await client.invoke(broker.addr, request(RequestCode.UPDATE_AND_CREATE_TOPIC,
+                                                        to_ext(header)), 10)
+        assert resp.code == 0, resp.remark
+    finally:
+        await client.close()
+    await broker.registration.register_all()
+
+
+Handler = Callable[[RemotingCommand], RemotingCommand]
+
+
+@pytest.fixture
+async def fake_namesrv() -> AsyncIterator[Callable[[dict[int, Handler]], Awaitable[str]]]:
+    """Start a server answering given codes with canned responses (an old or odd server)."""
+    servers: list[RemotingServer[None]] = []
+
+    async def start(handlers: dict[int, Handler]) -> str:
+        router = Router()
+        for code, answer in handlers.items():
+            def handle(ctx: RequestContext[None], cmd: RemotingCommand,
+                       answer: Handler = answer) -> RemotingCommand:
+                return answer(cmd)
+            router.handles(code)(handle)
+        server: RemotingServer[None] = RemotingServer(router, None, host="127.0.0.1", port=0)
+        await server.start()
+        servers.append(server)
+        return f"127.0.0.1:{server.port}"
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            await server.stop()
+
+
+@pytest.fixture
+async def silent_server() -> AsyncIterator[str]:
+    """Accepts connections and reads requests, but never answers."""
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(4096):
+            pass
+        writer.close()
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.close()
+        await server.wait_closed()
