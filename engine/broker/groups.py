@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 
 from engine.broker.persist import Persister
 from engine.protocol.body.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from engine.protocol.body.topic import DataVersion
-from engine.protocol.wire import from_json, to_json
-from engine.store.config_files import SUBSCRIPTION_GROUP_JSON, JsonConfigFile
+from engine.store.config_files import ConfigFiles
 
 log = logging.getLogger(__name__)
 
@@ -22,16 +20,16 @@ BUILTIN_GROUPS = ("TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
 
 
 class SubscriptionGroupManager:
-    def __init__(self, config_dir: str, *, auto_create: bool,
+    def __init__(self, files: ConfigFiles, *, auto_create: bool,
                  clock: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.auto_create = auto_create
         self.clock = clock
         self.table: dict[str, SubscriptionGroupConfig] = {
             name: SubscriptionGroupConfig(name) for name in BUILTIN_GROUPS}
         self.data_version = DataVersion()
-        self._persister = Persister(
-            JsonConfigFile(os.path.join(config_dir, SUBSCRIPTION_GROUP_JSON)),
-            lambda: to_json(self.wrapper()))
+        self.files = files
+        self._persister = Persister(self.wrapper, files.save_subscription_groups,
+                                    "subscriptionGroup.json")
 
     def load(self) -> None:
         """Read subscriptionGroup.json (or its .bak).
@@ -39,10 +37,9 @@ class SubscriptionGroupManager:
         Raises:
             ConfigFileError: the file exists but cannot be decoded.
         """
-        doc = self._persister.load()
-        if doc is None:
+        wrapper = self.files.load_subscription_groups()
+        if wrapper is None:
             return
-        wrapper = from_json(SubscriptionGroupWrapper, doc)
         self.table.update(wrapper.subscription_group_table)
         self.data_version = wrapper.data_version
 

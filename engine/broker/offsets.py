@@ -7,11 +7,10 @@ controller and at shutdown.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 from engine.broker.persist import Persister
-from engine.store.config_files import CONSUMER_OFFSET_JSON, JsonConfigFile
+from engine.store.config_files import ConfigFiles
 
 TOPIC_GROUP_SEPARATOR = "@"
 
@@ -29,11 +28,11 @@ def split_key(key: str) -> tuple[str, str]:
 class ConsumerOffsetManager:
     """Offsets by (topic, group, queue id); -1 means "no offset committed"."""
 
-    def __init__(self, config_dir: str) -> None:
+    def __init__(self, files: ConfigFiles) -> None:
         self.table: dict[str, dict[int, int]] = {}
-        self._persister = Persister(
-            JsonConfigFile(os.path.join(config_dir, CONSUMER_OFFSET_JSON)),
-            lambda: {"offsetTable": {k: dict(v) for k, v in self.table.items()}})
+        self.files = files
+        self._persister = Persister(lambda: {k: dict(v) for k, v in self.table.items()},
+                                    files.save_consumer_offsets, "consumerOffset.json")
 
     def load(self) -> None:
         """Read consumerOffset.json (or its .bak).
@@ -41,12 +40,7 @@ class ConsumerOffsetManager:
         Raises:
             ConfigFileError: the file exists but cannot be decoded.
         """
-        doc = self._persister.load()
-        if not isinstance(doc, dict):
-            return
-        for key, queues in (doc.get("offsetTable") or {}).items():
-            if isinstance(queues, dict):
-                self.table[str(key)] = {int(q): int(o) for q, o in queues.items()}
+        self.table.update(self.files.load_consumer_offsets())
 
     def persist(self) -> None:
         self._persister.request()

@@ -5,28 +5,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
-
-from engine.store.config_files import JsonConfigFile
+from typing import Generic, TypeVar
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 
-class Persister:
-    """Persists a JSON document produced by `snapshot` to `file`.
 
-    `request()` may be called any number of times; the file is rewritten in a worker thread
-    with the newest snapshot, at most one write at a time.  `flush()` writes synchronously
-    (start-up and shutdown paths)."""
+class Persister(Generic[T]):
+    """Takes `snapshot()` on the event loop and hands it to `write` in a worker thread.
 
-    def __init__(self, file: JsonConfigFile, snapshot: Callable[[], Any]) -> None:
-        self.file = file
+    `request()` may be called any number of times; the newest snapshot is written, at most one
+    write at a time.  `flush()` writes synchronously (start-up and shutdown paths)."""
+
+    def __init__(self, snapshot: Callable[[], T], write: Callable[[T], None], name: str) -> None:
         self.snapshot = snapshot
+        self.write = write
+        self.name = name
         self._dirty = False
         self._task: asyncio.Task[None] | None = None
-
-    def load(self) -> Any | None:
-        return self.file.load()
 
     def request(self) -> None:
         self._dirty = True
@@ -41,18 +38,17 @@ class Persister:
     async def _drain(self) -> None:
         while self._dirty:
             self._dirty = False
-            doc = self.snapshot()
+            value = self.snapshot()
             try:
-                await asyncio.to_thread(self.file.persist, doc)
+                await asyncio.to_thread(self.write, value)
             except Exception:
-                log.exception("persisting %s failed", self.file.path)
+                log.exception("persisting %s failed", self.name)
 
     def flush(self) -> None:
         self._dirty = False
-        self.file.persist(self.snapshot())
+        self.write(self.snapshot())
 
     async def wait(self) -> None:
         """Wait for a pending background write (and anything requested meanwhile)."""
         while self._task is not None and not self._task.done():
             await self._task
-

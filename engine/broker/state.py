@@ -34,11 +34,11 @@ class BrokerState:
         self.boot_timestamp = clock()
         self.store = MessageStore(store_config, store_host=(config.broker_ip1, config.listen_port),
                                   clock=clock)
-        config_dir = store_config.config_dir
-        self.topics = TopicConfigManager(config, config_dir, clock=clock)
+        files = self.store.config_files
+        self.topics = TopicConfigManager(config, files, clock=clock)
         self.groups = SubscriptionGroupManager(
-            config_dir, auto_create=config.auto_create_subscription_group, clock=clock)
-        self.offsets = ConsumerOffsetManager(config_dir)
+            files, auto_create=config.auto_create_subscription_group, clock=clock)
+        self.offsets = ConsumerOffsetManager(files)
         self.consumers = ConsumerManager(clock, notify_enabled=self._notify_enabled)
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)

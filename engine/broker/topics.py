@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from collections.abc import Callable
@@ -13,8 +12,7 @@ from engine.broker.config import BrokerConfig
 from engine.broker.persist import Persister
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from engine.protocol.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
-from engine.protocol.wire import from_json, to_json
-from engine.store.config_files import TOPICS_JSON, JsonConfigFile
+from engine.store.config_files import ConfigFiles
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +61,7 @@ def topic_name_problem(topic: str) -> str | None:
 class TopicConfigManager:
     """Topic configs by name, with the data version the name servers compare."""
 
-    def __init__(self, config: BrokerConfig, config_dir: str,
+    def __init__(self, config: BrokerConfig, files: ConfigFiles,
                  on_change: Callable[[], None] | None = None,
                  clock: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.broker = config
@@ -72,8 +70,8 @@ class TopicConfigManager:
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
         self.system_topics = set(SYSTEM_TOPICS)
-        self._persister = Persister(JsonConfigFile(os.path.join(config_dir, TOPICS_JSON)),
-                                    lambda: to_json(self.wrapper()))
+        self.files = files
+        self._persister = Persister(self.wrapper, files.save_topics, "topics.json")
         self._add_builtin_topics()
 
     def _add_builtin_topics(self) -> None:
@@ -104,10 +102,9 @@ class TopicConfigManager:
         Raises:
             ConfigFileError: the file exists but cannot be decoded.
         """
-        doc = self._persister.load()
-        if doc is None:
+        wrapper = self.files.load_topics()
+        if wrapper is None:
             return
-        wrapper = from_json(TopicConfigSerializeWrapper, doc)
         self.table.update(wrapper.topic_config_table)
         self.data_version = wrapper.data_version
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.protocol import fastjson
+from engine.protocol.body.subscription import SubscriptionGroupWrapper
+from engine.protocol.body.topic import TopicConfigSerializeWrapper
 from engine.protocol.errors import ProtocolError
+from engine.protocol.wire import from_json, to_json
 from engine.store.errors import ConfigFileError
 
 TOPICS_JSON = "topics.json"
@@ -80,92 +82,11 @@ class JsonConfigFile:
             os.close(fd)
 
 
-# ------------------------------------------------------------------------- values
-
-
-@dataclass(frozen=True, slots=True)
-class DataVersion:
-    timestamp: int = 0
-    counter: int = 0
-
-    def next(self, now_ms: int) -> DataVersion:
-        return DataVersion(now_ms, self.counter + 1)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"counter": self.counter, "timestamp": self.timestamp}
-
-    @classmethod
-    def from_json(cls, d: Any) -> DataVersion:
-        d = d if isinstance(d, dict) else {}
-        return cls(int(d.get("timestamp", 0)), int(d.get("counter", 0)))
-
-
-@dataclass(frozen=True, slots=True)
-class TopicConfig:
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = 6
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "order": self.order, "perm": self.perm, "readQueueNums": self.read_queue_nums,
-            "topicFilterType": self.topic_filter_type, "topicName": self.topic_name,
-            "topicSysFlag": self.topic_sys_flag, "writeQueueNums": self.write_queue_nums,
-        }  # fmt: skip
-
-    @classmethod
-    def from_json(cls, name: str, d: dict[str, Any]) -> TopicConfig:
-        return cls(
-            str(d.get("topicName", name)), int(d.get("readQueueNums", 16)),
-            int(d.get("writeQueueNums", 16)), int(d.get("perm", 6)),
-            str(d.get("topicFilterType", "SINGLE_TAG")), int(d.get("topicSysFlag", 0)),
-            bool(d.get("order", False)),
-        )  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class SubscriptionGroupConfig:
-    group_name: str
-    consume_enable: bool = True
-    consume_from_min_enable: bool = True
-    consume_broadcast_enable: bool = True
-    retry_queue_nums: int = 1
-    retry_max_times: int = 16
-    broker_id: int = 0
-    which_broker_when_consume_slowly: int = 1
-    notify_consumer_ids_changed_enable: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerId": self.broker_id, "consumeBroadcastEnable": self.consume_broadcast_enable,
-            "consumeEnable": self.consume_enable,
-            "consumeFromMinEnable": self.consume_from_min_enable, "groupName": self.group_name,
-            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
-            "retryMaxTimes": self.retry_max_times, "retryQueueNums": self.retry_queue_nums,
-            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
-        }  # fmt: skip
-
-    @classmethod
-    def from_json(cls, name: str, d: dict[str, Any]) -> SubscriptionGroupConfig:
-        return cls(
-            str(d.get("groupName", name)), bool(d.get("consumeEnable", True)),
-            bool(d.get("consumeFromMinEnable", True)),
-            bool(d.get("consumeBroadcastEnable", True)), int(d.get("retryQueueNums", 1)),
-            int(d.get("retryMaxTimes", 16)), int(d.get("brokerId", 0)),
-            int(d.get("whichBrokerWhenConsumeSlowly", 1)),
-            bool(d.get("notifyConsumerIdsChangedEnable", True)),
-        )  # fmt: skip
-
-
 # ------------------------------------------------------------------------- files
 
 
 class ConfigFiles:
-    """The four files under `<root>/config/`."""
+    """The four files under `<root>/config/`, in the protocol's own value types."""
 
     def __init__(self, config_dir: str) -> None:
         self.config_dir = config_dir
@@ -177,18 +98,12 @@ class ConfigFiles:
         )
 
     # topics.json
-    def save_topics(self, version: DataVersion, table: dict[str, TopicConfig]) -> None:
-        self.topics.persist({
-            "dataVersion": version.to_json(),
-            "topicConfigTable": {name: t.to_json() for name, t in table.items()},
-        })  # fmt: skip
+    def save_topics(self, wrapper: TopicConfigSerializeWrapper) -> None:
+        self.topics.persist(to_json(wrapper))
 
-    def load_topics(self) -> tuple[DataVersion, dict[str, TopicConfig]]:
-        d = self.topics.load() or {}
-        table = d.get("topicConfigTable") or {}
-        return DataVersion.from_json(d.get("dataVersion")), {
-            str(k): TopicConfig.from_json(str(k), v) for k, v in table.items()
-        }
+    def load_topics(self) -> TopicConfigSerializeWrapper | None:
+        d = self.topics.load()
+        return None if d is None else _decode(TopicConfigSerializeWrapper, d, self.topics)
 
     # consumerOffset.json: "<topic>@<group>" -> {queueId: offset}
     def save_consumer_offsets(self, table: dict[str, dict[int, int]]) -> None:
@@ -210,17 +125,20 @@ class ConfigFiles:
         return {int(k): int(v) for k, v in (d.get("offsetTable") or {}).items()}
 
     # subscriptionGroup.json
-    def save_subscription_groups(
-        self, version: DataVersion, table: dict[str, SubscriptionGroupConfig]
-    ) -> None:
-        self.subscription_groups.persist({
-            "dataVersion": version.to_json(),
-            "subscriptionGroupTable": {name: g.to_json() for name, g in table.items()},
-        })  # fmt: skip
+    def save_subscription_groups(self, wrapper: SubscriptionGroupWrapper) -> None:
+        self.subscription_groups.persist(to_json(wrapper))
 
-    def load_subscription_groups(self) -> tuple[DataVersion, dict[str, SubscriptionGroupConfig]]:
-        d = self.subscription_groups.load() or {}
-        table = d.get("subscriptionGroupTable") or {}
-        return DataVersion.from_json(d.get("dataVersion")), {
-            str(k): SubscriptionGroupConfig.from_json(str(k), v) for k, v in table.items()
-        }
+    def load_subscription_groups(self) -> SubscriptionGroupWrapper | None:
+        d = self.subscription_groups.load()
+        return (None if d is None
+                else _decode(SubscriptionGroupWrapper, d, self.subscription_groups))
+
+
+T = TypeVar("T")
+
+
+def _decode(cls: type[T], doc: Any, file: JsonConfigFile) -> T:
+    try:
+        return from_json(cls, doc)
+    except ProtocolError as exc:
+        raise ConfigFileError(f"{file.path}: {exc}") from None

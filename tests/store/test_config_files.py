@@ -6,13 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.store.config_files import (
-    ConfigFiles,
-    DataVersion,
-    JsonConfigFile,
-    SubscriptionGroupConfig,
-    TopicConfig,
-)
+from engine.protocol.body.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
+from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from engine.store.config_files import ConfigFiles, JsonConfigFile
 from engine.store.errors import ConfigFileError
 
 
@@ -24,21 +20,26 @@ def test_shapes_match_rocketmq(tmp_path: Path) -> None:
         '{\n\t"offsetTable":{\n\t\t"%RETRY%CG@CG":{0:3\n\t\t},\n'
         '\t\t"TopicTest@CG":{0:10,1:12\n\t\t}\n\t}\n}'
     )
-    files.save_topics(DataVersion(1700000000000, 2), {"TopicTest": TopicConfig("TopicTest", 4, 4)})
+    files.save_topics(TopicConfigSerializeWrapper({"TopicTest": TopicConfig("TopicTest", 4, 4)},
+                                                  DataVersion(1700000000000, 2)))
     text = (tmp_path / "config" / "topics.json").read_text()
     assert '\t\t"TopicTest":{\n\t\t\t"order":false,\n\t\t\t"perm":6,' in text
     assert '"topicFilterType":"SINGLE_TAG"' in text and '"counter":2' in text
-    version, topics = files.load_topics()
-    assert version == DataVersion(1700000000000, 2)
-    assert topics["TopicTest"] == TopicConfig("TopicTest", 4, 4)
+    loaded = files.load_topics()
+    assert loaded is not None
+    assert loaded.data_version == DataVersion(1700000000000, 2)
+    assert loaded.topic_config_table["TopicTest"] == TopicConfig("TopicTest", 4, 4)
     assert files.load_consumer_offsets()["TopicTest@CG"] == {0: 10, 1: 12}
     files.save_delay_offsets({1: 2, 3: 5})
     assert (tmp_path / "config" / "delayOffset.json").read_text() == (
         '{\n\t"offsetTable":{1:2,3:5\n\t}\n}'
     )
     assert files.load_delay_offsets() == {1: 2, 3: 5}
-    files.save_subscription_groups(DataVersion(1, 1), {"CG": SubscriptionGroupConfig("CG")})
-    assert files.load_subscription_groups()[1]["CG"] == SubscriptionGroupConfig("CG")
+    files.save_subscription_groups(SubscriptionGroupWrapper({"CG": SubscriptionGroupConfig("CG")},
+                                                            DataVersion(1, 1)))
+    groups = files.load_subscription_groups()
+    assert groups is not None
+    assert groups.subscription_group_table["CG"] == SubscriptionGroupConfig("CG")
 
 
 def test_atomic_write_keeps_bak_and_falls_back(tmp_path: Path) -> None:
