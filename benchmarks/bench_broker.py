@@ -13,8 +13,8 @@ import asyncio
 import statistics
 import time
 
-from benchmarks.broker_process import broker_process
 from benchmarks.machine import machine, percentile, summary
+from benchmarks.processes import broker_process
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.header.broker import (

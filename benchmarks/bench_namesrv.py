@@ -9,9 +9,7 @@ Target (issue): at least 40,000 route queries per second.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,6 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks.machine import machine, percentile, summary
+from benchmarks.processes import free_port, wait_listening
 from engine.protocol.body.register import RegisterBrokerBody
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from engine.protocol.codes import RequestCode, ResponseCode
@@ -32,26 +31,6 @@ IN_FLIGHT = 16
 RUNS = 7
 RUN_SECONDS = 2.0
 TOPIC = "BenchTopic"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-async def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"mqnamesrv exited with {proc.returncode}")
-        with contextlib.suppress(OSError):
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        await asyncio.sleep(0.05)
-    raise SystemExit("mqnamesrv did not start listening within 30 s")
 
 
 async def register(client: RemotingClient, addr: str) -> None:

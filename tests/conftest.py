@@ -1,10 +1,17 @@
-"""Shared fixtures: where the shared spec material lives."""
+"""Shared fixtures: the spec material beside the project, a name server on port 0, a client."""
 
 from __future__ import annotations
 
+import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from engine.namesrv.config import NamesrvConfig
+from engine.namesrv.controller import NamesrvController
+from engine.remoting.client import RemotingClient
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 
@@ -15,3 +22,47 @@ def golden_dir() -> Path:
     if not path.is_dir():
         pytest.skip("the shared golden captures are not beside the project")
     return path
+
+
+def namesrv_config(root: Path, **changes: Any) -> NamesrvConfig:
+    """A name server on 127.0.0.1, port 0, with every file under `root`."""
+    return NamesrvConfig(
+        rocketmq_home=str(root),
+        kv_config_path=str(root / "namesrv" / "kvConfig.json"),
+        config_store_path=str(root / "namesrv" / "namesrv.properties"),
+        logs_dir=str(root / "logs"),
+        bind_address="127.0.0.1",
+        listen_port=0,
+        **changes,
+    )
+
+
+def addr_of(controller: NamesrvController) -> str:
+    return f"127.0.0.1:{controller.port}"
+
+
+def closed_port_addr() -> str:
+    """An address nothing listens on (a port just released by the OS)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"127.0.0.1:{port}"
+
+
+@pytest.fixture
+async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
+    controller = NamesrvController(namesrv_config(tmp_path))
+    await controller.start()
+    try:
+        yield controller
+    finally:
+        await controller.stop()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    c = RemotingClient()
+    try:
+        yield c
+    finally:
+        await c.close()

@@ -1,4 +1,4 @@
-"""Fixtures: a name server and a broker in-process on port 0, stores under tmp_path."""
+"""Fixtures: a broker in-process on port 0 (beside the shared name server), store under tmp_path."""
 
 from __future__ import annotations
 
@@ -11,25 +11,10 @@ import pytest
 
 from engine.broker.config import BrokerConfig
 from engine.broker.controller import BrokerController
-from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.command import RemotingCommand, request
 from engine.remoting.client import RemotingClient
 from engine.store.config import MessageStoreConfig
-
-
-@pytest.fixture
-async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
-    config = NamesrvConfig(
-        kv_config_path=str(tmp_path / "namesrv" / "kvConfig.json"),
-        config_store_path=str(tmp_path / "namesrv" / "namesrv.properties"),
-        logs_dir=str(tmp_path / "logs"), bind_address="127.0.0.1", listen_port=0)
-    controller = NamesrvController(config)
-    await controller.start()
-    try:
-        yield controller
-    finally:
-        await controller.stop()
 
 
 def broker_configs(tmp_path: Path, namesrv_addr: str | None, name: str = "broker-a",
@@ -59,15 +44,6 @@ async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Br
         yield controller
     finally:
         await controller.stop()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 async def call(client: RemotingClient, addr: str, code: int, ext: dict[str, str] | None = None,

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicFilterType
 from engine.protocol.codes import RequestCode
@@ -21,35 +19,7 @@ from engine.remoting.client import RemotingClient
 from engine.remoting.router import RequestContext, Router
 from engine.remoting.server import RemotingServer
 from tests.broker.conftest import broker_configs
-
-
-def namesrv_config(root: Path) -> NamesrvConfig:
-    return NamesrvConfig(
-        kv_config_path=str(root / "kvConfig.json"),
-        config_store_path=str(root / "namesrv.properties"),
-        logs_dir=str(root / "logs"), bind_address="127.0.0.1", listen_port=0)
-
-
-def addr_of(controller: NamesrvController) -> str:
-    return f"127.0.0.1:{controller.port}"
-
-
-def closed_port_addr() -> str:
-    """An address nothing listens on (a port just released by the OS)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"127.0.0.1:{port}"
-
-
-@pytest.fixture
-async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
-    controller = NamesrvController(namesrv_config(tmp_path / "ns1"))
-    await controller.start()
-    try:
-        yield controller
-    finally:
-        await controller.stop()
+from tests.conftest import addr_of, namesrv_config
 
 
 @pytest.fixture

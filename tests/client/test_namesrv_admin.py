@@ -28,8 +28,9 @@ from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
 from engine.protocol.perm import PERM_READ, PERM_WRITE
 from engine.remoting.errors import RemotingConnectError, RemotingError
+from tests.conftest import addr_of, closed_port_addr
 
-from .conftest import Handler, addr_of, closed_port_addr, create_topic
+from .conftest import Handler, create_topic
 
 FakeServer = Callable[[dict[int, Handler]], Awaitable[str]]
 

@@ -16,6 +16,7 @@ from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from tests.broker.conftest import broker_configs
 from tests.compat.test_cpp_namesrv import pytestmark as cpp_available
+from tests.conftest import namesrv_config
 
 pytestmark = cpp_available
 DRIVER = Path(__file__).with_name("cpp_client.py")
@@ -24,11 +25,7 @@ COUNT = 10
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[NamesrvController, BrokerController]]:
-    from engine.namesrv.config import NamesrvConfig
-
-    ns = NamesrvController(NamesrvConfig(
-        kv_config_path=str(tmp_path / "kv.json"), config_store_path=str(tmp_path / "ns.conf"),
-        logs_dir=str(tmp_path / "logs"), bind_address="127.0.0.1", listen_port=0))
+    ns = NamesrvController(namesrv_config(tmp_path))
     await ns.start()
     config, store = broker_configs(tmp_path, f"127.0.0.1:{ns.port}")
     broker = BrokerController(config, store)

@@ -7,12 +7,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.register import RegisterBrokerBody
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
@@ -33,23 +31,6 @@ def _cpp_client_loads() -> bool:
 
 pytestmark = pytest.mark.skipif(not _cpp_client_loads(),
                                 reason="the Apache C++ client (rocketmq==0.4.4) does not load here")
-
-
-@pytest.fixture
-async def namesrv(tmp_path: Path) -> AsyncIterator[NamesrvController]:
-    config = NamesrvConfig(
-        kv_config_path=str(tmp_path / "kvConfig.json"),
-        config_store_path=str(tmp_path / "namesrv.properties"),
-        logs_dir=str(tmp_path / "logs"),
-        bind_address="127.0.0.1",
-        listen_port=0,
-    )
-    controller = NamesrvController(config)
-    await controller.start()
-    try:
-        yield controller
-    finally:
-        await controller.stop()
 
 
 async def _register(client: RemotingClient, addr: str, topic: str, queues: int, *,

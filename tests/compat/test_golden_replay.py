@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
 from engine.protocol.frame import FrameDecoder
 from tests.broker.conftest import broker_configs
+from tests.conftest import namesrv_config
 from tests.protocol.golden import golden_frames
 
 NAMESRV_PORT, BROKER_PORT = 19876, 20911  # the ports the captures were taken on
@@ -25,9 +25,7 @@ CRASH = re.compile(r"^[A-Z]\w*(Error|Exception)\b")
 
 @pytest.fixture
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[NamesrvController, BrokerController]]:
-    ns = NamesrvController(NamesrvConfig(
-        kv_config_path=str(tmp_path / "kv.json"), config_store_path=str(tmp_path / "ns.conf"),
-        logs_dir=str(tmp_path / "logs"), bind_address="127.0.0.1", listen_port=0))
+    ns = NamesrvController(namesrv_config(tmp_path))
     await ns.start()
     # Replayed pulls would each be held for their captured suspend timeout: poll briefly.
     config, store = broker_configs(tmp_path, f"127.0.0.1:{ns.port}", name="stub-broker",

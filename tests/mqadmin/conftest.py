@@ -18,7 +18,8 @@ from engine.broker.controller import BrokerController
 from engine.client.namesrv import NamesrvAdmin
 from engine.namesrv.controller import NamesrvController
 from tests.broker.conftest import broker_configs
-from tests.client.conftest import addr_of, create_topic, namesrv_config
+from tests.client.conftest import create_topic
+from tests.conftest import addr_of, namesrv_config
 
 T = TypeVar("T")
 

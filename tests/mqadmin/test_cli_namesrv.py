@@ -33,7 +33,7 @@ from mqadmin.exit_codes import (
     message_for,
 )
 from mqadmin.render import OutputFormat, render
-from tests.client.conftest import closed_port_addr
+from tests.conftest import closed_port_addr
 
 from .conftest import BackgroundCluster
 

@@ -1,16 +1,14 @@
-"""Fixtures: a name server in-process on port 0 with its files under tmp_path, and a client."""
+"""Fixtures: the name server with an injectable clock (expiry without 120-second sleeps)."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
-from engine.remoting.client import RemotingClient
+from tests.conftest import namesrv_config
 
 
 class ManualClock:
@@ -19,19 +17,6 @@ class ManualClock:
 
     def __call__(self) -> int:
         return self.now
-
-
-def namesrv_config(tmp_path: Path, **changes: object) -> NamesrvConfig:
-    return dataclasses.replace(
-        NamesrvConfig(),
-        rocketmq_home=str(tmp_path),
-        kv_config_path=str(tmp_path / "namesrv" / "kvConfig.json"),
-        config_store_path=str(tmp_path / "namesrv" / "namesrv.properties"),
-        logs_dir=str(tmp_path / "logs"),
-        bind_address="127.0.0.1",
-        listen_port=0,
-        **changes,  # type: ignore[arg-type]
-    )
 
 
 @pytest.fixture
@@ -47,16 +32,3 @@ async def namesrv(tmp_path: Path, clock: ManualClock) -> AsyncIterator[NamesrvCo
         yield controller
     finally:
         await controller.stop()
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
-
-
-def addr_of(controller: NamesrvController) -> str:
-    return f"127.0.0.1:{controller.port}"

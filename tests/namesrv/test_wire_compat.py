@@ -17,7 +17,7 @@ from engine.namesrv.handlers.route import browser_compatible, encode_route
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.remoting.client import RemotingClient
-from tests.namesrv.conftest import addr_of
+from tests.conftest import addr_of
 
 MASTER, SLAVE = "192.168.1.10:10911", "192.168.1.11:10911"
 

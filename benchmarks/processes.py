@@ -1,4 +1,4 @@
-"""Starts an `mqbroker` process on a free port with its store in a temporary directory."""
+"""Server processes for benchmarks: free ports, waiting for a listener, an `mqbroker` process."""
 
 from __future__ import annotations
 
@@ -47,21 +47,21 @@ def broker_process(**settings: str) -> Iterator[str]:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env={**os.environ, "HOME": tmp, "NAMESRV_ADDR": ""})
         try:
-            asyncio.run(_wait_listening(port, proc))
+            asyncio.run(wait_listening(port, proc))
             yield f"127.0.0.1:{port}"
         finally:
             proc.terminate()
             proc.wait(60)
 
 
-async def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
+async def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"mqbroker exited with {proc.returncode}")
+            raise SystemExit(f"{proc.args!r} exited with {proc.returncode}")
         with contextlib.suppress(OSError):
             _, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.close()
             return
         await asyncio.sleep(0.05)
-    raise SystemExit("mqbroker did not start listening within 60 s")
+    raise SystemExit(f"{proc.args!r} did not start listening within 60 s")
