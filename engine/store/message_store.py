@@ -443,10 +443,14 @@ class MessageStore:
         return self.cleanup.clean_expired_consume_queues()
 
     def clean_unused_topics(self, keep: set[str]) -> list[str]:
-        """CLEAN_UNUSED_TOPIC: destroy the queues of topics not in `keep`."""
+        """CLEAN_UNUSED_TOPIC: destroy the queues of topics not in `keep` and forget their
+        next queue offsets, so a topic created again starts at offset 0 (`cleanUnusedTopic`)."""
         removed: list[str] = []
         for cq in list(self.queues):
-            if cq.topic not in keep and not cq.topic.startswith(("%RETRY%", "%DLQ%")):
+            if cq.topic not in keep:
                 removed.append(f"{cq.topic}/{cq.queue_id}")
                 self.queues.remove(cq)
+                self.commit_log.topic_queue_table.pop((cq.topic, cq.queue_id), None)
+        for key in [k for k in self.commit_log.topic_queue_table if k[0] not in keep]:
+            del self.commit_log.topic_queue_table[key]
         return removed

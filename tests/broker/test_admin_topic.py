@@ -227,3 +227,22 @@ async def test_who_consumes_a_topic(broker: BrokerController, client: RemotingCl
         assert resp.body == b'{"groupList":["OffsetGroup","OnlineGroup"]}'
     finally:
         await consumer.close()
+
+
+async def test_a_deleted_topic_created_again_starts_empty(broker: BrokerController,
+                                                          client: RemotingClient) -> None:
+    from tests.broker.helpers import pull_request, send_request
+
+    for topic in ("Again", "%DLQ%SomeGroup"):
+        await create_topic(client, broker.addr, topic, queues=1)
+        for _ in range(3):
+            assert (await client.invoke(broker.addr, send_request(topic, b"x"))).code == 0
+        resp = await call(client, broker.addr, RequestCode.DELETE_TOPIC_IN_BROKER,
+                          {"topic": topic})
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        await create_topic(client, broker.addr, topic, queues=1)
+        assert broker.state.store.get_max_offset_in_queue(topic, 0) == 0
+        sent = await client.invoke(broker.addr, send_request(topic, b"fresh"))
+        assert (sent.ext_fields or {})["queueOffset"] == "0"
+        pulled = await client.invoke(broker.addr, pull_request(topic, 0, 0))
+        assert pulled.code == ResponseCode.SUCCESS
