@@ -231,6 +231,8 @@ class CommitLog:
             phys = mf.file_from_offset + pos
             qo = self.topic_queue_table.get(key, 0) if dispatched else 0
             if nb < PWRITE_MIN_BODY:
+                # The record layout of `engine.protocol.message.encode_into`, written inline:
+                # CRC, hosts and sysflag are already computed here, and this is the hot path.
                 head.pack_into(
                     mm, pos, total, MESSAGE_MAGIC, crc, queue_id, msg.flag, qo, phys, sysflag,
                     msg.born_timestamp, born_ip, born_host[1], now, store_ip, store_host[1],
