@@ -29,7 +29,6 @@ from engine.broker.stats import (
     TOPIC_PUT_SIZE,
     WINDOWS_S,
 )
-from engine.broker.topics import SCHEDULE_TOPIC
 from engine.common import config as configlib
 from engine.common import properties
 from engine.protocol import fastjson
@@ -50,6 +49,7 @@ from engine.protocol.version import CURRENT_VERSION, version_desc
 from engine.protocol.wire import from_ext, to_json
 from engine.remoting.router import RequestContext, Router
 from engine.store.errors import StoreConfigError
+from engine.store.record_scan import SCHEDULE_TOPIC
 
 router = Router()
 log = logging.getLogger("engine.broker")

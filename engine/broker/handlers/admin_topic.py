@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from engine.broker.state import BrokerState
-from engine.broker.topics import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC, topic_name_problem
+from engine.broker.topics import TRANS_OP_HALF_TOPIC, topic_name_problem
 from engine.protocol import fastjson
 from engine.protocol.body.admin import GroupList, TopicOffset, TopicStatsTable
 from engine.protocol.body.message_queue import MessageQueue
@@ -21,6 +21,7 @@ from engine.protocol.header.broker import (
 )
 from engine.protocol.wire import from_ext, to_json
 from engine.remoting.router import RequestContext, Router
+from engine.store.record_scan import SCHEDULE_TOPIC
 
 router = Router()
 log = logging.getLogger("engine.broker")
