@@ -51,6 +51,7 @@ class BrokerController:
             PeriodicService("scan-client-channels", CLIENT_SCAN_INTERVAL_S,
                             self._expire_clients),
             PeriodicService("stats-sampler", 1.0, st.stats.sample),
+            st.schedule,
         ]
         self._started = False
 
@@ -92,6 +93,7 @@ class BrokerController:
         st.topics.load()
         st.groups.load()
         st.offsets.load()
+        st.schedule.load()
         await self.server.start()
         try:
             if self.fast_server is not None:

@@ -13,12 +13,14 @@ from engine.broker.handlers import (
     pull,
     query,
     send,
+    send_back,
     store_admin,
+    transaction,
 )
 from engine.remoting.router import Router
 
-MODULES = (send, pull, offsets, client, lock, query, admin_topic, admin_group, admin_broker,
-           admin_consumer, store_admin)
+MODULES = (send, send_back, transaction, pull, offsets, client, lock, query, admin_topic,
+           admin_group, admin_broker, admin_consumer, store_admin)
 
 
 def build_router() -> Router:

@@ -10,6 +10,7 @@ from engine.broker.config import BrokerConfig
 from engine.broker.groups import SubscriptionGroupManager
 from engine.broker.locks import RebalanceLockManager
 from engine.broker.offsets import ConsumerOffsetManager
+from engine.broker.schedule import ScheduleMessageService
 from engine.broker.stats import BrokerStats
 from engine.broker.topics import TopicConfigManager
 from engine.protocol.body.topic import DataVersion
@@ -39,6 +40,7 @@ class BrokerState:
         self.groups = SubscriptionGroupManager(
             files, auto_create=config.auto_create_subscription_group, clock=clock)
         self.offsets = ConsumerOffsetManager(files)
+        self.schedule = ScheduleMessageService(self.store, clock, lambda: not self.is_slave)
         self.consumers = ConsumerManager(clock, notify_enabled=self._notify_enabled)
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)

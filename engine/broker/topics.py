@@ -27,6 +27,7 @@ TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
 SCHEDULE_QUEUE_NUMS = 18
+DLQ_NUMS_PER_GROUP = 1
 
 SYSTEM_TOPICS = frozenset({TBW102, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC,
                            "RMQ_SYS_TRACE_TOPIC", TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
@@ -44,6 +45,12 @@ def retry_topic(group: str) -> str:
 
 def dlq_topic(group: str) -> str:
     return DLQ_PREFIX + group
+
+
+def create_dlq(topics: TopicConfigManager, group: str) -> TopicConfig:
+    """The group's dead-letter topic, created on first use: one queue, write-only, so that no
+    consumer drains it by accident (an operator grants read with updateTopicPerm)."""
+    return topics.create_if_absent(dlq_topic(group), DLQ_NUMS_PER_GROUP, PERM_WRITE)
 
 
 def topic_name_problem(topic: str) -> str | None:

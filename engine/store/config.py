@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum, StrEnum
 from typing import Any
 
+from engine.store.delay import parse_delay_levels
 from engine.store.errors import StoreConfigError
 
 
@@ -101,11 +102,7 @@ class MessageStoreConfig:
 
     def delay_level_table(self) -> dict[int, int]:
         """Delay level (1-based) -> delay in ms, from `message_delay_level`."""
-        unit = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-        table: dict[int, int] = {}
-        for i, tok in enumerate(self.message_delay_level.split(), start=1):
-            table[i] = int(tok[:-1]) * unit[tok[-1]]
-        return table
+        return parse_delay_levels(self.message_delay_level)
 
     # ---- properties
     @classmethod
@@ -132,6 +129,7 @@ class MessageStoreConfig:
                 unknown.append(key)
                 continue
             setattr(self, f.name, _convert(f.name, getattr(self, f.name), raw))
+        self.delay_level_table()  # a bad messageDelayLevel is a config error, not a late crash
         return unknown
 
     def to_properties(self) -> dict[str, str]:

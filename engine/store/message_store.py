@@ -43,6 +43,7 @@ from engine.store.commit_log import AppendResult, CommitLog
 from engine.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from engine.store.config_files import ConfigFiles
 from engine.store.consume_queue_table import ConsumeQueueTable
+from engine.store.delay import schedule
 from engine.store.dispatch import ArrivalListener, Dispatcher
 from engine.store.errors import StoreClosedError
 from engine.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
@@ -89,13 +90,15 @@ class MessageStore:
         self.clock = clock or _now_ms
         self.total_physical_memory = total_physical_memory or _total_physical_memory()
         self._prealloc = Preallocator()
+        delay_table = config.delay_level_table()
+        self._max_delay_level = max(delay_table)
         self.commit_log = CommitLog(
             config.commit_log_dir,
             config.mapped_file_size_commit_log,
             store_host=store_host,
             max_message_size=config.max_message_size,
             clock=self.clock,
-            delay_table=config.delay_level_table(),
+            delay_table=delay_table,
             preallocator=self._prealloc,
             warm=config.warm_mapped_file_enable,
         )
@@ -266,10 +269,15 @@ class MessageStore:
         )  # fmt: skip
 
     def append_message(self, msg: BrokerMessage) -> PutMessageResult:
-        """Append and dispatch one message without waiting for a flush."""
+        """Append and dispatch one message without waiting for a flush.
+
+        A message with a DELAY level is stored in SCHEDULE_TOPIC_XXXX instead (`delay.py`).
+        """
         refused = self._check_writable()
         if refused is not None:
             return refused
+        if "DELAY\x01" in msg.properties:  # cheap test first: most messages are not delayed
+            msg = schedule(msg, self._max_delay_level)
         return self._finish(self.commit_log.put(msg))
 
     def append_messages(self, batch: BatchMessage) -> PutMessageResult:
@@ -347,6 +355,13 @@ class MessageStore:
         cq = self.queues.find(topic, queue_id)
         entry = cq.get_entry(offset) if cq else None
         return entry[0] if entry else 0
+
+    def get_queue_entry(
+        self, topic: str, queue_id: int, offset: int
+    ) -> tuple[int, int, int] | None:
+        """(commit-log offset, size, tags code) of a consume-queue entry, or None."""
+        cq = self.queues.find(topic, queue_id)
+        return cq.get_entry(offset) if cq else None
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
         """First logical offset stored at or after `timestamp` (max offset if none)."""

@@ -170,7 +170,7 @@ async def test_runtime_info_has_every_key_as_text(broker: BrokerController,
 
 async def test_runtime_info_reports_delay_levels(broker: BrokerController,
                                                  client: RemotingClient) -> None:
-    broker.state.store.config_files.save_delay_offsets({3: 5})
+    broker.state.schedule.offsets[3] = 5
     resp = await call(client, broker.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
     table = from_json(KVTable, parsed(resp)).table
     assert table["scheduleMessageOffset_3"] == "5,0"

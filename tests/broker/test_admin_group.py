@@ -93,7 +93,7 @@ async def test_all_consumer_offsets_in_fastjson_form(broker: BrokerController,
 async def test_all_delay_offsets(broker: BrokerController, client: RemotingClient) -> None:
     resp = await call(client, broker.addr, RequestCode.GET_ALL_DELAY_OFFSET)
     assert (resp.code, resp.body) == (ResponseCode.SUCCESS, b'{"offsetTable":{}}')
-    broker.state.store.config_files.save_delay_offsets({1: 2, 3: 5})
+    broker.state.schedule.offsets.update({3: 5, 1: 2})
     resp = await call(client, broker.addr, RequestCode.GET_ALL_DELAY_OFFSET)
     assert resp.body == b'{"offsetTable":{1:2,3:5}}'  # request-codes §2
     assert from_json(DelayOffsetSerializeWrapper, parsed(resp)).offset_table == {1: 2, 3: 5}

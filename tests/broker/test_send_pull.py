@@ -7,6 +7,7 @@ import asyncio
 from engine.broker.controller import BrokerController
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.message import decode_offset_msg_id, decode_records
+from engine.protocol.perm import PERM_WRITE
 from engine.remoting.client import RemotingClient
 
 from .conftest import call
@@ -151,11 +152,10 @@ async def test_send_refusals(broker: BrokerController, client: RemotingClient) -
     assert bad_queue.code == ResponseCode.SYSTEM_ERROR
     huge = await client.invoke(addr, send_request("Orders2", b"x" * (4 * 1024 * 1024 + 1)))
     assert huge.code == ResponseCode.MESSAGE_ILLEGAL
-    delayed = await client.invoke(addr, send_request("Orders2", b"x", extra={"DELAY": "3"}))
-    assert delayed.code == ResponseCode.MESSAGE_ILLEGAL and "not supported" in (
-        delayed.remark or "")
-    tx = await client.invoke(addr, send_request("Orders2", b"x", extra={"TRAN_MSG": "true"}))
-    assert tx.code == ResponseCode.NO_PERMISSION
+    delayed_tx = await client.invoke(addr, send_request(
+        "Orders2", b"x", extra={"DELAY": "3", "TRAN_MSG": "true", "PGROUP": "PG"}))
+    assert delayed_tx.code == ResponseCode.MESSAGE_ILLEGAL and "delay level" in (
+        delayed_tx.remark or "")
     ok = await client.invoke(addr, send_request("Orders2", b"fine"))
     assert ok.code == ResponseCode.SUCCESS
 
@@ -167,6 +167,8 @@ async def test_retry_topic_past_max_times_goes_to_dlq(broker: BrokerController,
     resp = await client.invoke(addr, send_request("%RETRY%CG", b"dead", reconsume_times=16))
     assert resp.code == ResponseCode.SUCCESS
     dlq = broker.state.topics.get("%DLQ%CG")
-    assert dlq is not None and dlq.read_queue_nums == 1
+    assert dlq is not None and (dlq.read_queue_nums, dlq.perm) == (1, PERM_WRITE)
     pulled = await client.invoke(addr, pull_request("%DLQ%CG", 0, 0))
-    assert decode_records(pulled.body or b"")[0].body == b"dead"
+    assert pulled.code == ResponseCode.NO_PERMISSION  # write-only: not consumed by accident
+    found = broker.state.store.get_message("admin", "%DLQ%CG", 0, 0, 1)
+    assert decode_records(found.messages[0])[0].body == b"dead"

@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine.namesrv.controller import NamesrvController
+from tests.clock import ManualClock
 from tests.conftest import namesrv_config
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000_000
-
-    def __call__(self) -> int:
-        return self.now
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.remoting.client import RemotingClient
 from engine.remoting.connection import Connection
+from tests.clock import ManualClock
 from tests.conftest import addr_of, namesrv_config
-from tests.namesrv.conftest import ManualClock
 
 BROKER = "10.0.0.1:10911"
 

@@ -18,7 +18,6 @@ import os
 
 from engine.broker.config import PROTECTED_KEYS, BrokerConfig
 from engine.broker.handlers.admin_consumer import consumed_topics, group_tps, topic_offsets
-from engine.broker.handlers.admin_group import delay_offsets
 from engine.broker.handlers.admin_topic import body
 from engine.broker.state import BrokerState
 from engine.broker.stats import (
@@ -322,9 +321,9 @@ def broker_runtime_info(state: BrokerState) -> dict[str, str]:
 
 
 @router.handles(RequestCode.GET_BROKER_RUNTIME_INFO)
-async def get_broker_runtime_info(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+def get_broker_runtime_info(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     st = ctx.state
-    table = store_runtime_info(st, await delay_offsets(st)) | broker_runtime_info(st)
+    table = store_runtime_info(st, st.schedule.offsets) | broker_runtime_info(st)
     return cmd.response(body=body(KVTable(table)))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from engine.broker.handlers.admin_topic import body, slave_refusal
@@ -19,7 +18,6 @@ from engine.protocol.header.broker import (
 )
 from engine.protocol.wire import from_ext, from_json
 from engine.remoting.router import RequestContext, Router
-from engine.store.errors import StoreError
 
 router = Router()
 log = logging.getLogger("engine.broker")
@@ -81,17 +79,10 @@ def get_all_consumer_offset(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
 
 
 @router.handles(RequestCode.GET_ALL_DELAY_OFFSET)
-async def get_all_delay_offset(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
-    return cmd.response(body=body(DelayOffsetSerializeWrapper(await delay_offsets(ctx.state))))
-
-
-async def delay_offsets(state: BrokerState) -> dict[int, int]:
-    """Delay level -> offset of SCHEDULE_TOPIC_XXXX queue level-1, as delayOffset.json has it."""
-    try:
-        return await asyncio.to_thread(state.store.config_files.load_delay_offsets)
-    except (StoreError, OSError, ValueError, TypeError, AttributeError) as exc:
-        log.warning("delayOffset.json unreadable, reporting no delay offsets: %s", exc)
-        return {}
+def get_all_delay_offset(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    """Delay level -> next offset of SCHEDULE_TOPIC_XXXX queue level-1 (delayOffset.json)."""
+    table = dict(sorted(ctx.state.schedule.offsets.items()))
+    return cmd.response(body=body(DelayOffsetSerializeWrapper(table)))
 
 
 @router.handles(RequestCode.CLONE_GROUP_OFFSET)

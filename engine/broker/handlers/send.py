@@ -17,9 +17,10 @@ from engine.broker.state import BrokerState
 from engine.broker.topics import (
     NOT_ALLOWED_SEND,
     RETRY_PREFIX,
-    dlq_topic,
+    create_dlq,
     topic_name_problem,
 )
+from engine.broker.transaction import half_message
 from engine.protocol.body.topic import TopicConfig, TopicFilterType
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
@@ -32,7 +33,6 @@ from engine.protocol.message import (
     MULTI_TAGS_FLAG,
     NAME_VALUE_SEPARATOR,
     PROPERTY_CLUSTER,
-    PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_SEPARATOR,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_WAIT_STORE_MSG_OK,
@@ -47,6 +47,7 @@ from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.address import parse_addr
 from engine.remoting.router import RequestContext, Router
 from engine.store.config import FlushDiskType
+from engine.store.delay import delay_level
 from engine.store.results import PutMessageResult, PutMessageStatus
 
 router = Router()
@@ -134,9 +135,7 @@ def _dlq_redirect(st: BrokerState, cmd: RemotingCommand, header: SendMessageRequ
         max_times = header.max_reconsume_times
     if (header.reconsume_times or 0) < max_times:
         return topic, queue_id
-    dlq = dlq_topic(group)
-    st.topics.create_if_absent(dlq, 1, PERM_RW)
-    return dlq, 0
+    return create_dlq(st.topics, group).topic_name, 0
 
 
 _WAIT = PROPERTY_WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR
@@ -162,20 +161,33 @@ def _strip_wait(props: str) -> tuple[str, bool]:
     return rest, value.strip().lower() != "false"
 
 
-def _refuse_unsupported(st: BrokerState, props: str) -> None:
-    if property_value(props, PROPERTY_TRANSACTION_PREPARED) == "true":
-        if st.config.reject_transaction_message:
-            raise SendRefused(ResponseCode.NO_PERMISSION,
-                              f"the broker[{st.config.broker_ip1}] sending transaction "
-                              "message is forbidden")
+def _is_half(st: BrokerState, props: str, reconsume_times: int) -> bool:
+    """Whether a single message is a transactional half message; refuses what cannot be one."""
+    if property_value(props, PROPERTY_TRANSACTION_PREPARED) != "true":
+        return False
+    delayed = delay_level(props) > 0
+    if reconsume_times > 0 and delayed:  # a retry from a client older than 4.6.1: a normal one
+        return False
+    if st.config.reject_transaction_message:
         raise SendRefused(ResponseCode.NO_PERMISSION,
-                          "transactional messages are not supported by this broker yet; "
-                          "send them as normal messages")
-    delay = property_value(props, PROPERTY_DELAY_TIME_LEVEL)
-    if delay not in (None, "", "0"):
+                          f"the broker[{st.config.broker_ip1}] sending transaction "
+                          "message is forbidden")
+    if delayed:
         raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
-                          "delayed messages (DELAY property) are not supported by this broker "
-                          "yet; send without a delay level")
+                          "a transactional message cannot have a delay level (DELAY); send it "
+                          "without one")
+    return True
+
+
+def _refuse_in_batch(props: str) -> None:
+    if property_value(props, PROPERTY_TRANSACTION_PREPARED) == "true":
+        raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+                          "transactional messages cannot be sent in a batch; send each with "
+                          "sendMessageInTransaction")
+    if delay_level(props) > 0:
+        raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+                          "batch messages cannot have a delay level (DELAY); send delayed "
+                          "messages one by one")
 
 
 def _answer(st: BrokerState, cmd: RemotingCommand, result: PutMessageResult, topic: str,
@@ -230,7 +242,7 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
     try:
         config = _check_topic(st, header, ctx.connection.remote_addr)
         props, wait = _strip_wait(header.properties or "")
-        _refuse_unsupported(st, props)
+        half = _is_half(st, props, header.reconsume_times or 0)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
@@ -246,6 +258,8 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
         topic=topic, body=body, queue_id=queue_id, flag=header.flag, properties=props,
         sysflag=sysflag, born_timestamp=header.born_timestamp, born_host=_born_host(ctx),
         store_host=st.store_host, reconsume_times=header.reconsume_times or 0)
+    if half:
+        msg = half_message(st, msg)
     if _must_wait(st, wait):
         async def stored() -> RemotingCommand:
             result = await st.store.put_message(msg)
@@ -276,7 +290,7 @@ def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendMessageRequestHeader
                               f"batch request does not support retry group {header.topic}")
         config = _check_topic(st, header, ctx.connection.remote_addr)
         props, wait = _strip_wait(header.properties or "")
-        _refuse_unsupported(st, props)
+        _refuse_in_batch(props)
     except SendRefused as refused:
         return cmd.response(refused.code, refused.remark)
     queue_id = header.queue_id
