@@ -17,6 +17,7 @@ from engine.broker.registration import NamesrvRegistration
 from engine.broker.router import build_router
 from engine.broker.services import PeriodicService
 from engine.broker.state import BrokerState, wall_clock_ms
+from engine.broker.transaction_check import TransactionCheckService
 from engine.remoting.connection import Connection
 from engine.remoting.server import RemotingServer
 from engine.store.config import MessageStoreConfig
@@ -45,6 +46,7 @@ class BrokerController:
             on_master=self._learn_master)
         self.state.topics.on_change = self.registration.request
         st = self.state
+        self.transaction_check = TransactionCheckService(st)
         self.services = [
             PeriodicService("flush-consumer-offsets",
                             st.config.flush_consumer_offset_interval / 1000, st.offsets.persist),
@@ -52,6 +54,7 @@ class BrokerController:
                             self._expire_clients),
             PeriodicService("stats-sampler", 1.0, st.stats.sample),
             st.schedule,
+            self.transaction_check,
         ]
         self._started = False
 
