@@ -3,7 +3,8 @@
     ClientError
      ├── InvalidAddressError              an address that is not host:port (caller's mistake)
      ├── UnreachableError                 no server answered: connect refused, timed out, closed;
-     │                                    `failures` names every address tried and why
+     │                                    `failures` names every address tried and why,
+     │                                    `role` what the servers are ("name server", "broker")
      ├── BadResponseError                 an answer whose header or body does not decode
      └── ServerError(code, remark, addr)  the server answered with a code other than SUCCESS
           ├── ServerSystemError           1   SYSTEM_ERROR
@@ -14,6 +15,8 @@
           ├── NoPermissionError           16  NO_PERMISSION
           ├── TopicExistAlreadyError      18  TOPIC_EXIST_ALREADY
           ├── SubscriptionParseFailedError 23 SUBSCRIPTION_PARSE_FAILED
+          ├── ConsumeMsgTimeoutError      207 CONSUME_MSG_TIMEOUT (a consumer the broker asked
+          │                                   did not answer in time)
           └── NotFoundError               (no code of its own: "the thing asked for is absent")
                ├── TopicNotExistError     17  TOPIC_NOT_EXIST
                ├── QueryNotFoundError     22  QUERY_NOT_FOUND
@@ -47,13 +50,15 @@ class InvalidAddressError(ClientError, ValueError):
 class UnreachableError(ClientError):
     """No server answered; `failures` pairs every address tried with its transport error."""
 
-    def __init__(self, failures: Sequence[tuple[str, RemotingError]]) -> None:
+    def __init__(self, failures: Sequence[tuple[str, RemotingError]], *,
+                 role: str = "name server") -> None:
         self.failures = list(failures)
+        self.role = role
         parts = [f"{addr} ({exc})" for addr, exc in self.failures]
         if len(parts) == 1:
-            message = f"name server {self.failures[0][0]} unreachable: {self.failures[0][1]}"
+            message = f"{role} {self.failures[0][0]} unreachable: {self.failures[0][1]}"
         else:
-            message = "no name server answered: " + "; ".join(parts)
+            message = f"no {role} answered: " + "; ".join(parts)
         super().__init__(message)
 
     @property
@@ -148,6 +153,11 @@ class TopicExistAlreadyError(ServerError):
 @_registers(ResponseCode.SUBSCRIPTION_PARSE_FAILED)
 class SubscriptionParseFailedError(ServerError):
     """SUBSCRIPTION_PARSE_FAILED: a subscription expression that does not parse."""
+
+
+@_registers(ResponseCode.CONSUME_MSG_TIMEOUT)
+class ConsumeMsgTimeoutError(ServerError):
+    """CONSUME_MSG_TIMEOUT: the consumer the broker relayed the call to did not answer in time."""
 
 
 @_registers(ResponseCode.TOPIC_NOT_EXIST)

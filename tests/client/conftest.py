@@ -1,4 +1,5 @@
-"""Fixtures: two name servers and a broker in-process on port 0, plus fake servers."""
+"""Fixtures: two name servers and a broker in-process on port 0, a `BrokerAdmin`, and fake
+servers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.broker.controller import BrokerController
+from engine.client.broker_admin import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicFilterType
 from engine.protocol.codes import RequestCode
@@ -102,3 +104,13 @@ async def silent_server() -> AsyncIterator[str]:
     finally:
         server.close()
         await server.wait_closed()
+
+
+@pytest.fixture
+async def broker_admin() -> AsyncIterator[BrokerAdmin]:
+    """A `BrokerAdmin` over its own client (closed after the test)."""
+    client = RemotingClient()
+    try:
+        yield BrokerAdmin(client, timeout=5.0)
+    finally:
+        await client.close()
