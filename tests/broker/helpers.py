@@ -40,8 +40,9 @@ def send_request(topic: str, body: bytes, *, queue_id: int = 0, tags: str | None
 
 def pull_request(topic: str, queue_id: int, offset: int, *, group: str = "CG",
                  max_nums: int = 32, suspend_ms: int = 0, subscription: str = "*",
-                 commit_offset: int | None = None) -> RemotingCommand:
-    flag = 0x4  # subscription in the request
+                 commit_offset: int | None = None, expression_type: str = "TAG",
+                 in_request: bool = True) -> RemotingCommand:
+    flag = 0x4 if in_request else 0  # subscription in the request
     if suspend_ms:
         flag |= 0x2
     if commit_offset is not None:
@@ -50,7 +51,7 @@ def pull_request(topic: str, queue_id: int, offset: int, *, group: str = "CG",
         consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=offset,
         max_msg_nums=max_nums, sys_flag=flag, commit_offset=commit_offset or 0,
         suspend_timeout_millis=suspend_ms, sub_version=0, subscription=subscription,
-        expression_type="TAG")
+        expression_type=expression_type)
     return request(RequestCode.PULL_MESSAGE, to_ext(header))
 
 

@@ -4,6 +4,7 @@ CHECK_CLIENT_CONFIG."""
 from __future__ import annotations
 
 from engine.broker.clients import ClientChannel
+from engine.broker.filters import FilterRefused, compile_subscription
 from engine.broker.state import BrokerState
 from engine.broker.topics import retry_topic
 from engine.protocol import fastjson
@@ -77,10 +78,8 @@ def check_client_config(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     sub = body.subscription_data
     if sub is None or sub.expression_type is ExpressionType.TAG:
         return cmd.response()
-    if not ctx.state.config.enable_property_filter:
-        return cmd.response(ResponseCode.SYSTEM_ERROR,
-                            "The broker does not support consumer to filter message by "
-                            f"{sub.expression_type.name}")
-    return cmd.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                        f"SQL92 filtering is not available on this broker yet: cannot check "
-                        f"{sub.sub_string!r}")
+    try:
+        compile_subscription(sub, ctx.state.config.enable_property_filter)
+    except FilterRefused as refused:
+        return cmd.response(refused.code, refused.remark)
+    return cmd.response()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 
+from engine.broker.filters import FilterRefused, message_filter
 from engine.broker.state import BrokerState
 from engine.protocol.body.heartbeat import ExpressionType, MessageModel, SubscriptionData
 from engine.protocol.body.route import MASTER_ID
@@ -24,7 +25,7 @@ from engine.protocol.header.broker import PullMessageRequestHeader, PullMessageR
 from engine.protocol.perm import is_readable
 from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.router import RequestContext, Router
-from engine.store.message_filter import TagsFilter
+from engine.store.message_filter import MessageFilter
 from engine.store.results import GetMessageResult, GetMessageStatus
 
 router = Router()
@@ -75,7 +76,7 @@ def _subscription(st: BrokerState, header: PullMessageRequestHeader) -> Subscrip
 
 
 def _check(st: BrokerState, header: PullMessageRequestHeader,
-           peer: str) -> tuple[SubscriptionGroupConfig, SubscriptionData]:
+           peer: str) -> tuple[SubscriptionGroupConfig, MessageFilter | None]:
     cfg = st.config
     if not st.readable:
         raise PullRefused(ResponseCode.NO_PERMISSION,
@@ -100,11 +101,10 @@ def _check(st: BrokerState, header: PullMessageRequestHeader,
                           f"topicConfig.readQueueNums:[{topic.read_queue_nums}] "
                           f"consumer:[{peer}]")
     sub = _subscription(st, header)
-    if sub.expression_type is not ExpressionType.TAG:
-        raise PullRefused(ResponseCode.SYSTEM_ERROR,
-                          f"The broker does not support consumer to filter message by "
-                          f"{sub.expression_type.name}")
-    return group, sub
+    try:
+        return group, message_filter(sub, cfg.enable_property_filter)
+    except FilterRefused as refused:
+        raise PullRefused(refused.code, refused.remark) from None
 
 
 _CODES = {
@@ -146,8 +146,7 @@ def _answer(st: BrokerState, cmd: RemotingCommand, header: PullMessageRequestHea
 
 
 def _read(st: BrokerState, header: PullMessageRequestHeader,
-          sub: SubscriptionData) -> GetMessageResult:
-    filt = None if sub.is_sub_all else TagsFilter(sub.tags_set)
+          filt: MessageFilter | None) -> GetMessageResult:
     return st.store.get_message(header.consumer_group, header.topic, header.queue_id,
                                 header.queue_offset, header.max_msg_nums, filt)
 
@@ -157,10 +156,10 @@ def pull_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[
     st = ctx.state
     header = from_ext(PullMessageRequestHeader, cmd.ext_fields)
     try:
-        group, sub = _check(st, header, ctx.connection.remote_addr)
+        group, filt = _check(st, header, ctx.connection.remote_addr)
     except PullRefused as refused:
         return cmd.response(refused.code, refused.remark)
-    result = _read(st, header, sub)
+    result = _read(st, header, filt)
     if header.sys_flag & FLAG_COMMIT_OFFSET and not st.is_slave:
         st.offsets.commit(header.consumer_group, header.topic, header.queue_id,
                           header.commit_offset)
@@ -169,11 +168,11 @@ def pull_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[
         return response
     timeout_ms = (header.suspend_timeout_millis if st.config.long_polling_enable
                   else st.config.short_polling_time_mills)
-    return _hold(st, cmd, header, group, sub, timeout_ms)
+    return _hold(st, cmd, header, group, filt, timeout_ms)
 
 
 async def _hold(st: BrokerState, cmd: RemotingCommand, header: PullMessageRequestHeader,
-                group: SubscriptionGroupConfig, sub: SubscriptionData,
+                group: SubscriptionGroupConfig, filt: MessageFilter | None,
                 timeout_ms: int) -> RemotingCommand:
     """Answer once the queue grows past the requested offset, or at the timeout."""
     arrival = st.store.wait_for_arrival(header.topic, header.queue_id, header.queue_offset)
@@ -186,4 +185,4 @@ async def _hold(st: BrokerState, cmd: RemotingCommand, header: PullMessageReques
         if task is not None and task.cancelling():
             raise
         # Only the waiter was cancelled (the store is shutting down): answer what there is.
-    return _answer(st, cmd, header, group, _read(st, header, sub))
+    return _answer(st, cmd, header, group, _read(st, header, filt))
