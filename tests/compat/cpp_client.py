@@ -4,6 +4,9 @@ Usage:
   python cpp_client.py produce NAMESRV TOPIC COUNT MODE      MODE = sync | async | oneway
   python cpp_client.py push    NAMESRV TOPIC GROUP COUNT
   python cpp_client.py pull    NAMESRV TOPIC GROUP COUNT
+  python cpp_client.py push-retry NAMESRV TOPIC GROUP COUNT     fail each message's first delivery
+  python cpp_client.py produce-orderly NAMESRV TOPIC COUNT      key i % 2 picks the queue
+  python cpp_client.py push-orderly NAMESRV TOPIC GROUP COUNT   fail message 3 once, in place
 Each message i has body "cpp-<MODE>-<i>", tags "Tag<i % 2>", keys "key-<i>", property
 seq=<i>.  Prints one JSON line per sent or received message and a final {"done": ...} line;
 the C++ client writes its logs under $HOME/logs.
@@ -125,6 +128,119 @@ def pull(namesrv: str, topic: str, group: str, count: int) -> int:
     return 0 if len(seen) >= count else 1
 
 
+def _subscribe(consumer: object, topic: str, on_message: object) -> None:
+    """Subscribe with a callback returning True (CONSUME_SUCCESS) or False (RECONSUME_LATER).
+
+    The binding's own `subscribe` re-raises a listener's exception inside the ctypes callback,
+    where ctypes drops it and the C++ client reads an undefined status; failures must reach
+    the C++ client as a status instead.  One message per call, so one failure is one retry.
+    """
+    from rocketmq.client import RecvMessage, _to_bytes  # type: ignore[attr-defined]
+    from rocketmq.exceptions import ffi_check  # type: ignore[attr-defined]
+    from rocketmq.ffi import dll  # type: ignore[attr-defined]
+
+    def status(_consumer: object, msg: object) -> int:
+        try:
+            return 0 if on_message(RecvMessage(msg)) else 1  # type: ignore[operator]
+        except Exception as exc:  # a bug in the driver: say so, and let it be retried
+            _emit({"driver_error": repr(exc)})
+            return 1
+
+    consumer.set_message_batch_max_size(1)  # type: ignore[attr-defined]
+    ffi_check(dll.Subscribe(consumer._handle, _to_bytes(topic), b"*"))  # type: ignore[attr-defined]
+    consumer._register_callback(status)  # type: ignore[attr-defined]
+
+
+def push_retry(namesrv: str, topic: str, group: str, count: int) -> int:
+    """Fail every message the first time (RECONSUME_LATER -> send-back), take it the second."""
+    from rocketmq.client import PushConsumer
+
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    failed: set[str] = set()
+    taken: set[str] = set()
+    lock = threading.Lock()
+    all_in = threading.Event()
+
+    def on_message(msg: object) -> bool:
+        record = _received(msg)
+        record["reconsume"] = msg.reconsume_times  # type: ignore[attr-defined]
+        body = str(record["body"])
+        with lock:
+            if body not in failed:
+                failed.add(body)
+                _emit({"failed": record})
+                return False
+            if body not in taken:
+                taken.add(body)
+                _emit({"received": record})
+            if len(taken) >= count:
+                all_in.set()
+        return True
+
+    _subscribe(consumer, topic, on_message)
+    consumer.start()
+    ok = all_in.wait(90)
+    consumer.shutdown()
+    _emit({"done": "push-retry", "received": len(taken)})
+    return 0 if ok else 1
+
+
+def produce_orderly(namesrv: str, topic: str, count: int) -> int:
+    from rocketmq.client import Message, Producer
+
+    producer = Producer("CompatOrderlyProducer")
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    try:
+        for i in range(count):
+            msg = Message(topic)
+            msg.set_keys(f"key-{i}")
+            msg.set_tags(f"Tag{i % 2}")
+            msg.set_body(f"cpp-orderly-{i}")
+            msg.set_property("seq", str(i))
+            result = producer.send_orderly(msg, i % 2)
+            _emit({"sent": i, "status": int(result.status), "offset": result.offset})
+    finally:
+        producer.shutdown()
+    _emit({"done": "produce-orderly"})
+    return 0
+
+
+def push_orderly(namesrv: str, topic: str, group: str, count: int) -> int:
+    """Consume orderly; message 3 fails once and must come back before anything after it."""
+    from rocketmq.client import PushConsumer
+
+    consumer = PushConsumer(group, orderly=True)
+    consumer.set_namesrv_addr(namesrv)
+    seen: set[str] = set()
+    failed_once = threading.Event()
+    lock = threading.Lock()
+    all_in = threading.Event()
+
+    def on_message(msg: object) -> bool:
+        record = _received(msg)
+        record["queue"] = msg.queue_id  # type: ignore[attr-defined]
+        record["offset"] = msg.queue_offset  # type: ignore[attr-defined]
+        with lock:
+            if record["seq"] == "3" and not failed_once.is_set():
+                failed_once.set()
+                _emit({"failed": record})
+                return False
+            _emit({"received": record})
+            seen.add(str(record["body"]))
+            if len(seen) >= count:
+                all_in.set()
+        return True
+
+    _subscribe(consumer, topic, on_message)
+    consumer.start()
+    ok = all_in.wait(90)
+    consumer.shutdown()
+    _emit({"done": "push-orderly", "received": len(seen)})
+    return 0 if ok else 1
+
+
 def main() -> int:
     command, namesrv, topic = sys.argv[1], sys.argv[2], sys.argv[3]
     if command == "produce":
@@ -133,6 +249,12 @@ def main() -> int:
         return push(namesrv, topic, sys.argv[4], int(sys.argv[5]))
     if command == "pull":
         return pull(namesrv, topic, sys.argv[4], int(sys.argv[5]))
+    if command == "push-retry":
+        return push_retry(namesrv, topic, sys.argv[4], int(sys.argv[5]))
+    if command == "produce-orderly":
+        return produce_orderly(namesrv, topic, int(sys.argv[4]))
+    if command == "push-orderly":
+        return push_orderly(namesrv, topic, sys.argv[4], int(sys.argv[5]))
     raise SystemExit(f"unknown command {command!r}")
 
 
