@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +12,12 @@ import pytest
 
 from engine.broker.config import BrokerConfig
 from engine.broker.controller import BrokerController
+from engine.broker.state import wall_clock_ms
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.command import RemotingCommand, request
 from engine.remoting.client import RemotingClient
 from engine.store.config import MessageStoreConfig
+from tests.clock import ManualClock
 
 
 def broker_configs(tmp_path: Path, namesrv_addr: str | None, name: str = "broker-a",
@@ -35,15 +38,29 @@ def broker_configs(tmp_path: Path, namesrv_addr: str | None, name: str = "broker
     return broker, store
 
 
-@pytest.fixture
-async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
-    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}")
-    controller = BrokerController(config, store)
+@contextlib.asynccontextmanager
+async def running_broker(tmp_path: Path, namesrv: NamesrvController, *,
+                         clock: Callable[[], int] = wall_clock_ms,
+                         **changes: Any) -> AsyncIterator[BrokerController]:
+    """A started broker registered with `namesrv`; `changes` as for `broker_configs`."""
+    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}", **changes)
+    controller = BrokerController(config, store, clock=clock)
     await controller.start()
     try:
         yield controller
     finally:
         await controller.stop()
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
+    async with running_broker(tmp_path, namesrv) as controller:
+        yield controller
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 async def call(client: RemotingClient, addr: str, code: int, ext: dict[str, str] | None = None,

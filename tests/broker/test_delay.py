@@ -20,15 +20,10 @@ from engine.store.errors import StoreConfigError
 from engine.store.record_scan import SCHEDULE_TOPIC
 from tests.clock import ManualClock
 
-from .conftest import broker_configs
+from .conftest import broker_configs, running_broker
 from .helpers import pull_request, send_request
 
 TOPIC = "Delayed"
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
 
 
 def start_broker(tmp_path: Path, namesrv: NamesrvController, clock: ManualClock,
@@ -40,12 +35,8 @@ def start_broker(tmp_path: Path, namesrv: NamesrvController, clock: ManualClock,
 @pytest.fixture
 async def broker(tmp_path: Path, namesrv: NamesrvController,
                  clock: ManualClock) -> AsyncIterator[BrokerController]:
-    controller = start_broker(tmp_path, namesrv, clock)
-    await controller.start()
-    try:
+    async with running_broker(tmp_path, namesrv, clock=clock) as controller:
         yield controller
-    finally:
-        await controller.stop()
 
 
 async def pull_all(client: RemotingClient, broker: BrokerController, topic: str,

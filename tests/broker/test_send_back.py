@@ -23,7 +23,7 @@ from engine.remoting.client import RemotingClient
 from engine.store.record_scan import SCHEDULE_TOPIC
 from tests.clock import ManualClock
 
-from .conftest import broker_configs, call
+from .conftest import call, running_broker
 from .helpers import pull_request, send_request
 
 TOPIC = "Payments"
@@ -38,20 +38,10 @@ SCHEDULE = [10 * SECOND, 30 * SECOND, MINUTE, 2 * MINUTE, 3 * MINUTE, 4 * MINUTE
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 async def broker(tmp_path: Path, namesrv: NamesrvController,
                  clock: ManualClock) -> AsyncIterator[BrokerController]:
-    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}")
-    controller = BrokerController(config, store, clock=clock)
-    await controller.start()
-    try:
+    async with running_broker(tmp_path, namesrv, clock=clock) as controller:
         yield controller
-    finally:
-        await controller.stop()
 
 
 async def send_back(client: RemotingClient, broker: BrokerController, record: MessageRecord,

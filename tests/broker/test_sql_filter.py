@@ -23,7 +23,7 @@ from engine.protocol.message import decode_records
 from engine.protocol.wire import to_json
 from engine.remoting.client import RemotingClient
 
-from .conftest import broker_configs
+from .conftest import running_broker
 from .helpers import pull_request, send_request
 
 TOPIC = "Trades"
@@ -33,14 +33,8 @@ EXPRESSION = "(amount BETWEEN 3 AND 6 AND region = 'eu') OR vip IS NOT NULL"
 
 @pytest.fixture
 async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
-    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}",
-                                   enable_property_filter=True)
-    controller = BrokerController(config, store)
-    await controller.start()
-    try:
+    async with running_broker(tmp_path, namesrv, enable_property_filter=True) as controller:
         yield controller
-    finally:
-        await controller.stop()
 
 
 async def send_trades(client: RemotingClient, broker: BrokerController) -> None:
@@ -113,14 +107,9 @@ async def test_bad_expression_is_refused_with_a_useful_remark(
 
 async def test_sql92_needs_enable_property_filter(tmp_path: Path, namesrv: NamesrvController,
                                                   client: RemotingClient) -> None:
-    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}")
-    controller = BrokerController(config, store)
-    await controller.start()
-    try:
+    async with running_broker(tmp_path, namesrv) as controller:
         await send_trades(client, controller)
         resp = await client.invoke(controller.addr, pull_request(
             TOPIC, 0, 0, group=GROUP, subscription="a = 1", expression_type="SQL92"))
         assert resp.code == ResponseCode.SYSTEM_ERROR
         assert "enablePropertyFilter=true" in (resp.remark or "")
-    finally:
-        await controller.stop()

@@ -36,7 +36,7 @@ from engine.remoting.client import RemotingClient
 from engine.remoting.router import RequestContext, Router
 from tests.clock import ManualClock
 
-from .conftest import broker_configs
+from .conftest import running_broker
 from .helpers import heartbeat, pull_request, send_request
 
 TOPIC = "Orders"
@@ -74,21 +74,11 @@ async def on_check(ctx: RequestContext[Producer], cmd: RemotingCommand) -> None:
 
 
 @pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
 async def broker(tmp_path: Path, namesrv: NamesrvController,
                  clock: ManualClock) -> AsyncIterator[BrokerController]:
-    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}",
-                                   transaction_check_max=2)
-    controller = BrokerController(config, store, clock=clock)
-    await controller.start()
-    try:
+    async with running_broker(tmp_path, namesrv, clock=clock,
+                              transaction_check_max=2) as controller:
         yield controller
-    finally:
-        await controller.stop()
 
 
 @pytest.fixture
@@ -219,14 +209,8 @@ async def test_transactional_messages_are_neither_batched_nor_delayed(
 
 async def test_broker_can_refuse_transactions(tmp_path: Path, namesrv: NamesrvController,
                                               client: RemotingClient) -> None:
-    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}",
-                                   reject_transaction_message=True)
-    controller = BrokerController(config, store)
-    await controller.start()
-    try:
+    async with running_broker(tmp_path, namesrv, reject_transaction_message=True) as controller:
         resp = await client.invoke(controller.addr, send_request(
             TOPIC, b"x", extra={"TRAN_MSG": "true", "PGROUP": PGROUP}))
         assert resp.code == ResponseCode.NO_PERMISSION
         assert "sending transaction message is forbidden" in (resp.remark or "")
-    finally:
-        await controller.stop()
