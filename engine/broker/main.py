@@ -62,9 +62,10 @@ async def serve(broker: BrokerConfig, store: MessageStoreConfig,
     except (RemotingError, StoreError, OSError) as exc:
         await controller.stop()
         return process.error(PROG, str(exc))
+    stop = process.catch_stop_signals()
     print(f"The broker[{broker.broker_name}, {controller.addr}] boot success. "
           f"serializeType=JSON and name server is {broker.namesrv_addr}", flush=True)
-    await process.wait_for_stop_signal()
+    await stop.wait()
     await controller.stop()
     return 0
 

@@ -25,13 +25,17 @@ def setup_logging(logs_dir: str, filename: str) -> None:
     root.setLevel(logging.INFO)
 
 
-async def wait_for_stop_signal() -> None:
-    """Return on the first SIGTERM or SIGINT."""
+def catch_stop_signals() -> asyncio.Event:
+    """An event set by the first SIGTERM or SIGINT from now on.
+
+    Call it before announcing that the server is up, so a signal sent in reply to the
+    announcement is never handled by the default action (killing the process uncleanly).
+    """
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
 
 
 def error(prog: str, message: str) -> int:

@@ -45,11 +45,12 @@ async def serve(config: NamesrvConfig, extra: dict[str, str]) -> int:
     except (RemotingError, KVConfigError, OSError) as exc:
         await controller.server.stop()
         return _error(str(exc))
+    stop = process.catch_stop_signals()
     print(f"The Name Server boot success. serializeType=JSON, port={controller.port}",
           flush=True)
     logging.getLogger("engine.namesrv").info("The Name Server boot success, port %d",
                                              controller.port)
-    await process.wait_for_stop_signal()
+    await stop.wait()
     await controller.stop()
     return 0
 
