@@ -8,19 +8,35 @@ from collections.abc import Sequence
 import typer
 
 from mqadmin import render
-from mqadmin.commands import cluster, namesrv
+from mqadmin.commands import (
+    cluster,
+    consumer,
+    dev,
+    group,
+    local,
+    message,
+    namesrv,
+    store,
+    stream,
+    topic,
+)
 from mqadmin.exit_codes import INTERRUPTED_MESSAGE, ExitCode
 
 app = typer.Typer(
     name="mqadmin",
-    help="Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).",
+    help="Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).\n\n"
+         "Commands and short flags are Apache mqadmin's.  The name servers come from -n, "
+         "--context NAME, $NAMESRV_ADDR or the current context; -o table|json|csv chooses "
+         "the output.  Changes show a plan, ask (or need --yes), are verified and logged "
+         "(`mqadmin audit`).",
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
 )
-app.add_typer(cluster.app)
-app.add_typer(namesrv.app)
+for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local):
+    app.add_typer(module.app)
+app.add_typer(dev.app, name="dev", rich_help_panel="mqadmin itself")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

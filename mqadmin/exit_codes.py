@@ -8,12 +8,14 @@ from enum import IntEnum
 from engine.client.errors import (
     BadResponseError,
     ClientError,
+    ConsumerNotOnlineError,
     InvalidAddressError,
     NoPermissionError,
     NotFoundError,
     QueryNotFoundError,
     RequestCodeNotSupportedError,
     ServerError,
+    SubscriptionGroupNotExistError,
     TopicNotExistError,
     UnreachableError,
 )
@@ -66,21 +68,22 @@ class NotVerified(CliError):
 
 
 class ServersFailed(CliError):
-    """A call made on every name server failed on some (PARTIAL) or all of them."""
+    """A call made on every server (name servers, brokers) failed on some (PARTIAL) or all
+    of them."""
 
     def __init__(self, what: str, failures: Sequence[tuple[str, ClientError]],
-                 total: int) -> None:
+                 total: int, *, noun: str = "name servers") -> None:
         self.failures = list(failures)
         self.total = total
         self.partial = len(self.failures) < total
         detail = "; ".join(f"{addr}: {_without_prefix(_first_line(exc), addr)}"
                            for addr, exc in self.failures)
         if self.partial:
-            hint = ("the other name servers succeeded; fix the failing ones and re-run the "
+            hint = (f"the other {noun} succeeded; fix the failing ones and re-run the "
                     "same command (repeating it is safe)")
         else:
             hint = _hint(self.failures[0][1]) if self.failures else ""
-        super().__init__(f"{what} failed on {len(self.failures)} of {total} name servers: "
+        super().__init__(f"{what} failed on {len(self.failures)} of {total} {noun}: "
                          f"{detail}. {hint}".rstrip())
         if self.partial:
             self.code = ExitCode.PARTIAL
@@ -128,10 +131,18 @@ def _hint(exc: BaseException) -> str:
     if isinstance(exc, InvalidAddressError):
         return "Pass -n host:port (several separated by ';') or set NAMESRV_ADDR."
     if isinstance(exc, UnreachableError):
+        if exc.role == "broker":
+            return ("Check that the broker is running and reachable from here (its address "
+                    "is what it registered: see `mqadmin clusterList`).")
         return ("Check that the name server is running and that -n / NAMESRV_ADDR names it "
                 "(host:port, default port 9876).")
     if isinstance(exc, TopicNotExistError):
         return "List the topics the name server knows with `mqadmin topicList`."
+    if isinstance(exc, ConsumerNotOnlineError):
+        return ("No consumer of the group is connected: start one, or check the group name "
+                "with `mqadmin consumerProgress`.")
+    if isinstance(exc, SubscriptionGroupNotExistError):
+        return "Create the group with `mqadmin updateSubGroup`, or check its name."
     if isinstance(exc, QueryNotFoundError):
         return "Check the spelling of the namespace and key."
     if isinstance(exc, NotFoundError):

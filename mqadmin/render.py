@@ -9,10 +9,11 @@ stderr.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import StrEnum
 from typing import Any, TextIO
 
@@ -38,6 +39,8 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
 
 
@@ -52,7 +55,8 @@ def columns_of(rows: Sequence[Row], columns: Sequence[str] | None) -> list[str]:
 
 
 def render(rows: Sequence[Row], fmt: OutputFormat = OutputFormat.TABLE, *,
-           columns: Sequence[str] | None = None, stream: TextIO | None = None) -> None:
+           columns: Sequence[str] | None = None, stream: TextIO | None = None,
+           vertical: bool = False) -> None:
     """Write `rows` to `stream` (stdout by default) in `fmt`.
 
     Args:
@@ -60,16 +64,20 @@ def render(rows: Sequence[Row], fmt: OutputFormat = OutputFormat.TABLE, *,
         fmt: table, json or csv.
         columns: column order (needed to print a header for zero rows).
         stream: where to write; stdout unless told.
+        vertical: draw a table as one ``field  value`` block per row (for a few wide rows,
+            such as one message); JSON and CSV are unchanged.
     """
     out = sys.stdout if stream is None else stream
     cols = columns_of(rows, columns)
     if fmt is OutputFormat.JSON:
         doc = [{c: row.get(c) for c in cols} for row in rows]
-        out.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        out.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
     elif fmt is OutputFormat.CSV:
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(cols)
         writer.writerows([_cell(row.get(c)) for c in cols] for row in rows)
+    elif vertical:
+        _vertical(out, rows, cols)
     else:
         console = Console(file=out, highlight=False, soft_wrap=False)
         if console.is_terminal:
@@ -79,9 +87,24 @@ def render(rows: Sequence[Row], fmt: OutputFormat = OutputFormat.TABLE, *,
     out.flush()
 
 
+def _vertical(out: TextIO, rows: Sequence[Row], columns: Sequence[str]) -> None:
+    """``field  value`` lines per row, rows apart by a blank line (values may span lines)."""
+    width = max((len(c) for c in columns), default=0)
+    blocks = []
+    for row in rows:
+        lines = []
+        for c in columns:
+            text = _cell(row.get(c)).replace("\n", "\n" + " " * (width + 2))
+            lines.append(f"{c.ljust(width)}  {text}".rstrip())
+        blocks.append("\n".join(lines) + "\n")
+    out.write("\n".join(blocks))
+
+
 def plain_table(rows: Sequence[Row], columns: Sequence[str]) -> str:
-    """Space-aligned columns under a header line, two spaces apart, no trailing blanks."""
-    cells = [list(columns)] + [[_cell(row.get(c)) for c in columns] for row in rows]
+    """Space-aligned columns under a header line, two spaces apart, no trailing blanks; a
+    line break inside a value is written as ``\\n`` so every row stays one line."""
+    cells = [list(columns)] + [[_cell(row.get(c)).replace("\n", "\\n") for c in columns]
+                               for row in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
     return "".join(
         "  ".join(text.ljust(width) for text, width in zip(line, widths, strict=True)).rstrip()
@@ -120,3 +143,23 @@ def plan(title: str, rows: Sequence[Row], columns: Sequence[str]) -> None:
     """What a mutation is about to change, as a table on stderr."""
     note(title)
     render(rows, OutputFormat.TABLE, columns=columns, stream=sys.stderr)
+
+
+@contextlib.contextmanager
+def progress(description: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr for a long operation, drawn only when stderr is a terminal;
+    yields ``update(done, total)``."""
+    if not sys.stderr.isatty():
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = Console(file=sys.stderr)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

@@ -1,4 +1,4 @@
-"""Name-server commands: settings, KV config and broker write permission."""
+"""Name-server commands: settings and KV config."""
 
 from __future__ import annotations
 
@@ -6,108 +6,91 @@ from typing import Annotated
 
 import typer
 
-from mqadmin.commands import guarded, mutate, with_admin
+from mqadmin import render
+from mqadmin.commands import endpoint, guarded, mutate, params, run
 from mqadmin.operations import namesrv as ops
-from mqadmin.options import DebugOpt, NamesrvOpt, OutputOpt, YesOpt
-from mqadmin.render import OutputFormat, render
+from mqadmin.operations.mutation import settle
+from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
+from mqadmin.render import OutputFormat
 
 app = typer.Typer()
 
 PANEL = "Name server"
 
 NamespaceOpt = Annotated[str, typer.Option("-s", "--namespace", help="KV namespace.")]
-BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="Broker name.")]
 
 
 @app.command("getNamesrvConfig", rich_help_panel=PANEL)
 def get_namesrv_config(
     namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Show the settings of every name server."""
     with guarded(debug):
-        gathered = with_admin(namesrv, ops.namesrv_config)
+        gathered = run(namesrv, context, lambda admin: ops.namesrv_config(admin.namesrv))
         if gathered.rows or not gathered.failures:
-            render(gathered.rows, output, columns=ops.CONFIG_COLUMNS)
-        ops.settle("getNamesrvConfig", gathered)
+            render.render(gathered.rows, output, columns=ops.CONFIG_COLUMNS)
+        settle("getNamesrvConfig", gathered)
 
 
 @app.command("updateNamesrvConfig", rich_help_panel=PANEL)
 def update_namesrv_config(
+    ctx: typer.Context,
     key: Annotated[str, typer.Option("-k", "--key", help="Setting name.")],
     value: Annotated[str, typer.Option("-v", "--value", help="New value.")],
     namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
     yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Change one setting on every name server."""
     with guarded(debug):
-        mutate(namesrv, lambda admin: ops.update_namesrv_config(admin, key.strip(),
-                                                                value.strip()),
-               yes=yes, output=output)
+        mutate(endpoint(namesrv, context),
+               lambda admin: ops.update_namesrv_config(admin.namesrv, key.strip(),
+                                                       value.strip()),
+               yes=yes, dry_run=dry_run, output=output, args=params(ctx))
 
 
 @app.command("updateKvConfig", rich_help_panel=PANEL)
 def update_kv_config(
+    ctx: typer.Context,
     namespace: NamespaceOpt,
     key: Annotated[str, typer.Option("-k", "--key", help="Key name.")],
     value: Annotated[str, typer.Option("-v", "--value", help="Value.")],
     namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
     yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Create or update a KV config item on every name server."""
     with guarded(debug):
-        mutate(namesrv, lambda admin: ops.update_kv_config(admin, namespace.strip(),
-                                                           key.strip(), value.strip()),
-               yes=yes, output=output)
+        mutate(endpoint(namesrv, context),
+               lambda admin: ops.update_kv_config(admin.namesrv, namespace.strip(),
+                                                  key.strip(), value.strip()),
+               yes=yes, dry_run=dry_run, output=output, args=params(ctx))
 
 
 @app.command("deleteKvConfig", rich_help_panel=PANEL)
 def delete_kv_config(
+    ctx: typer.Context,
     namespace: NamespaceOpt,
     key: Annotated[str, typer.Option("-k", "--key", help="Key name.")],
     namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
     yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Delete a KV config item on every name server."""
     with guarded(debug):
-        mutate(namesrv, lambda admin: ops.delete_kv_config(admin, namespace.strip(),
-                                                           key.strip()),
-               yes=yes, output=output)
-
-
-@app.command("wipeWritePerm", rich_help_panel=PANEL)
-def wipe_write_perm(
-    broker_name: BrokerNameOpt,
-    namesrv: NamesrvOpt = None,
-    yes: YesOpt = False,
-    output: OutputOpt = OutputFormat.TABLE,
-    debug: DebugOpt = False,
-) -> None:
-    """Take write permission away from every topic of a broker, on every name server.
-
-    Producers stop sending to the broker: use it before taking the broker down.
-    """
-    with guarded(debug):
-        mutate(namesrv, lambda admin: ops.wipe_write_perm(admin, broker_name.strip()),
-               yes=yes, output=output)
-
-
-@app.command("addWritePerm", rich_help_panel=PANEL)
-def add_write_perm(
-    broker_name: BrokerNameOpt,
-    namesrv: NamesrvOpt = None,
-    yes: YesOpt = False,
-    output: OutputOpt = OutputFormat.TABLE,
-    debug: DebugOpt = False,
-) -> None:
-    """Give write permission back to every topic of a broker, on every name server."""
-    with guarded(debug):
-        mutate(namesrv, lambda admin: ops.add_write_perm(admin, broker_name.strip()),
-               yes=yes, output=output)
+        mutate(endpoint(namesrv, context),
+               lambda admin: ops.delete_kv_config(admin.namesrv, namespace.strip(),
+                                                  key.strip()),
+               yes=yes, dry_run=dry_run, output=output, args=params(ctx))

@@ -1,16 +1,15 @@
-"""mqadmin's cluster, topic and name-server commands through CliRunner against a live cluster."""
+"""mqadmin's name-server commands, the name-server resolution, output formats, the mutation
+flow and the exit-code table, through CliRunner against a live cluster."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
-from typing import Any
 
 import pytest
 import typer
-from typer.testing import CliRunner, Result
 
+from engine.client.admin import MQAdmin
 from engine.client.errors import (
     BadResponseError,
     InvalidAddressError,
@@ -20,11 +19,10 @@ from engine.client.errors import (
     TopicNotExistError,
     UnreachableError,
 )
-from engine.client.namesrv import NamesrvAdmin
 from engine.protocol.perm import PERM_WRITE
 from engine.remoting.errors import RemotingConnectError
 from mqadmin import commands
-from mqadmin.app import app, main
+from mqadmin.app import main
 from mqadmin.exit_codes import (
     ExitCode,
     ServersFailed,
@@ -35,50 +33,14 @@ from mqadmin.exit_codes import (
 from mqadmin.render import OutputFormat, render
 from tests.conftest import closed_port_addr
 
+from .cli import invoke, parse_plain_table, rows_of, rows_of_any, text_rows
 from .conftest import BackgroundCluster
-
-runner = CliRunner(env={"NAMESRV_ADDR": None})
-
-
-def invoke(*args: str, input: str | None = None, env: dict[str, str | None] | None = None
-           ) -> Result:
-    return runner.invoke(app, list(args), input=input, env=env)
-
-
-def rows_of_any(result: Result) -> list[dict[str, Any]]:
-    rows = json.loads(result.stdout)
-    assert isinstance(rows, list)
-    return rows
-
-
-def rows_of(result: Result) -> list[dict[str, Any]]:
-    assert result.exit_code in (0, ExitCode.PARTIAL), result.stderr
-    return rows_of_any(result)
-
-
-def text_rows(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """JSON rows as CSV and table text show them."""
-    def text(v: Any) -> str:
-        if v is None:
-            return ""
-        return ("true" if v else "false") if isinstance(v, bool) else str(v)
-    return [{k: text(v) for k, v in row.items()} for row in rows]
-
-
-def parse_plain_table(out: str) -> list[dict[str, str]]:
-    """Read the piped table back, cutting each line at the header's column starts."""
-    header, *lines = out.splitlines()
-    names = header.split()
-    starts = [header.index(name) for name in names]
-    bounds = list(zip(starts, [*starts[1:], None], strict=True))
-    return [{name: line[a:b].strip() for name, (a, b) in zip(names, bounds, strict=True)}
-            for line in lines]
 
 
 def kv_value(cluster: BackgroundCluster, namespace: str, key: str) -> str | None:
-    async def get(admin: NamesrvAdmin) -> str | None:
+    async def get(admin: MQAdmin) -> str | None:
         try:
-            return await admin.get_kv_config(namespace, key)
+            return await admin.namesrv.get_kv_config(namespace, key)
         except QueryNotFoundError:
             return None
     return cluster.admin_call(get)  # type: ignore[no-any-return]
@@ -88,9 +50,11 @@ def kv_value(cluster: BackgroundCluster, namespace: str, key: str) -> str | None
 
 
 def test_cluster_list(cluster: BackgroundCluster) -> None:
-    rows = rows_of(invoke("clusterList", "-n", cluster.ns, "-o", "json"))
-    assert rows == [{"cluster": "DefaultCluster", "brokerName": "broker-a", "brokerId": 0,
-                     "addr": cluster.broker_addr}]
+    [row] = rows_of(invoke("clusterList", "-n", cluster.ns, "-o", "json"))
+    assert {k: row[k] for k in ("cluster", "brokerName", "brokerId", "addr")} == {
+        "cluster": "DefaultCluster", "brokerName": "broker-a", "brokerId": 0,
+        "addr": cluster.broker_addr}
+    assert row["version"].startswith("V") and row["inTPS"] == 0.0
 
 
 def test_namesrv_addr_from_the_environment(cluster: BackgroundCluster) -> None:
@@ -98,10 +62,11 @@ def test_namesrv_addr_from_the_environment(cluster: BackgroundCluster) -> None:
     assert rows_of(result)[0]["brokerName"] == "broker-a"
 
 
-def test_missing_namesrv_addr_names_both_ways() -> None:
+def test_missing_namesrv_addr_names_every_way() -> None:
     result = invoke("clusterList")
     assert result.exit_code == ExitCode.USAGE
     assert "-n" in result.stderr and "NAMESRV_ADDR" in result.stderr
+    assert "context" in result.stderr
     assert result.stdout == ""
 
 
@@ -109,32 +74,6 @@ def test_malformed_namesrv_addr_is_a_usage_error() -> None:
     result = invoke("clusterList", "-n", "localhost")
     assert result.exit_code == ExitCode.USAGE
     assert "host:port" in result.stderr
-
-
-def test_topic_list(cluster: BackgroundCluster) -> None:
-    cluster.create_topic("OrdersTopic")
-    topics = [r["topic"] for r in rows_of(invoke("topicList", "-n", cluster.ns, "-o", "json"))]
-    assert {"TBW102", "OrdersTopic"} <= set(topics)
-    assert topics == sorted(topics)
-    with_cluster = rows_of(invoke("topicList", "-c", "-n", cluster.ns, "-o", "json"))
-    assert {"cluster": "DefaultCluster", "topic": "OrdersTopic"} in with_cluster
-    assert all(set(r) == {"cluster", "topic"} for r in with_cluster)
-
-
-def test_topic_list_cluster_model_leaves_out_retry_topics(cluster: BackgroundCluster) -> None:
-    cluster.create_topic("%RETRY%SomeGroup", queues=1)
-    plain = {r["topic"] for r in rows_of(invoke("topicList", "-n", cluster.ns, "-o", "json"))}
-    assert "%RETRY%SomeGroup" in plain
-    with_cluster = rows_of(invoke("topicList", "-c", "-n", cluster.ns, "-o", "json"))
-    assert "%RETRY%SomeGroup" not in {r["topic"] for r in with_cluster}
-
-
-def test_topic_route(cluster: BackgroundCluster) -> None:
-    cluster.create_topic("RoutedTopic", queues=2)
-    rows = rows_of(invoke("topicRoute", "-t", "RoutedTopic", "-n", cluster.ns, "-o", "json"))
-    assert rows == [{"topic": "RoutedTopic", "cluster": "DefaultCluster",
-                     "brokerName": "broker-a", "brokerId": 0, "addr": cluster.broker_addr,
-                     "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicSysFlag": 0}]
 
 
 def test_unknown_topic_exits_not_found(cluster: BackgroundCluster) -> None:
@@ -186,8 +125,10 @@ def test_get_namesrv_config_partial_success(cluster: BackgroundCluster) -> None:
 
 
 @pytest.mark.parametrize("command", [
-    ["clusterList"], ["topicList"], ["topicList", "-c"], ["topicRoute", "-t", "TBW102"],
-    ["getNamesrvConfig"],
+    ["clusterList"], ["clusterList", "-m"], ["topicList"], ["topicList", "-c"],
+    ["topicRoute", "-t", "TBW102"], ["getNamesrvConfig"], ["getBrokerConfig", "-c",
+                                                           "DefaultCluster"],
+    ["consumerProgress"], ["topicStatus", "-t", "TBW102"],
 ])
 def test_csv_and_piped_table_hold_the_json_rows(cluster: BackgroundCluster,
                                                 command: list[str]) -> None:
@@ -202,9 +143,9 @@ def test_csv_and_piped_table_hold_the_json_rows(cluster: BackgroundCluster,
 
 
 def test_empty_results_still_have_a_header(cluster: BackgroundCluster) -> None:
-    async def forget_everything(admin: NamesrvAdmin) -> None:
-        for topic in (await admin.all_topics()).topic_list:
-            await admin.delete_topic(topic)
+    async def forget_everything(admin: MQAdmin) -> None:
+        for topic in (await admin.namesrv.all_topics()).topic_list:
+            await admin.namesrv.delete_topic(topic)
     cluster.admin_call(forget_everything)
     assert invoke("topicList", "-n", cluster.ns, "-o", "csv").stdout == "topic\n"
     assert invoke("topicList", "-n", cluster.ns).stdout == "topic\n"
@@ -341,7 +282,8 @@ def test_main_returns_exit_codes(cluster: BackgroundCluster,
 def test_help_groups_commands_in_panels() -> None:
     result = invoke("--help")
     assert result.exit_code == 0
-    for panel in ("Cluster", "Topic", "Name server"):
+    for panel in ("Topics", "Cluster and brokers", "Groups and consumers", "Messages",
+                  "Name server", "Store", "mqadmin itself"):
         assert panel in result.stdout
     for name in ("clusterList", "topicList", "topicRoute", "getNamesrvConfig",
                  "updateNamesrvConfig", "updateKvConfig", "deleteKvConfig", "wipeWritePerm",

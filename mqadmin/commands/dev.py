@@ -1,0 +1,91 @@
+"""``mqadmin dev up|down|status``: a local cluster with demo data, for trying things out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from mqadmin import config, render
+from mqadmin.commands import guarded
+from mqadmin.dev import cluster as dev
+from mqadmin.options import DebugOpt, OutputOpt
+from mqadmin.render import OutputFormat
+
+app = typer.Typer(help="A local name server, broker-a master and slave, and demo traffic.",
+                  no_args_is_help=True)
+
+PROCESS_COLUMNS = ("process", "pid", "addr", "running")
+STOPPED_COLUMNS = ("process", "pid", "result")
+CONTEXT = "dev"
+
+DataDirOpt = Annotated[Path, typer.Option(
+    "--data-dir", help="Where configs, stores, logs and the state file live.")]
+
+
+@app.command("up")
+def dev_up(
+    data_dir: DataDirOpt = Path(dev.DEFAULT_DATA_DIR),
+    namesrv_port: Annotated[int, typer.Option("--namesrv-port",
+                                              help="Name server port (0: a free one).")] = 0,
+    broker_port: Annotated[int, typer.Option("--broker-port",
+                                             help="Master's listen port (0: a free one).")] = 0,
+    slave_port: Annotated[int, typer.Option("--slave-port",
+                                            help="Slave's listen port (0: a free one).")] = 0,
+    traffic: Annotated[bool, typer.Option("--traffic/--no-traffic",
+                                          help="Run the demo producer and consumers.")] = True,
+    rate: Annotated[float, typer.Option("--rate", min=0.1,
+                                        help="Demo orders a second.")] = 5.0,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Start the local cluster (a second `up` only says it runs) and print how to reach it.
+
+    Demo data: topics DemoOrders and DemoPayments; group demo-consumer fails every order
+    whose key ends in 7, so %DLQ%demo-consumer fills within a minute; group demo-laggard
+    falls behind.  The cluster is saved as the context "dev".
+    """
+    with guarded(debug):
+        state, already = dev.up(data_dir, namesrv_port=namesrv_port, broker_port=broker_port,
+                                slave_port=slave_port, traffic=traffic, rate=rate,
+                                on_step=render.note)
+        saved = config.load()
+        saved.contexts[CONTEXT] = config.Context(CONTEXT, state.namesrv,
+                                                 f"mqadmin dev up --data-dir {state.data_dir}")
+        config.save(saved)
+        render.render(dev.status(Path(state.data_dir)), output, columns=PROCESS_COLUMNS)
+        if already:
+            render.note(f"already running (data dir {state.data_dir}).")
+        render.note(f"Reach it with:  export NAMESRV_ADDR={state.namesrv}\n"
+                    f"           or:  mqadmin clusterList --context {CONTEXT}\n"
+                    f"Stop it with:   mqadmin dev down --data-dir {state.data_dir}")
+
+
+@app.command("down")
+def dev_down(
+    data_dir: DataDirOpt = Path(dev.DEFAULT_DATA_DIR),
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0, help="Seconds to wait after SIGTERM before SIGKILL.")
+    ] = dev.STOP_TIMEOUT,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Stop the local cluster (SIGTERM, then SIGKILL after --timeout); data is kept."""
+    with guarded(debug):
+        stopped = dev.down(data_dir, timeout=timeout)
+        rows = [{"process": s.process, "pid": s.pid, "result": s.result} for s in stopped]
+        render.render(rows, output, columns=STOPPED_COLUMNS)
+        if not stopped:
+            render.note(f"nothing runs from {data_dir.resolve()}.")
+
+
+@app.command("status")
+def dev_status(
+    data_dir: DataDirOpt = Path(dev.DEFAULT_DATA_DIR),
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show the processes of the local cluster and whether they run."""
+    with guarded(debug):
+        render.render(dev.status(data_dir), output, columns=PROCESS_COLUMNS)

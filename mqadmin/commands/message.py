@@ -1,0 +1,194 @@
+"""Message lookups: queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset,
+queryCq."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from engine.client.admin import MQAdmin
+from mqadmin import render
+from mqadmin.commands import audit, endpoint, guarded, params, with_admin
+from mqadmin.operations import message as ops
+from mqadmin.options import (
+    ContextOpt,
+    DebugOpt,
+    Flag,
+    NamesrvOpt,
+    OutputLongOpt,
+    OutputOpt,
+    TopicOpt,
+    parse_timestamp,
+)
+from mqadmin.render import OutputFormat
+
+app = typer.Typer()
+
+PANEL = "Messages"
+
+ConsumerGroupOpt = Annotated[str | None, typer.Option(
+    "-g", "--consumerGroup", help="With -d: the group of the client to consume it again.")]
+ClientIdOpt = Annotated[str | None, typer.Option(
+    "-d", "--clientId", help="With -g: the client that consumes it again.")]
+CharsetOpt = Annotated[str | None, typer.Option(
+    "-f", "--bodyFormat", help="Charset to decode the body with (default UTF-8).")]
+
+
+def _consume_again(ctx: typer.Context, group: str, client_id: str, msg_ids: list[str],
+                   topic: str | None, namesrv: str | None, context: str | None,
+                   output: OutputFormat) -> None:
+    where = endpoint(namesrv, context)
+
+    async def work(admin: MQAdmin) -> list[ops.Row]:
+        return [await ops.consume_directly(admin, group, client_id, i, topic) for i in msg_ids]
+
+    rows = with_admin(where, work)
+    render.render(rows, output, columns=ops.DIRECT_COLUMNS)
+    audit(where, ctx.info_name or "consumeMessageDirectly", params(ctx), ",".join(msg_ids),
+          outcome="applied", exit_code=0, result=rows)
+
+
+@app.command("queryMsgById", rich_help_panel=PANEL)
+def query_msg_by_id(
+    ctx: typer.Context,
+    msg_id: Annotated[str, typer.Option("-i", "--msgId",
+                                        help="Message id(s), comma-separated.")],
+    group: ConsumerGroupOpt = None,
+    client_id: ClientIdOpt = None,
+    resend: Annotated[Flag, typer.Option(
+        "-s", "--sendMessage", help="Send the message(s) again (true|false).")] = Flag.FALSE,
+    unit_name: Annotated[str | None, typer.Option("-u", "--unitName",
+                                                  help="Accepted for Apache runbooks.")] = None,
+    charset: CharsetOpt = None,
+    topic: Annotated[str | None, typer.Option(
+        "-t", "--topic", help="Look an id that is not an offset id up as a unique key here.")
+    ] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show a message by its offset message id (or unique key, with -t): every field, the
+    body, and whether each consuming group consumed it.  With -g and -d a client consumes it
+    again; with -s true it is sent again."""
+    with guarded(debug):
+        ids = [i.strip() for i in msg_id.split(",") if i.strip()]
+        name = topic.strip() if topic else None
+        if group and client_id:
+            _consume_again(ctx, group.strip(), client_id.strip(), ids, name, namesrv, context,
+                           output)
+            return
+        where = endpoint(namesrv, context)
+        if resend:
+            async def again(admin: MQAdmin) -> list[ops.Row]:
+                return [await ops.resend(admin, i, name) for i in ids]
+
+            rows = with_admin(where, again)
+            render.render(rows, output, columns=ops.SEND_COLUMNS)
+            audit(where, "queryMsgById", params(ctx), ",".join(ids), outcome="applied",
+                  exit_code=0, result=rows)
+            return
+        cs = ops.check_charset(charset)
+        rows = with_admin(where, lambda admin: ops.query_by_id(admin, ids, topic=name,
+                                                               charset=cs))
+        render.render(rows, output, columns=ops.DETAIL_COLUMNS, vertical=True)
+
+
+@app.command("queryMsgByKey", rich_help_panel=PANEL)
+def query_msg_by_key(
+    topic: TopicOpt,
+    key: Annotated[str, typer.Option("-k", "--msgKey", help="Message key.")],
+    begin: Annotated[str | None, typer.Option("-b", "--beginTimestamp",
+                                              help="Stored at or after (ms or date).")] = None,
+    end: Annotated[str | None, typer.Option("-e", "--endTimestamp",
+                                            help="Stored before (ms or date).")] = None,
+    max_num: Annotated[int, typer.Option("-c", "--maxNum", min=1,
+                                         help="At most this many messages.")] = 64,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Find the messages of a topic by key (the brokers' key index)."""
+    with guarded(debug):
+        b = parse_timestamp(begin) if begin else 0
+        e = parse_timestamp(end) if end else 2**63 - 1
+        rows = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_key(
+            admin, topic.strip(), key.strip(), begin=b, end=e, max_num=max_num))
+        render.render(rows, output, columns=ops.KEY_COLUMNS)
+
+
+@app.command("queryMsgByUniqueKey", rich_help_panel=PANEL)
+def query_msg_by_unique_key(
+    ctx: typer.Context,
+    msg_id: Annotated[str, typer.Option("-i", "--msgId", help="Unique key (UNIQ_KEY).")],
+    topic: TopicOpt,
+    group: ConsumerGroupOpt = None,
+    client_id: ClientIdOpt = None,
+    show_all: Annotated[bool, typer.Option(
+        "-a", "--showAll", help="Every copy (a retried send may store one twice).")] = False,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show a message by the unique id its producer gave it (UNIQ_KEY); with -g and -d a
+    client consumes it again."""
+    with guarded(debug):
+        if group and client_id:
+            _consume_again(ctx, group.strip(), client_id.strip(), [msg_id.strip()],
+                           topic.strip(), namesrv, context, output)
+            return
+        rows = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_id(
+            admin, [msg_id.strip()], topic=topic.strip(), show_all=show_all))
+        render.render(rows, output, columns=ops.DETAIL_COLUMNS, vertical=True)
+
+
+@app.command("queryMsgByOffset", rich_help_panel=PANEL)
+def query_msg_by_offset(
+    topic: TopicOpt,
+    broker_name: Annotated[str, typer.Option("-b", "--brokerName", help="Broker name.")],
+    queue_id: Annotated[int, typer.Option("-i", "--queueId", help="Queue id.")],
+    offset: Annotated[int, typer.Option("-o", "--offset", help="Queue offset.")],
+    charset: CharsetOpt = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputLongOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show the message at an offset of a queue."""
+    with guarded(debug):
+        cs = ops.check_charset(charset)
+        rows = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_offset(
+            admin, topic.strip(), broker_name.strip(), queue_id, offset, charset=cs))
+        render.render(rows, output, columns=ops.DETAIL_COLUMNS, vertical=True)
+
+
+@app.command("queryCq", rich_help_panel=PANEL)
+def query_cq(
+    topic: TopicOpt,
+    queue_id: Annotated[int, typer.Option("-q", "--queue", help="Queue id.")],
+    index: Annotated[int, typer.Option("-i", "--index", help="First entry.")],
+    count: Annotated[int, typer.Option("-c", "--count", min=1, help="Entries.")] = 10,
+    broker_addr: Annotated[str | None, typer.Option(
+        "-b", "--broker", help="Broker address (default: the route's first master).")] = None,
+    group: Annotated[str | None, typer.Option(
+        "-g", "--consumer", help="Also show this group's subscription.")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show consume-queue entries of a queue: commit-log offset, size and tag hash of each
+    (the queue's bounds go to stderr)."""
+    with guarded(debug):
+        rows, info = with_admin(endpoint(namesrv, context), lambda admin: ops.query_cq(
+            admin, topic.strip(), queue_id, index, count,
+            broker_addr=broker_addr.strip() if broker_addr else None,
+            group=group.strip() if group else None))
+        render.render(rows, output, columns=ops.CQ_COLUMNS)
+        render.note(f"broker {info['broker']}: min index {info['minQueueIndex']}, "
+                    f"max index {info['maxQueueIndex']}")
+        if info["subscription"] is not None:
+            render.note(f"subscription of {group}: {info['subscription']}")

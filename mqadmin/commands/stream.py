@@ -1,0 +1,181 @@
+"""Reading and writing messages in bulk: printMsg, printMsgByQueue, consumeMessage,
+sendMessage, checkMsgSendRT."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mqadmin import render
+from mqadmin.commands import audit, endpoint, guarded, params, run, with_admin
+from mqadmin.operations import message as ops
+from mqadmin.options import (
+    ContextOpt,
+    DebugOpt,
+    Flag,
+    NamesrvOpt,
+    OutputLongOpt,
+    OutputOpt,
+    TopicOpt,
+    parse_timestamp,
+)
+from mqadmin.render import OutputFormat
+
+app = typer.Typer()
+
+PANEL = "Messages"
+
+CharsetOpt = Annotated[str | None, typer.Option(
+    "-c", "--charsetName", help="Charset of the bodies (default UTF-8).")]
+SubOpt = Annotated[str, typer.Option("-s", "--subExpression",
+                                     help="Tag expression, e.g. TagA || TagB.")]
+BeginOpt = Annotated[str | None, typer.Option(
+    "-b", "--beginTimestamp", help="From this store time (ms, yyyy-MM-dd#HH:mm:ss:SSS, ISO).")]
+EndOpt = Annotated[str | None, typer.Option("-e", "--endTimestamp",
+                                            help="Up to this store time.")]
+
+
+def _time(value: str | None) -> int | None:
+    return parse_timestamp(value) if value else None
+
+
+@app.command("printMsg", rich_help_panel=PANEL)
+def print_msg(
+    topic: TopicOpt,
+    charset: CharsetOpt = None,
+    subscription: SubOpt = "*",
+    begin: BeginOpt = None,
+    end: EndOpt = None,
+    print_body: Annotated[Flag, typer.Option("-d", "--printBody",
+                                             help="Show bodies (true|false).")] = Flag.TRUE,
+    limit: Annotated[int | None, typer.Option("--limit", min=1,
+                                              help="At most this many messages.")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Print the messages of every queue of a topic (between two store times when given);
+    nothing is committed."""
+    with guarded(debug):
+        cs = ops.check_charset(charset)
+        b, e = _time(begin), _time(end)
+        with render.progress("printMsg") as update:
+            rows = run(namesrv, context, lambda admin: ops.print_msg(
+                admin, topic.strip(), charset=cs, subscription=subscription, begin=b, end=e,
+                print_body=bool(print_body), limit=limit, on_progress=update))
+        render.render(rows, output, columns=ops.LIST_COLUMNS)
+
+
+@app.command("printMsgByQueue", rich_help_panel=PANEL)
+def print_msg_by_queue(
+    topic: TopicOpt,
+    broker_name: Annotated[str, typer.Option("-a", "--brokerName", help="Broker name.")],
+    queue_id: Annotated[int, typer.Option("-i", "--queueId", help="Queue id.")],
+    charset: CharsetOpt = None,
+    subscription: SubOpt = "*",
+    begin: BeginOpt = None,
+    end: EndOpt = None,
+    print_msgs: Annotated[Flag, typer.Option(
+        "-p", "--printMsg", help="Accepted for Apache runbooks: messages are always listed "
+                                 "unless -f true.")] = Flag.TRUE,
+    print_body: Annotated[Flag, typer.Option("-d", "--printBody",
+                                             help="Show bodies (true|false).")] = Flag.FALSE,
+    count_tags: Annotated[Flag, typer.Option(
+        "-f", "--calculate", help="Count the messages by tag instead (true|false).")
+    ] = Flag.FALSE,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Print the messages of one queue, or count them by tag (-f true)."""
+    with guarded(debug):
+        cs = ops.check_charset(charset)
+        b, e = _time(begin), _time(end)
+        rows = run(namesrv, context, lambda admin: ops.print_msg_by_queue(
+            admin, topic.strip(), broker_name.strip(), queue_id, charset=cs,
+            subscription=subscription, begin=b, end=e, print_body=bool(print_body),
+            count_tags=bool(count_tags)))
+        columns = ops.TAG_COUNT_COLUMNS if count_tags else ops.LIST_COLUMNS
+        render.render(rows, output, columns=columns)
+
+
+@app.command("consumeMessage", rich_help_panel=PANEL)
+def consume_message(
+    topic: TopicOpt,
+    broker_name: Annotated[str | None, typer.Option("-b", "--brokerName",
+                                                    help="Only this broker.")] = None,
+    queue_id: Annotated[int | None, typer.Option("-i", "--queueId",
+                                                 help="Only this queue (needs -b).")] = None,
+    offset: Annotated[int | None, typer.Option("-o", "--offset",
+                                               help="From this offset (needs -i).")] = None,
+    group: Annotated[str | None, typer.Option(
+        "-g", "--consumerGroup", help="Accepted for Apache runbooks (nothing is committed).")
+    ] = None,
+    begin: Annotated[str | None, typer.Option("-s", "--beginTimestamp",
+                                              help="From this store time.")] = None,
+    end: EndOpt = None,
+    count: Annotated[int, typer.Option("-c", "--MessageNumber", min=1,
+                                       help="At most this many messages.")] = 128,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputLongOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Read up to -c messages of a topic, a queue, or a queue from an offset, with their
+    bodies; nothing is committed."""
+    with guarded(debug):
+        b, e = _time(begin), _time(end)
+        rows = run(namesrv, context, lambda admin: ops.consume_message(
+            admin, topic.strip(), broker_name=broker_name.strip() if broker_name else None,
+            queue_id=queue_id, offset=offset, begin=b, end=e, count=count))
+        render.render(rows, output, columns=ops.LIST_COLUMNS)
+
+
+@app.command("sendMessage", rich_help_panel=PANEL)
+def send_message(
+    ctx: typer.Context,
+    topic: TopicOpt,
+    body: Annotated[str, typer.Option("-p", "--body", help="The body, as UTF-8 text.")],
+    key: Annotated[str | None, typer.Option("-k", "--key", help="Message keys.")] = None,
+    tags: Annotated[str | None, typer.Option("-c", "--tags", help="Message tag.")] = None,
+    broker_name: Annotated[str | None, typer.Option("-b", "--broker",
+                                                    help="Send to this broker.")] = None,
+    queue_id: Annotated[int | None, typer.Option("-i", "--qid",
+                                                 help="Send to this queue (needs -b).")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Send one message and show where it was stored (recorded in the audit log)."""
+    with guarded(debug):
+        where = endpoint(namesrv, context)
+        row = with_admin(where, lambda admin: ops.send_message(
+            admin, topic.strip(), body.encode("utf-8"), keys=key, tags=tags,
+            broker_name=broker_name.strip() if broker_name else None, queue_id=queue_id))
+        render.render([row], output, columns=ops.SEND_COLUMNS)
+        audit(where, "sendMessage", params(ctx), topic.strip(), outcome="applied",
+              exit_code=0, result=[row])
+
+
+@app.command("checkMsgSendRT", rich_help_panel=PANEL)
+def check_msg_send_rt(
+    topic: TopicOpt,
+    amount: Annotated[int, typer.Option("-a", "--amount", min=1,
+                                        help="Messages to send.")] = 100,
+    size: Annotated[int, typer.Option("-s", "--size", min=1, help="Body size in bytes.")] = 128,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Send test messages to a topic and time each send (the average goes to stderr)."""
+    with guarded(debug):
+        with render.progress("checkMsgSendRT") as update:
+            rows, avg = run(namesrv, context, lambda admin: ops.check_send_rt(
+                admin, topic.strip(), amount=amount, size=size, on_progress=update))
+        render.render(rows, output, columns=ops.RT_COLUMNS)
+        render.note(f"Avg RT: {avg:.3f} ms")

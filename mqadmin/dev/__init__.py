@@ -1,0 +1,1 @@
+"""The local development cluster of ``mqadmin dev``: processes, configs and demo traffic."""

@@ -1,0 +1,126 @@
+"""The admin database (SQLite via sqlite-utils): the audit log of every change mqadmin made.
+
+How this works: one file, ``mqadmin.db`` under mqadmin's home (config.py), one row per
+mutation that reached the servers: when (UTC, ISO 8601), who (user@host), the context and
+name servers, the command and its arguments, the plan shown, the verified result, and how
+it ended (``applied``, ``partial``, ``unverified``, ``failed``).  Plans and results are
+stored as JSON text so the same rows the CLI printed can be shown again.  sqlite_utils is
+imported when the database is first used, so read-only commands never pay for it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+import json
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mqadmin import config
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+DB_FILE = "mqadmin.db"
+AUDIT_TABLE = "audit"
+
+AUDIT_COLUMNS = ("id", "at", "who", "context", "command", "target", "outcome", "exitCode")
+AUDIT_DETAIL_COLUMNS = ("id", "at", "who", "context", "namesrv", "command", "args", "target",
+                        "outcome", "exitCode", "message", "plan", "result")
+
+
+def db_path() -> Path:
+    return config.home() / DB_FILE
+
+
+def _open() -> Database:
+    from sqlite_utils import Database
+
+    path = db_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = Database(path)
+    if AUDIT_TABLE not in db.table_names():
+        db.table(AUDIT_TABLE).create({
+            "id": int, "at": str, "who": str, "context": str, "namesrv": str, "command": str,
+            "args": str, "target": str, "outcome": str, "exit_code": int, "message": str,
+            "plan": str, "result": str,
+        }, pk="id")
+        db.table(AUDIT_TABLE).create_index(["at"])
+    return db
+
+
+def who() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One change as it is written to the audit table."""
+
+    command: str
+    args: Mapping[str, Any]
+    target: str
+    outcome: str
+    exit_code: int
+    plan: Sequence[Mapping[str, Any]]
+    result: Sequence[Mapping[str, Any]]
+    context: str | None = None
+    namesrv: str = ""
+    message: str = ""
+
+
+def append(record: AuditRecord) -> int:
+    """Append `record`; returns its id."""
+    db = _open()
+    row = {
+        "at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
+        "who": who(), "context": record.context, "namesrv": record.namesrv,
+        "command": record.command, "args": json.dumps(dict(record.args), default=str),
+        "target": record.target, "outcome": record.outcome, "exit_code": record.exit_code,
+        "message": record.message, "plan": json.dumps(list(record.plan), default=str),
+        "result": json.dumps(list(record.result), default=str),
+    }
+    table = db.table(AUDIT_TABLE)
+    table.insert(row)
+    last = table.last_pk
+    db.close()
+    return int(last) if last is not None else 0
+
+
+def _row(raw: Mapping[str, Any], detail: bool) -> dict[str, Any]:
+    row = {"id": raw["id"], "at": raw["at"], "who": raw["who"], "context": raw["context"],
+           "command": raw["command"], "target": raw["target"], "outcome": raw["outcome"],
+           "exitCode": raw["exit_code"]}
+    if detail:
+        row |= {"namesrv": raw["namesrv"], "args": json.loads(raw["args"] or "{}"),
+                "message": raw["message"], "plan": json.loads(raw["plan"] or "[]"),
+                "result": json.loads(raw["result"] or "[]")}
+    return row
+
+
+def records(*, limit: int = 20, command: str | None = None, record_id: int | None = None,
+            detail: bool = False) -> list[dict[str, Any]]:
+    """The newest `limit` records (of `command` only, or the one with `record_id`), oldest
+    first; an absent database has none."""
+    if not db_path().exists():
+        return []
+    db = _open()
+    where: list[str] = []
+    args: list[Any] = []
+    if command:
+        where.append("command = ?")
+        args.append(command)
+    if record_id is not None:
+        where.append("id = ?")
+        args.append(record_id)
+    found = list(db.table(AUDIT_TABLE).rows_where(" and ".join(where) or None, args,
+                                                  order_by="id desc", limit=limit))
+    db.close()
+    return [_row(r, detail) for r in reversed(found)]

@@ -1,0 +1,316 @@
+"""Consumer and producer reads: consumerProgress (lag in messages and in time),
+consumerConnection, consumerStatus, producerConnection, allocateMQ.
+
+How this works: a group's progress is its consume stats from every broker of its route
+(`MQAdmin.consume_stats`): per queue the broker's max offset and the group's committed one;
+their difference is the lag in messages (Apache's diff).  The lag in time is how long ago
+the oldest unconsumed message was stored: the message at the committed offset is pulled
+(one message, group TOOLS_CONSUMER, nothing committed) and its store time read.  Which
+client holds a queue comes from each online client's running info, as Apache's
+consumerProgress shows it; clients that do not answer are shown as "NA".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from engine.client.admin import MQAdmin, merge_consume_stats
+from engine.client.errors import ClientError, ServerSystemError
+from engine.protocol.body.admin import ConsumerRunningInfo
+from engine.protocol.body.heartbeat import ConsumeType
+from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.version import version_desc
+from mqadmin.exit_codes import TargetNotFound
+from mqadmin.operations.messaging import PullStatus, pull
+from mqadmin.operations.mutation import Progress
+from mqadmin.operations.targets import RETRY_PREFIX, retry_topic, route_brokers
+from mqadmin.operations.times import format_time
+
+Row = dict[str, Any]
+
+PROGRESS_COLUMNS = ("topic", "brokerName", "queueId", "brokerOffset", "consumerOffset",
+                    "clientIP", "diff", "lagMs", "oldestUnconsumed", "lastTime")
+GROUPS_COLUMNS = ("group", "count", "version", "type", "model", "tps", "diffTotal")
+CONNECTION_COLUMNS = ("clientId", "clientAddr", "language", "version", "consumeType",
+                      "messageModel", "consumeFromWhere", "subscriptions")
+STATUS_COLUMNS = ("clientId", "version", "subscriptions", "queues", "pullTPS", "consumeOkTPS",
+                  "consumeFailedTPS", "consumeFailedMsgs", "error")
+CLIENT_QUEUE_COLUMNS = ("topic", "brokerName", "queueId", "commitOffset", "cachedMsgCount",
+                        "cachedMsgMinOffset", "cachedMsgMaxOffset", "cachedMsgSizeMiB",
+                        "locked", "dropped", "lastPullTime", "lastConsumeTime")
+PRODUCER_COLUMNS = ("clientId", "clientAddr", "language", "version")
+ALLOCATE_COLUMNS = ("clientId", "topic", "brokerName", "queueId")
+TOTAL = "(total)"
+#: Seconds to wait for a client's running info in consumerProgress (the rest goes on).
+RUNNING_INFO_TIMEOUT = 3.0
+CONCURRENCY = 16
+
+
+async def running_info(admin: MQAdmin, group: str, client_id: str, *, jstack: bool = False,
+                       timeout: float | None = None) -> ConsumerRunningInfo:
+    """A client's running info, relayed by the first broker of the group's route that can.
+
+    Raises:
+        ClientError: no broker could relay it (the last one's error).
+    """
+    error: ClientError | None = None
+    for addr in await admin.route_addrs(retry_topic(group)):
+        try:
+            return await admin.broker.consumer_running_info(addr, group, client_id,
+                                                            jstack=jstack, timeout=timeout)
+        except ClientError as exc:
+            error = exc
+    if error is None:
+        raise TargetNotFound(f"group '{group}' has no broker to relay the call to")
+    raise error
+
+
+async def _holders(admin: MQAdmin, group: str) -> dict[MessageQueue, str]:
+    """The client IP holding each queue, from the running info of every online client."""
+    try:
+        connection = await admin.consumer_connections(group)
+    except ClientError:
+        return {}
+
+    async def one(client_id: str) -> ConsumerRunningInfo | None:
+        try:
+            return await running_info(admin, group, client_id, timeout=RUNNING_INFO_TIMEOUT)
+        except ClientError:
+            return None
+
+    conns = sorted(connection.connection_set, key=lambda c: c.client_id)
+    infos = await asyncio.gather(*(one(c.client_id) for c in conns))
+    return {mq: conn.client_addr.rsplit(":", 1)[0]
+            for conn, info in zip(conns, infos, strict=True) if info is not None
+            for mq in info.mq_table}
+
+
+async def _oldest_store_time(admin: MQAdmin, addr: str, mq: MessageQueue,
+                             offset: int) -> int | None:
+    try:
+        result = await pull(admin.client, addr, mq.topic, mq.queue_id, offset, max_nums=1,
+                            broker_name=mq.broker_name)
+    except ClientError:
+        return None
+    if result.status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset > offset:
+        return await _oldest_store_time(admin, addr, mq, result.next_begin_offset)
+    return result.messages[0].store_timestamp if result.messages else None
+
+
+async def consumer_progress(admin: MQAdmin, group: str, topic: str | None = None
+                            ) -> tuple[list[Row], float]:
+    """Per queue: broker and committed offset, the client holding it, the lag in messages
+    (diff) and in time (lagMs: since the oldest unconsumed message was stored), the store
+    time of the last consumed message; then a total row.  Also the group's consume TPS.
+
+    Raises:
+        TopicNotExistError: the group never had a consumer online (no retry topic), or
+            `topic` does not exist.
+    """
+    outcomes = await admin.consume_stats(group, topic)
+    for outcome in outcomes:
+        if outcome.error is not None and all(o.error is not None for o in outcomes):
+            raise outcome.error
+    stats = merge_consume_stats(outcomes)
+    info = await admin.namesrv.cluster_info()
+    addr_of = {name: a for name, d in info.broker_addr_table.items()
+               if (a := d.master_addr() or next(iter(d.broker_addrs.values()), None))}
+    gate = asyncio.Semaphore(CONCURRENCY)
+    now = int(time.time() * 1000)
+
+    async def lag(mq: MessageQueue, broker_offset: int, consumer_offset: int) -> int | None:
+        if broker_offset <= consumer_offset:
+            return None
+        addr = addr_of.get(mq.broker_name)
+        if addr is None:
+            return None
+        async with gate:
+            return await _oldest_store_time(admin, addr, mq, consumer_offset)
+
+    queues = list(stats.offset_table.items())
+    holders, oldest = await asyncio.gather(
+        _holders(admin, group),
+        asyncio.gather(*(lag(mq, w.broker_offset, w.consumer_offset) for mq, w in queues)))
+    rows: list[Row] = []
+    for (mq, w), stored in zip(queues, oldest, strict=True):
+        diff = w.broker_offset - w.consumer_offset
+        rows.append({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+                     "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
+                     "clientIP": holders.get(mq, "NA"), "diff": diff,
+                     "lagMs": (max(now - stored, 0) if stored else None) if diff > 0 else 0,
+                     "oldestUnconsumed": format_time(stored) if diff > 0 else None,
+                     "lastTime": format_time(w.last_timestamp)})
+    lags = [r["lagMs"] for r in rows if r["lagMs"] is not None]
+    stored_times = [s for s in oldest if s]
+    rows.append({"topic": TOTAL, "brokerName": None, "queueId": None,
+                 "brokerOffset": sum(w.broker_offset for _, w in queues),
+                 "consumerOffset": sum(w.consumer_offset for _, w in queues),
+                 "clientIP": None, "diff": sum(r["diff"] for r in rows),
+                 "lagMs": max(lags) if lags else None,
+                 "oldestUnconsumed": format_time(min(stored_times)) if stored_times else None,
+                 "lastTime": None})
+    return rows, stats.consume_tps
+
+
+async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> list[Row]:
+    """Every group that ever had a consumer online (a retry topic exists), as Apache lists
+    them: clients, lowest client version, PULL/PUSH, message model, TPS, total diff."""
+    groups = sorted(t[len(RETRY_PREFIX):] for t in (await admin.namesrv.all_topics()).topic_list
+                    if t.startswith(RETRY_PREFIX))
+    gate = asyncio.Semaphore(CONCURRENCY)
+    finished = 0
+
+    async def one(group: str) -> Row:
+        nonlocal finished
+        row: Row = {"group": group, "count": 0, "version": "OFFLINE", "type": None,
+                    "model": None, "tps": 0, "diffTotal": 0}
+        async with gate:
+            try:
+                stats = merge_consume_stats(await admin.consume_stats(group))
+                row |= {"tps": int(stats.consume_tps), "diffTotal": stats.compute_total_diff()}
+            except ClientError:
+                pass
+            try:
+                cc = await admin.consumer_connections(group)
+            except ClientError:
+                cc = None
+        if cc is not None and cc.connection_set:
+            push = cc.consume_type is ConsumeType.CONSUME_PASSIVELY
+            row |= {"count": len(cc.connection_set), "version": version_desc(
+                cc.compute_min_version()), "type": "PUSH" if push else "PULL",
+                "model": cc.message_model.name if push and cc.message_model else None}
+        finished += 1
+        if on_progress is not None:
+            on_progress(finished, len(groups))
+        return row
+
+    return list(await asyncio.gather(*(one(g) for g in groups)))
+
+
+async def consumer_connection(admin: MQAdmin, group: str) -> list[Row]:
+    """The group's connected clients, with the group's subscriptions and settings.
+
+    Raises:
+        ConsumerNotOnlineError: no client of the group is connected.
+    """
+    cc = await admin.consumer_connections(group)
+    subs = "; ".join(f"{t}:{s.sub_string}" for t, s in sorted(cc.subscription_table.items()))
+    return [{"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language.name,
+             "version": version_desc(c.version),
+             "consumeType": cc.consume_type.name if cc.consume_type else None,
+             "messageModel": cc.message_model.name if cc.message_model else None,
+             "consumeFromWhere": cc.consume_from_where.name if cc.consume_from_where else None,
+             "subscriptions": subs}
+            for c in sorted(cc.connection_set, key=lambda c: c.client_id)]
+
+
+def _subs(info: ConsumerRunningInfo) -> str:
+    return "; ".join(sorted(f"{s.topic}:{s.sub_string}" for s in info.subscription_set))
+
+
+async def consumer_status(admin: MQAdmin, group: str) -> tuple[list[Row], bool]:
+    """Each online client's running info in brief; and whether every client subscribes the
+    same (Apache's consumerStatus checks it).
+
+    Raises:
+        ConsumerNotOnlineError: no client of the group is connected.
+    """
+    cc = await admin.consumer_connections(group)
+    conns = sorted(cc.connection_set, key=lambda c: c.client_id)
+
+    async def one(client_id: str) -> ConsumerRunningInfo | ClientError:
+        try:
+            return await running_info(admin, group, client_id)
+        except ClientError as exc:
+            return exc
+
+    rows: list[Row] = []
+    subscriptions: set[str] = set()
+    for conn, info in zip(conns, await asyncio.gather(*(one(c.client_id) for c in conns)),
+                          strict=True):
+        row: Row = {"clientId": conn.client_id, "version": version_desc(conn.version)}
+        if isinstance(info, ClientError):
+            rows.append(row | {"error": str(info)})
+            continue
+        status = list(info.status_table.values())
+        subscriptions.add(_subs(info))
+        rows.append(row | {
+            "subscriptions": _subs(info), "queues": len(info.mq_table),
+            "pullTPS": round(sum(s.pull_tps for s in status), 2),
+            "consumeOkTPS": round(sum(s.consume_ok_tps for s in status), 2),
+            "consumeFailedTPS": round(sum(s.consume_failed_tps for s in status), 2),
+            "consumeFailedMsgs": sum(s.consume_failed_msgs for s in status), "error": None})
+    return rows, len(subscriptions) <= 1
+
+
+async def client_status(admin: MQAdmin, group: str, client_id: str, *, jstack: bool = False
+                        ) -> tuple[list[Row], ConsumerRunningInfo]:
+    """One client's queues as it reports them (process-queue state per queue), and its whole
+    running info (properties, jstack)."""
+    info = await running_info(admin, group, client_id, jstack=jstack)
+    rows = [{"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+             "commitOffset": pq.commit_offset, "cachedMsgCount": pq.cached_msg_count,
+             "cachedMsgMinOffset": pq.cached_msg_min_offset,
+             "cachedMsgMaxOffset": pq.cached_msg_max_offset,
+             "cachedMsgSizeMiB": pq.cached_msg_size_in_mib, "locked": pq.locked,
+             "dropped": pq.droped, "lastPullTime": format_time(pq.last_pull_timestamp),
+             "lastConsumeTime": format_time(pq.last_consume_timestamp)}
+            for mq, pq in sorted(info.mq_table.items())]
+    return rows, info
+
+
+async def producer_connection(admin: MQAdmin, group: str, topic: str) -> list[Row]:
+    """The producer group's connected clients, from the first broker of the topic's route
+    (producers heartbeat to every broker).
+
+    Raises:
+        TopicNotExistError: no route for the topic.
+        TargetNotFound: no broker knows a producer of the group.
+    """
+    _, brokers = await route_brokers(admin, topic)
+    for addr in brokers.values():
+        try:
+            pc = await admin.broker.producer_connections(addr, group)
+        except ServerSystemError:
+            continue
+        return [{"clientId": c.client_id, "clientAddr": c.client_addr,
+                 "language": c.language.name, "version": version_desc(c.version)}
+                for c in sorted(pc.connection_set, key=lambda c: c.client_id)]
+    raise TargetNotFound(f"no producer of group '{group}' is connected to the brokers of "
+                         f"topic '{topic}'. Check the group name and that the producer runs.")
+
+
+def allocate_averagely(mq_all: list[MessageQueue], cid_all: list[str],
+                       current: str) -> list[MessageQueue]:
+    """Java's `AllocateMessageQueueAveragely.allocate`."""
+    if current not in cid_all or not mq_all:
+        return []
+    index = cid_all.index(current)
+    mod = len(mq_all) % len(cid_all)
+    if len(mq_all) <= len(cid_all):
+        average = 1
+    elif mod > 0 and index < mod:
+        average = len(mq_all) // len(cid_all) + 1
+    else:
+        average = len(mq_all) // len(cid_all)
+    start = index * average if mod > 0 and index < mod else index * average + mod
+    span = min(average, len(mq_all) - start)
+    return [mq_all[(start + i) % len(mq_all)] for i in range(span)]
+
+
+async def allocate_mq(admin: MQAdmin, topic: str, client_ids: list[str]) -> list[Row]:
+    """Which queues each client would get from the default (averagely) strategy: the
+    topic's readable queues and the clients, both sorted, as a rebalance does.
+
+    Raises:
+        TopicNotExistError: no route.
+    """
+    route = await admin.namesrv.topic_route(topic)
+    mq_all = sorted(MessageQueue(topic, q.broker_name, i) for q in route.queue_datas
+                    if q.perm & 0x4 for i in range(q.read_queue_nums))
+    cid_all = sorted(set(client_ids))
+    return [{"clientId": cid, "topic": mq.topic, "brokerName": mq.broker_name,
+             "queueId": mq.queue_id}
+            for cid in cid_all for mq in allocate_averagely(mq_all, cid_all, cid)]

@@ -1,0 +1,137 @@
+"""``mqadmin dev``: real name-server, broker and traffic processes under a tmp data dir; and
+the demo consumer walking failed messages into its dead-letter queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.client.admin import MQAdmin
+from engine.client.errors import TopicNotExistError
+from mqadmin.dev import cluster as dev
+from mqadmin.dev.traffic import Consumer
+from mqadmin.exit_codes import ExitCode
+
+from .cli import invoke, json_rows, rows_of
+from .conftest import BackgroundCluster, start_cluster
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "dev"
+    try:
+        yield path
+    finally:
+        dev.down(path, timeout=5)  # whatever a failed test left running
+
+
+def test_dev_up_twice_then_down(data_dir: Path) -> None:
+    up = invoke("dev", "up", "--data-dir", str(data_dir), "-o", "json")
+    assert up.exit_code == 0, up.stderr
+    processes = {r["process"]: r for r in rows_of(up)}
+    assert set(processes) == {"namesrv", "broker-a-master", "broker-a-slave", "traffic"}
+    assert all(r["running"] for r in processes.values())
+    assert "NAMESRV_ADDR=" in up.stderr and "dev down" in up.stderr
+    namesrv = processes["namesrv"]["addr"]
+
+    rows = json_rows("clusterList", "--context", "dev")
+    assert sorted((r["cluster"], r["brokerName"], r["brokerId"], r["addr"]) for r in rows) == [
+        ("DevCluster", "broker-a", 0, processes["broker-a-master"]["addr"]),
+        ("DevCluster", "broker-a", 1, processes["broker-a-slave"]["addr"])]
+    config = {r["key"]: r["value"] for r in json_rows(
+        "getBrokerConfig", "-b", processes["broker-a-slave"]["addr"], "-n", namesrv)}
+    assert (config["brokerRole"], config["brokerId"]) == ("SLAVE", "1")
+    assert config["messageDelayLevel"] == dev.DELAY_LEVELS
+    topics = {r["topic"] for r in json_rows("topicList", "-n", namesrv)}
+    assert set(dev.DEMO_TOPICS) <= topics
+
+    again = invoke("dev", "up", "--data-dir", str(data_dir), "-o", "json")
+    assert again.exit_code == 0 and "already running" in again.stderr
+    assert {r["process"]: r["pid"] for r in rows_of(again)} == {
+        n: r["pid"] for n, r in processes.items()}
+
+    down = invoke("dev", "down", "--data-dir", str(data_dir), "-o", "json")
+    assert down.exit_code == 0, down.stderr
+    assert [(r["process"], r["result"]) for r in rows_of(down)] == [
+        ("traffic", "stopped"), ("broker-a-slave", "stopped"),
+        ("broker-a-master", "stopped"), ("namesrv", "stopped")]
+    assert all(gone(r["pid"]) for r in processes.values())
+    assert not (data_dir / dev.STATE_FILE).exists()
+    assert invoke("clusterList", "-n", namesrv).exit_code == ExitCode.UNREACHABLE
+    assert "nothing runs" in invoke("dev", "down", "--data-dir", str(data_dir)).stderr
+
+
+def test_dev_up_cleans_a_stale_state(data_dir: Path) -> None:
+    first = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "-o", "json")
+    assert first.exit_code == 0, first.stderr
+    old = {r["process"]: r["pid"] for r in rows_of(first)}
+    os.kill(old["broker-a-slave"], signal.SIGKILL)
+    status = {r["process"]: r["running"] for r in json_rows("dev", "status", "--data-dir",
+                                                             str(data_dir))}
+    assert status["broker-a-slave"] is False and status["namesrv"] is True
+
+    second = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "-o", "json")
+    assert second.exit_code == 0, second.stderr
+    assert "stale" in second.stderr
+    new = {r["process"]: r["pid"] for r in rows_of(second)}
+    assert set(new) == set(old) and not set(new.values()) & set(old.values())
+    assert all(gone(pid) for pid in old.values())
+    ports = json.loads((data_dir / dev.PORTS_FILE).read_text())
+    state = json.loads((data_dir / dev.STATE_FILE).read_text())
+    assert state["namesrv"] == f"127.0.0.1:{ports['namesrv']}"  # the same ports again
+    assert invoke("dev", "down", "--data-dir", str(data_dir)).exit_code == 0
+    assert all(gone(pid) for pid in new.values())
+
+
+@pytest.fixture
+def short_retries(tmp_path: Path) -> Iterator[BackgroundCluster]:
+    running = start_cluster(tmp_path, message_delay_level="1s 1s 1s 1s 1s")
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def test_demo_consumer_fills_its_dead_letter_queue(short_retries: BackgroundCluster) -> None:
+    cluster = short_retries
+    cluster.create_topic("DemoOrders", queues=1)
+    cluster.create_group("demo-consumer", retry_max_times=1)
+    cluster.send("DemoOrders", b"fine", keys="order-1")
+    cluster.send("DemoOrders", b"poison", keys="order-7")
+    consumer = Consumer("demo-consumer", ["DemoOrders"],
+                        lambda r: any(k.endswith("7") for k in r.keys), max_retries=1)
+
+    async def rounds(admin: MQAdmin) -> int:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            await consumer.refresh(admin)
+            await consumer.round(admin)
+            with contextlib.suppress(TopicNotExistError):  # until the first dead letter
+                stats = await admin.broker.topic_stats(cluster.broker_addr,
+                                                       "%DLQ%demo-consumer")
+                if any(o.max_offset for o in stats.offset_table.values()):
+                    return consumer.failed
+            await asyncio.sleep(0.05)  # retries come back by the clock: poll
+        raise AssertionError("no dead letter within 30 s")
+
+    assert cluster.admin_call(rounds) == 2  # the first delivery and one retry
+    [dead] = json_rows("printMsg", "-t", "%DLQ%demo-consumer", "-n", cluster.ns)
+    assert (dead["body"], dead["keys"]) == ("poison", "order-7")
+    assert consumer.consumed == 1

@@ -1,0 +1,79 @@
+"""Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import time
+
+import pytest
+
+from engine.protocol.body.message_queue import MessageQueue
+from mqadmin.exit_codes import UsageProblem
+from mqadmin.operations.consumer import allocate_averagely
+from mqadmin.operations.messaging import unique_id
+from mqadmin.operations.store import CommitLog, Segment, human
+from mqadmin.operations.times import format_time, parse_timestamp
+from mqadmin.render import OutputFormat, render
+
+
+def queues(n: int) -> list[MessageQueue]:
+    return [MessageQueue("T", "b", i) for i in range(n)]
+
+
+@pytest.mark.parametrize(("mqs", "cids", "expected"), [
+    (5, 2, {"a": [0, 1, 2], "b": [3, 4]}),
+    (2, 3, {"a": [0], "b": [1], "c": []}),
+    (6, 3, {"a": [0, 1], "b": [2, 3], "c": [4, 5]}),
+    (7, 3, {"a": [0, 1, 2], "b": [3, 4], "c": [5, 6]}),
+])
+def test_allocate_averagely_as_java(mqs: int, cids: int, expected: dict[str, list[int]]) -> None:
+    cid_all = ["a", "b", "c"][:cids]
+    got = {c: [mq.queue_id for mq in allocate_averagely(queues(mqs), cid_all, c)]
+           for c in cid_all}
+    assert got == expected
+    assert allocate_averagely(queues(3), cid_all, "zz") == []
+
+
+def test_parse_timestamp_forms() -> None:
+    assert parse_timestamp("1700000000123") == 1700000000123
+    local = dt.datetime(2024, 5, 1, 12, 30, 5, 250_000)
+    assert parse_timestamp("2024-05-01#12:30:05:250") == int(local.timestamp() * 1000)
+    assert parse_timestamp("2024-05-01T12:30:05.250") == int(local.timestamp() * 1000)
+    assert parse_timestamp("1970-01-01T00:00:01+00:00") == 1000
+    assert abs(parse_timestamp("now") - time.time() * 1000) < 5000
+    with pytest.raises(UsageProblem):
+        parse_timestamp("last tuesday")
+    assert format_time(0) is None
+    assert format_time(int(local.timestamp() * 1000)) == "2024-05-01 12:30:05.250"
+
+
+def test_unique_ids_are_distinct_32_hex_digits() -> None:
+    ids = {unique_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) == 32 and int(i, 16) >= 0 and i == i.upper() for i in ids)
+
+
+def test_commit_log_plan_stops_at_the_first_unexpired_segment() -> None:
+    seg = 100
+    log = CommitLog(0, 450, seg, 1, [
+        Segment("0", 0, 100, 1, True), Segment("100", 100, 200, 2, True),
+        Segment("200", 200, 300, 3, False), Segment("300", 300, 400, 4, True),
+        Segment("400", 400, 450, None, False)])
+    assert [s.name for s in log.doomed] == ["0", "100"]
+    assert log.new_min == 200
+    assert "2 segment(s) go: offsets 0..200 (200 B)" in log.promise()
+    last_only = CommitLog(0, 50, seg, 1, [Segment("0", 0, 50, None, True)])
+    assert last_only.doomed == [] and "nothing expired" in last_only.promise()
+    assert human(3 * 1024 * 1024) == "3.0 MiB"
+
+
+def test_vertical_output_and_nested_values() -> None:
+    out = io.StringIO()
+    render([{"a": 1, "long_name": {"k": "v"}}, {"a": 2, "long_name": "x\ny"}],
+           OutputFormat.TABLE, stream=out, vertical=True)
+    assert out.getvalue() == ('a          1\nlong_name  {"k": "v"}\n\n'
+                              "a          2\nlong_name  x\n           y\n")
+    as_csv = io.StringIO()
+    render([{"p": {"k": "v"}}], OutputFormat.CSV, stream=as_csv)
+    assert as_csv.getvalue() == 'p\n"{""k"": ""v""}"\n'
