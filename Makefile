@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run stop test lint bench docs-cli clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,17 +14,23 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/mqnamesrv
+	$(BIN)/mqadmin dev up
+
+stop: $(STAMP)
+	$(BIN)/mqadmin dev down
 
 lint: $(STAMP)
 	$(BIN)/ruff check engine mqadmin tests benchmarks
-	$(BIN)/mypy engine
+	$(BIN)/mypy engine mqadmin
 
 test: lint
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+docs-cli: $(STAMP)
+	$(BIN)/python -m mqadmin.docgen > docs/cli-reference.md
 
 clean:
 	rm -rf $(VENV)
