@@ -12,12 +12,15 @@ logical offset of every (topic, queueId).
 from __future__ import annotations
 
 import os
+import struct
 import threading
 from collections.abc import Callable
 from functools import lru_cache
+from operator import itemgetter
 from typing import NamedTuple
 
 from engine.protocol.message import (
+    BATCH_ITEM_HEAD,
     BLANK_MAGIC,
     BLANK_RECORD,
     BORNHOST_V6_FLAG,
@@ -27,7 +30,10 @@ from engine.protocol.message import (
     MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC,
     PROPERTIES_LENGTH,
+    PROPERTY_KEYS,
     PROPERTY_SEPARATOR,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     STOREHOST_V6_FLAG,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -48,38 +54,81 @@ from engine.store.record_scan import SCHEDULE_TOPIC, compute_tags_code
 from engine.store.results import DispatchRequest, PutMessageStatus
 
 END_FILE_MIN_BLANK_LENGTH = 8
+PUT_OK = PutMessageStatus.PUT_OK
+_new = tuple.__new__  # builds the NamedTuples of the hot path without their Python __new__
+_PHYS = itemgetter(DispatchRequest._fields.index("commit_log_offset"))
 PWRITE_MIN_BODY = 16 * 1024  # bodies this large go to the file with pwritev, not the mmap
 _CRC_MASK = 0x7FFFFFFF
+_DISPATCHED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)  # to queues + index
+_SHORT_TOPIC = MAX_TOPIC_LENGTH // 4  # characters: UTF-8 needs at most 4 bytes for each
+
+
+class _Layout(NamedTuple):
+    """The parts of a record fixed by its topic and hosts."""
+
+    topic_part: bytes  # TOPIC length (int8) and TOPIC, as written after the body
+    born_ip: bytes
+    store_ip: bytes
+    sysflag_bits: int  # BORNHOST_V6_FLAG | STOREHOST_V6_FLAG as they apply
+    head: struct.Struct  # the record head for these host widths
+    id_prefix: str  # offset message id minus the offset: hex of store IP + port
 
 
 @lru_cache(maxsize=4096)
-def _topic_bytes(topic: str) -> bytes:
-    return topic.encode()
-
-
-@lru_cache(maxsize=256)
-def _hosts(born_ip: str, store_ip: str) -> tuple[bytes, bytes, int]:
-    """Packed born and store IPs and their v6 sysflag bits."""
+def _layout(topic: str, born_ip: str, store_ip: str, store_port: int) -> _Layout:
+    t = topic.encode()
+    # The length byte only matters for topics of at most MAX_TOPIC_LENGTH bytes, the only
+    # ones written.
+    topic_part = bytes((min(len(t), 0xFF),)) + t
     b, s = pack_ip(born_ip), pack_ip(store_ip)
     bits = (BORNHOST_V6_FLAG if len(b) == 16 else 0) | (STOREHOST_V6_FLAG if len(s) == 16 else 0)
-    return b, s, bits
+    prefix = (s + store_port.to_bytes(4, "big", signed=True)).hex().upper()
+    return _Layout(topic_part, b, s, bits, HEADS[bits >> 4], prefix)
 
 
-@lru_cache(maxsize=256)
-def _id_prefix(ip: str, port: int) -> str:
-    """Offset message id minus the offset: hex of store IP + port."""
-    return (pack_ip(ip) + port.to_bytes(4, "big", signed=True)).hex().upper()
+@lru_cache(maxsize=64)
+def _ids_format(prefix: str, n: int) -> str:
+    """A `%` format of `n` comma-separated offset message ids with this IP + port prefix."""
+    return ",".join([prefix + "%016X"] * n)
 
 
-def _value(text: str, needle: str) -> str | None:
-    """`property_value` fast path for one `name\x01` needle."""
-    i = text.find(needle)
+def _dispatch_values(text: str) -> tuple[str | None, str, str | None]:
+    """(TAGS, KEYS or "", UNIQ_KEY) of a properties string: `property_value` for each.
+
+    Fast path: the last occurrence of a name is the value when it starts a property and is
+    not empty; anything else (a suffix match, an empty value) asks `property_value`.
+    """
+    i = text.rfind("TAGS\x01")
     if i < 0:
-        return None
-    if (i and text[i - 1] != PROPERTY_SEPARATOR) or text.find(needle, i + 1) >= 0:
-        return property_value(text, needle[:-1])  # rare: a suffix match or duplicates
-    j = text.find(PROPERTY_SEPARATOR, i)
-    return text[i + len(needle) : j if j >= 0 else len(text)] or None
+        tags = None
+    elif i and text[i - 1] != PROPERTY_SEPARATOR:
+        tags = property_value(text, PROPERTY_TAGS)
+    else:
+        j = text.find(PROPERTY_SEPARATOR, i)
+        tags = (text[i + 5 : j] if j >= 0 else text[i + 5 :]) or property_value(text, PROPERTY_TAGS)
+    i = text.rfind("KEYS\x01")
+    if i < 0:
+        keys = ""
+    elif i and text[i - 1] != PROPERTY_SEPARATOR:
+        keys = property_value(text, PROPERTY_KEYS) or ""
+    else:
+        j = text.find(PROPERTY_SEPARATOR, i)
+        keys = (
+            (text[i + 5 : j] if j >= 0 else text[i + 5 :])
+            or property_value(text, PROPERTY_KEYS)
+            or ""
+        )
+    i = text.rfind("UNIQ_KEY\x01")
+    if i < 0:
+        uniq = None
+    elif i and text[i - 1] != PROPERTY_SEPARATOR:
+        uniq = property_value(text, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
+    else:
+        j = text.find(PROPERTY_SEPARATOR, i)
+        uniq = (text[i + 9 : j] if j >= 0 else text[i + 9 :]) or property_value(
+            text, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+        )
+    return tags, keys, uniq
 
 
 class AppendResult(NamedTuple):
@@ -180,39 +229,34 @@ class CommitLog:
             ),
         )
 
-    def _dispatch_fields(self, topic: str, props: str, now: int) -> tuple[int, str, str | None]:
-        """(tags code, KEYS, UNIQ_KEY) of a record's properties."""
-        if not props:
-            return 0, "", None
-        if topic == SCHEDULE_TOPIC:
-            tags_code = compute_tags_code(topic, props, now, self.delay_table)
-        else:
-            tags_code = tags_hash_code(_value(props, "TAGS\x01"))
-        return tags_code, _value(props, "KEYS\x01") or "", _value(props, "UNIQ_KEY\x01")
-
     def put(self, msg: BrokerMessage) -> AppendResult:
         """Append one message (in memory; flushing is the caller's business)."""
         body = msg.body
         topic = msg.topic
-        topic_b = _topic_bytes(topic)
         props = msg.properties
         props_b = props.encode()
-        illegal = self._illegal(body, topic_b, props_b)
-        if illegal is not None:
+        nb, np_ = len(body), len(props_b)
+        if (
+            np_ > MAX_PROPERTIES_LENGTH
+            or nb > self.max_message_size
+            or (len(topic) > _SHORT_TOPIC and len(topic.encode()) > MAX_TOPIC_LENGTH)
+        ):
+            illegal = self._illegal(body, topic.encode(), props_b)
+            assert illegal is not None
             return illegal
         store_host = msg.store_host or self.store_host
         born_host = msg.born_host
-        born_ip, store_ip, bits = _hosts(born_host[0], store_host[0])
-        sysflag = (msg.sysflag & ~0x30) | bits
-        head = HEADS[bits >> 4]
+        topic_part, born_ip, store_ip, bits, head, id_prefix = _layout(
+            topic, born_host[0], *store_host
+        )
         hs = head.size
-        nb, nt, np_ = len(body), len(topic_b), len(props_b)
-        total = hs + nb + 1 + nt + 2 + np_
+        nq = len(topic_part)
+        total = hs + nb + nq + 2 + np_
         if total > self.max_message_size:
             return self._too_large(total)
+        sysflag = (msg.sysflag & ~0x30) | bits
+        dispatched = (sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES
         crc = CRC32(body) & _CRC_MASK
-        tran = sysflag & TRANSACTION_TYPE_MASK
-        dispatched = tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
         queue_id = msg.queue_id
         key = (topic, queue_id)
         with self._lock:
@@ -226,106 +270,166 @@ class CommitLog:
                         PutMessageStatus.CREATE_MAPEDFILE_FAILED, error_message=str(e)
                     )
             now = self.clock()
-            mm = mf.mm
             pos = mf.wrote_position
             phys = mf.file_from_offset + pos
             qo = self.topic_queue_table.get(key, 0) if dispatched else 0
             if nb < PWRITE_MIN_BODY:
                 # The record layout of `engine.protocol.message.encode_into`, written inline:
                 # CRC, hosts and sysflag are already computed here, and this is the hot path.
+                mm = mf.mm
                 head.pack_into(
                     mm, pos, total, MESSAGE_MAGIC, crc, queue_id, msg.flag, qo, phys, sysflag,
                     msg.born_timestamp, born_ip, born_host[1], now, store_ip, store_host[1],
                     msg.reconsume_times, msg.prepared_transaction_offset, nb,
                 )  # fmt: skip
-                q = pos + hs
-                mm[q : q + nb] = body
-                q += nb
-                mm[q] = nt
-                mm[q + 1 : q + 1 + nt] = topic_b
-                q += 1 + nt
+                q = pos + hs + nb
+                mm[pos + hs : q] = body
+                mm[q : q + nq] = topic_part
+                q += nq
                 PROPERTIES_LENGTH.pack_into(mm, q, np_)
                 mm[q + 2 : q + 2 + np_] = props_b
             else:
                 # Large bodies: one pwritev fills fresh page-cache pages without a page
-                # fault per 4 KiB (8x faster than copying into untouched mmap pages).
+                # fault per 4 KiB (8x faster than copying into untouched mmap pages), so
+                # reading pages ahead of this writer would only compete with it.
+                mf.stop_warming()
                 head_b = head.pack(
                     total, MESSAGE_MAGIC, crc, queue_id, msg.flag, qo, phys, sysflag,
                     msg.born_timestamp, born_ip, born_host[1], now, store_ip, store_host[1],
                     msg.reconsume_times, msg.prepared_transaction_offset, nb,
                 )  # fmt: skip
-                tail = b"".join((bytes((nt,)), topic_b, PROPERTIES_LENGTH.pack(np_), props_b))
-                if os.pwritev(mf.fd, (head_b, body, tail), pos) != total:
+                parts = (head_b, body, topic_part, PROPERTIES_LENGTH.pack(np_), props_b)
+                if os.pwritev(mf.fd, parts, pos) != total:
                     raise MappedFileError(f"short write to {mf.file_name}")
             mf.wrote_position = pos + total
             mf.store_timestamp = now
             if dispatched:
                 self.topic_queue_table[key] = qo + 1
-        tags_code, keys, uniq = self._dispatch_fields(topic, props, now)
-        req = DispatchRequest(
+        if props:
+            tags, keys, uniq = _dispatch_values(props)
+            if topic == SCHEDULE_TOPIC:
+                tags_code = compute_tags_code(topic, props, now, self.delay_table)
+            else:
+                tags_code = tags_hash_code(tags)
+        else:
+            tags_code, keys, uniq = 0, "", None
+        req = _new(DispatchRequest, (
             topic, queue_id, phys, total, tags_code, now, qo, keys, uniq, sysflag,
             msg.prepared_transaction_offset,
-        )  # fmt: skip
-        msg_id = _id_prefix(store_host[0], store_host[1]) + f"{phys:016X}"
-        return AppendResult(PutMessageStatus.PUT_OK, phys, total, qo, now, (msg_id,), (req,))
+        ))  # fmt: skip
+        msg_id = id_prefix + phys.to_bytes(8, "big").hex().upper()
+        return _new(AppendResult, (PUT_OK, phys, total, qo, now, (msg_id,), (req,), ""))
 
-    def put_batch(self, batch: BatchMessage) -> AppendResult:
-        """Append every message of a batch body in one pass, consecutive queue offsets."""
+    def _batch_error(self, body: bytes, error: AppendResult) -> AppendResult:
+        """`error`, unless the batch body is malformed: that is reported first."""
         try:
-            items = iter_batch_items(batch.body)
+            iter_batch_items(body)
         except RecordError as e:
             return AppendResult(PutMessageStatus.MESSAGE_ILLEGAL, error_message=str(e))
-        if not items:
+        return error
+
+    def put_batch(self, batch: BatchMessage) -> AppendResult:
+        """Append every message of a batch body in one pass, consecutive queue offsets.
+
+        The batch body (`iter_batch_items` layout) is parsed in the loop that prepares the
+        records; bodies are copied from it through a memoryview, and so are the properties
+        (with their length) when the batch has no properties of its own.  Nothing is
+        written before every message is known to be valid.
+        """
+        data = batch.body
+        end = len(data)
+        if not end:
             return AppendResult(PutMessageStatus.MESSAGE_ILLEGAL, error_message="empty batch")
+        malformed = AppendResult(PutMessageStatus.MESSAGE_ILLEGAL, error_message="bad batch body")
         topic = batch.topic
-        topic_b = _topic_bytes(topic)
         store_host = batch.store_host or self.store_host
         born_host = batch.born_host
-        born_ip, store_ip, bits = _hosts(born_host[0], store_host[0])
+        try:
+            topic_part, born_ip, store_ip, bits, head, id_prefix = _layout(
+                topic, born_host[0], *store_host
+            )
+        except ValueError:  # not an IP address; a malformed body is still reported first
+            error = self._batch_error(data, malformed)
+            if error is not malformed:
+                return error
+            raise
+        nq = len(topic_part)
+        if nq > MAX_TOPIC_LENGTH + 1:
+            illegal = self._illegal(b"", topic.encode(), b"")
+            assert illegal is not None
+            return self._batch_error(data, illegal)
         sysflag = (batch.sysflag & ~0x30) | bits
-        head = HEADS[bits >> 4]
         hs = head.size
-        nt = len(topic_b)
-        preps: list[tuple[bytes, bytes, int, int, int, str | None, str, str | None]] = []
-        batch_total = 0
-        batch_props = batch.properties
+        fixed = hs + nq  # all but body and PROPERTIES (with its length)
         max_size = self.max_message_size
         schedule = topic == SCHEDULE_TOPIC
         # Dispatch fields: the batch's properties come last, so their values win.
-        b_tags = _value(batch_props, "TAGS\x01") if batch_props else None
-        b_keys = _value(batch_props, "KEYS\x01") if batch_props else None
-        b_uniq = _value(batch_props, "UNIQ_KEY\x01") if batch_props else None
-        for flag, body, props in items:
-            if props:
-                tags = b_tags or _value(props, "TAGS\x01")
-                keys = b_keys or _value(props, "KEYS\x01") or ""
-                uniq = b_uniq or _value(props, "UNIQ_KEY\x01")
+        batch_props = batch.properties
+        b_tags, b_keys, b_uniq = _dispatch_values(batch_props) if batch_props else (None, "", None)
+        view = memoryview(data)
+        unpack_item = BATCH_ITEM_HEAD.unpack_from
+        unpack_len = PROPERTIES_LENGTH.unpack_from
+        item_head = BATCH_ITEM_HEAD.size
+        preps: list[tuple[memoryview, bytes | memoryview, int, int, int, int, str, str | None, str]]
+        preps = []
+        add_prep = preps.append
+        batch_total = 0
+        pos = 0
+        while pos < end:
+            if pos + item_head > end:
+                return self._batch_error(data, malformed)
+            item_total, _magic, _crc, flag, nb = unpack_item(data, pos)
+            p = pos + item_head
+            if nb < 0 or p + nb + 2 > end:
+                return self._batch_error(data, malformed)
+            body = view[p : p + nb]
+            p += nb
+            (np_,) = unpack_len(data, p)
+            q = p + 2 + np_
+            if np_ < 0 or q > end or item_total != q - pos:
+                return self._batch_error(data, malformed)
+            pos = q
+            props_part: bytes | memoryview = view[p:q]  # PROPERTIES length and PROPERTIES
+            if np_:
+                props = data[p + 2 : q].decode()
+                tags, keys, uniq = _dispatch_values(props)
                 if batch_props:
+                    tags, keys, uniq = b_tags or tags, b_keys or keys, b_uniq or uniq
                     sep = "" if props.endswith(PROPERTY_SEPARATOR) else PROPERTY_SEPARATOR
                     props = props + sep + batch_props
             else:
-                props, tags, keys, uniq = batch_props, b_tags, b_keys or "", b_uniq
-            props_b = props.encode()
-            total = hs + len(body) + 1 + nt + 2 + len(props_b)
-            if total > max_size or len(props_b) > MAX_PROPERTIES_LENGTH or nt > MAX_TOPIC_LENGTH:
-                illegal = self._illegal(body, topic_b, props_b)
-                return illegal if illegal is not None else self._too_large(total)
-            crc = CRC32(body) & _CRC_MASK
-            preps.append((body, props_b, crc, flag, total, props if schedule else tags, keys, uniq))
+                props, tags, keys, uniq = batch_props, b_tags, b_keys, b_uniq
+            if batch_props:
+                props_b = props.encode()
+                if len(props_b) > MAX_PROPERTIES_LENGTH:
+                    illegal = self._illegal(body.tobytes(), topic.encode(), props_b)
+                    assert illegal is not None
+                    return self._batch_error(data, illegal)
+                props_part = PROPERTIES_LENGTH.pack(len(props_b)) + props_b
+            total = fixed + nb + len(props_part)
+            if total > max_size:
+                illegal = self._illegal(body.tobytes(), topic.encode(), b"") or self._too_large(
+                    total
+                )
+                return self._batch_error(data, illegal)
+            add_prep((
+                body, props_part, CRC32(body) & _CRC_MASK, flag, total,
+                0 if schedule else tags_hash_code(tags), keys, uniq, props,
+            ))  # fmt: skip
             batch_total += total
         if batch_total + END_FILE_MIN_BLANK_LENGTH > self.mfq.file_size:
             return AppendResult(
                 PutMessageStatus.MESSAGE_ILLEGAL,
                 error_message=f"{batch_total} bytes do not fit in one commit-log segment",
             )
-        tran = sysflag & TRANSACTION_TYPE_MASK
-        dispatched = tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+        dispatched = (sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES
+        step = 1 if dispatched else 0
         queue_id = batch.queue_id
         key = (topic, queue_id)
         born_ts, born_port, store_port = batch.born_timestamp, born_host[1], store_host[1]
         reconsume = batch.reconsume_times
         pack = head.pack_into
-        pack_props_len = PROPERTIES_LENGTH.pack_into
+        delay = self.delay_table
         with self._lock:
             try:
                 mf = self._segment_for(batch_total)
@@ -337,42 +441,33 @@ class CommitLog:
             base = mf.file_from_offset
             qo = first_qo = self.topic_queue_table.get(key, 0) if dispatched else 0
             reqs: list[DispatchRequest] = []
-            for body, props_b, crc, flag, total, tags, keys, uniq in preps:
+            add_req = reqs.append
+            for body, props_part, crc, flag, total, tags_code, keys, uniq, props in preps:
                 phys = base + pos
                 nb = len(body)
                 pack(
                     mm, pos, total, MESSAGE_MAGIC, crc, queue_id, flag, qo, phys, sysflag,
                     born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, 0, nb,
                 )  # fmt: skip
-                q = pos + hs
-                mm[q : q + nb] = body
-                q += nb
-                mm[q] = nt
-                mm[q + 1 : q + 1 + nt] = topic_b
-                q += 1 + nt
-                np_ = len(props_b)
-                pack_props_len(mm, q, np_)
-                mm[q + 2 : q + 2 + np_] = props_b
-                tags_code = (
-                    compute_tags_code(topic, tags or "", now, self.delay_table)
-                    if schedule else tags_hash_code(tags)
-                )  # fmt: skip
-                reqs.append(DispatchRequest(
-                    topic, queue_id, phys, total, tags_code, now, qo, keys, uniq, sysflag, 0
-                ))  # fmt: skip
+                q = pos + hs + nb
+                mm[pos + hs : q] = body
+                mm[q : q + nq] = topic_part
                 pos += total
-                if dispatched:
-                    qo += 1
+                mm[q + nq : pos] = props_part
+                if schedule:
+                    tags_code = compute_tags_code(topic, props, now, delay)
+                add_req(_new(DispatchRequest, (
+                    topic, queue_id, phys, total, tags_code, now, qo, keys, uniq, sysflag, 0
+                )))  # fmt: skip
+                qo += step
             mf.wrote_position = pos
             mf.store_timestamp = now
             if dispatched:
                 self.topic_queue_table[key] = qo
-        prefix = _id_prefix(store_host[0], store_host[1])
-        ids = tuple([prefix + f"{r.commit_log_offset:016X}" for r in reqs])
-        return AppendResult(
-            PutMessageStatus.PUT_OK, base + first_pos, pos - first_pos, first_qo, now, ids,
-            tuple(reqs),
-        )  # fmt: skip
+        ids = (_ids_format(id_prefix, len(reqs)) % tuple(map(_PHYS, reqs))).split(",")
+        return _new(AppendResult, (
+            PUT_OK, base + first_pos, pos - first_pos, first_qo, now, tuple(ids), tuple(reqs), ""
+        ))  # fmt: skip
 
     def _segment_for(self, size: int) -> MappedFile:
         """The segment to write `size` bytes to; closes the current one with a blank."""
@@ -387,8 +482,25 @@ class CommitLog:
             assert mf is not None
         return mf
 
-    def append_raw(self, data: bytes) -> bool:
-        """Append already-encoded bytes at the end (HA slave); the caller reputs them."""
+    def append_raw(self, data: bytes, offset: int | None = None) -> bool:
+        """Append already-encoded bytes at the end (HA slave); the caller reputs them.
+
+        With `offset`, the bytes must start exactly there: a log without data starts at
+        `offset` (its segment is created, the bytes before it stay zero); a full last
+        segment rolls to the next one at its boundary.  False if the bytes do not start at
+        the end of the log or do not fit in the segment.
+        """
         with self._lock:
-            mf = self.mfq.get_last()
+            mfq = self.mfq
+            if offset is not None and offset != mfq.max_offset():
+                if mfq.max_offset() != 0:
+                    return False
+                if mfq.files:  # segments without any data: start over at `offset`
+                    mfq.destroy()
+                mf = mfq.get_last(offset)
+                if mf is None:
+                    return False
+                mf.wrote_position = mf.flushed_position = offset - mf.file_from_offset
+                mfq.flushed_where = offset
+            mf = mfq.get_last()
             return mf is not None and mf.append(data)

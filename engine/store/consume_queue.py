@@ -66,21 +66,27 @@ class ConsumeQueue:
     # ---- writes
     def put(self, req: DispatchRequest) -> bool:
         """Write the entry of one dispatched record; idempotent.  False if it was skipped."""
-        end = req.commit_log_offset + req.msg_size
+        _topic, _qid, offset, size, tags_code, timestamp, queue_offset, _k, _u, _f, _p = req
+        end = offset + size
         if end <= self.max_physic_offset:
             return False
-        expect = req.consume_queue_offset * CQ_STORE_UNIT_SIZE
-        mf = self.mfq.last
-        if mf is None or mf.file_from_offset + mf.wrote_position != expect or mf.is_full():
+        expect = queue_offset * CQ_STORE_UNIT_SIZE
+        files = self.mfq.files
+        mf = files[-1] if files else None
+        if (
+            mf is None
+            or mf.file_from_offset + mf.wrote_position != expect
+            or mf.wrote_position >= mf.file_size
+        ):
             mf = self._position(expect)
             if mf is None:
                 return False
         pos = mf.wrote_position
-        CQ_ENTRY.pack_into(mf.mm, pos, req.commit_log_offset, req.msg_size, req.tags_code)
+        CQ_ENTRY.pack_into(mf.mm, pos, offset, size, tags_code)
         mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
-        mf.store_timestamp = req.store_timestamp
+        mf.store_timestamp = timestamp
         self.max_physic_offset = end
-        self.last_store_timestamp = req.store_timestamp
+        self.last_store_timestamp = timestamp
         return True
 
     def put_many(self, reqs: Sequence[DispatchRequest]) -> None:

@@ -24,6 +24,8 @@ from engine.store.index_service import IndexService
 from engine.store.record_scan import scan_record
 from engine.store.results import DispatchRequest
 
+_DISPATCHED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)  # to consume queues
+
 ArrivalListener = Callable[[str, int, int], None]
 """Called with (topic, queue_id, new max offset) after entries were dispatched."""
 
@@ -98,19 +100,21 @@ class Dispatcher:
 
     def dispatch_one(self, req: DispatchRequest) -> None:
         """`dispatch([req])` without the loop: the single-put hot path."""
-        tran = req.sysflag & TRANSACTION_TYPE_MASK
-        if tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
-            cq = self.queues.flat.get((req.topic, req.queue_id))
+        topic, queue_id, offset, size, _tags, timestamp, _qo, keys, uniq, sysflag, _ = req
+        if (sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES:
+            cq = self.queues.flat.get((topic, queue_id))
             if cq is None:
-                cq = self.queues.find_or_create(req.topic, req.queue_id)
+                cq = self.queues.find_or_create(topic, queue_id)
             cq.put(req)
-            if self.waiters:
-                self.waiters.notify(req.topic, req.queue_id, cq.max_offset)
-        self.index.build_index(req)
-        end = req.commit_log_offset + req.msg_size
+            waiters = self.waiters
+            if waiters._waiters or waiters.listeners:  # bool(waiters) without the call
+                waiters.notify(topic, queue_id, cq.max_offset)
+        if keys or uniq:
+            self.index.build_index(req)
+        end = offset + size
         if end > self.reput_from_offset:
             self.reput_from_offset = end
-        self.last_dispatched_timestamp = req.store_timestamp
+        self.last_dispatched_timestamp = timestamp
 
     def dispatch_batch(self, reqs: Sequence[DispatchRequest]) -> None:
         """Dispatch the records of one batch put (same topic, queue and sysflag)."""

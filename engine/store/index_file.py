@@ -121,16 +121,15 @@ class IndexFile:
         (prev,) = INDEX_SLOT.unpack_from(mm, slot_pos)
         if prev <= 0 or prev > count:
             prev = 0
+            self.hash_slot_count += 1
         begin = self.begin_timestamp
-        diff = 0
-        if begin > 0:
-            diff = min(max((store_timestamp - begin) // 1000, 0), _INT_MAX)
+        diff = (store_timestamp - begin) // 1000 if begin > 0 else 0
+        if diff < 0 or diff > _INT_MAX:
+            diff = 0 if diff < 0 else _INT_MAX
         INDEX_ENTRY.pack_into(
             mm, self._entries_at + count * INDEX_ENTRY_SIZE, khash, phy_offset, diff, prev
         )
         INDEX_SLOT.pack_into(mm, slot_pos, count)
-        if prev == 0:
-            self.hash_slot_count += 1
         self.index_count = count + 1
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp

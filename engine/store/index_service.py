@@ -15,15 +15,13 @@ from engine.store.index_file import IndexFile, index_file_name, key_hash
 from engine.store.results import DispatchRequest
 
 _U32 = 0xFFFFFFFF
-_UNIQ_SPLIT = 20  # a UNIQ_KEY's first 20 hex digits are constant per producer process
-_POW31_TAIL = pow(31, 12, 1 << 32)
-
-
-def _abs_hash(u32: int) -> int:
-    """abs() of the signed int32 `u32`; 0 for Integer.MIN_VALUE (indexKeyHashMethod)."""
-    if u32 & 0x80000000:
-        u32 = 0x100000000 - u32
-    return 0 if u32 > 0x7FFFFFFF else u32
+# A UNIQ_KEY (MessageClientIDSetter) is 32 hex digits: 20 constant per producer process, 8 of
+# milliseconds (constant within a millisecond) and a 4-digit counter.  Its hash is split there.
+_UNIQ_LENGTH = 32
+_UNIQ_SPLIT = 28
+_POW31_TAIL = pow(31, _UNIQ_LENGTH - _UNIQ_SPLIT, 1 << 32)
+_HEAD_CACHE_MAX = 4096
+_TAIL_CACHE_MAX = 1 << 16  # every 4-hex-digit counter
 
 
 class IndexService:
@@ -46,7 +44,9 @@ class IndexService:
         self.flushed_timestamp = 0  # endTimestamp of the last flushed index file
         self.last_indexed_offset = -1  # physical offset of the newest indexed record
         self._header_ts = 0  # end timestamp in the newest header written
-        self._prefix_hashes: dict[str, int] = {}  # "topic#" + UNIQ_KEY[:20] -> hash (u32)
+        # "topic#" + UNIQ_KEY[:28] -> its hash (u32) * 31^4; UNIQ_KEY[28:] -> its hash
+        self._head_hashes: dict[str, int] = {}
+        self._tail_hashes: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def load(self, last_exit_ok: bool, checkpoint_index_ts: int) -> None:
@@ -90,22 +90,17 @@ class IndexService:
 
     def build_index(self, req: DispatchRequest) -> None:
         """Index `topic#UNIQ_KEY` and `topic#key` for each KEYS key; idempotent."""
-        if not self.enabled:
+        topic, _qid, phy, _size, _tags, ts, _qo, keys, uniq, sysflag, _ = req
+        if not self.enabled or not (uniq or keys):
             return
-        uniq = req.uniq_key
-        keys = req.keys
-        if not uniq and not keys:
+        if sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return
-        if req.sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
-            return
-        if req.commit_log_offset <= self.last_indexed_offset:
+        if phy <= self.last_indexed_offset:
             return  # already indexed (re-dispatch during recovery)
-        phy = req.commit_log_offset
         self.last_indexed_offset = phy
-        ts = req.store_timestamp
         files = self.files
         f = files[-1] if files else self._last_file()
-        prefix = req.topic + "#"
+        prefix = topic + "#"
         if uniq:
             h = self._uniq_hash(prefix, uniq)
             if not f.put_key(h, phy, ts):
@@ -118,25 +113,30 @@ class IndexService:
                     f.put_key(key_hash(prefix + k), phy, ts)
 
     def build_many(self, reqs: Sequence[DispatchRequest]) -> None:
-        """`build_index` for the records of one batch, one index write pass."""
-        if not self.enabled:
+        """`build_index` for the records of one batch put (one topic and sysflag), one pass."""
+        if not self.enabled or not reqs:
             return
+        first = reqs[0]
+        if first.sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
+            return
+        prefix = first.topic + "#"
         entries: list[tuple[int, int, int]] = []
+        add = entries.append
         last = self.last_indexed_offset
         uniq_hash = self._uniq_hash
         for req in reqs:
             phy = req.commit_log_offset
-            if phy <= last or req.sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
+            if phy <= last:
                 continue
             last = phy
-            prefix = req.topic + "#"
-            ts = req.store_timestamp
-            if req.uniq_key:
-                entries.append((uniq_hash(prefix, req.uniq_key), phy, ts))
-            if req.keys:
-                for k in req.keys.split(" "):
+            uniq = req.uniq_key
+            if uniq:
+                add((uniq_hash(prefix, uniq), phy, req.store_timestamp))
+            keys = req.keys
+            if keys:
+                for k in keys.split(" "):
                     if k:
-                        entries.append((key_hash(prefix + k), phy, ts))
+                        add((key_hash(prefix + k), phy, req.store_timestamp))
         self.last_indexed_offset = last
         while entries:
             f = self.files[-1] if self.files else self._last_file()
@@ -146,20 +146,45 @@ class IndexService:
                 self._last_file()
 
     def _uniq_hash(self, prefix: str, uniq: str) -> int:
-        """key_hash(prefix + uniq), reusing the hash of the constant head of UNIQ_KEYs.
+        """key_hash(prefix + uniq), from cached hashes of the UNIQ_KEY's head and tail.
 
-        String.hashCode(a + b) = hashCode(a) * 31^len(b) + hashCode(b) (mod 2^32).
+        String.hashCode(a + b) = hashCode(a) * 31^len(b) + hashCode(b) (mod 2^32); the tail
+        must be ASCII for len(b) to count UTF-16 units.
         """
-        if len(uniq) != 32 or not uniq.isascii():
+        if len(uniq) != _UNIQ_LENGTH:
             return key_hash(prefix + uniq)
+        tail = uniq[_UNIQ_SPLIT:]
+        th = self._tail_hashes.get(tail)
+        if th is None:
+            th = self._tail_hash(tail)
+            if th < 0:
+                return key_hash(prefix + uniq)
         head = prefix + uniq[:_UNIQ_SPLIT]
-        cache = self._prefix_hashes
-        ph = cache.get(head)
+        ph = self._head_hashes.get(head)
         if ph is None:
-            if len(cache) > 4096:
-                cache.clear()
-            ph = cache[head] = java_string_hash(head) & _U32
-        return _abs_hash((ph * _POW31_TAIL + java_string_hash(uniq[_UNIQ_SPLIT:])) & _U32)
+            ph = self._head_hash(head)
+        h = (ph + th) & _U32
+        if h & 0x80000000:  # abs() of the int32; 0 for Integer.MIN_VALUE
+            return 0x100000000 - h if h != 0x80000000 else 0
+        return h
+
+    def _tail_hash(self, tail: str) -> int:
+        """Hash of a UNIQ_KEY tail, cached; -1 if it is not ASCII."""
+        if not tail.isascii():
+            return -1
+        cache = self._tail_hashes
+        if len(cache) >= _TAIL_CACHE_MAX:
+            cache.clear()
+        th = cache[tail] = java_string_hash(tail) & _U32
+        return th
+
+    def _head_hash(self, head: str) -> int:
+        """Hash of "topic#" + a UNIQ_KEY head, times 31^len(tail), cached."""
+        cache = self._head_hashes
+        if len(cache) >= _HEAD_CACHE_MAX:
+            cache.clear()
+        ph = cache[head] = (java_string_hash(head) * _POW31_TAIL) & _U32
+        return ph
 
     # ---- queries
     def query(

@@ -20,6 +20,7 @@ from engine.store.errors import MappedFileError
 
 OS_PAGE_SIZE = 4096
 _ZERO_CHUNK = bytes(1 << 20)
+WARM_CHUNK = 1 << 20  # warm() reads this much per call (GIL released)
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -34,6 +35,7 @@ class MappedFile:
         "_fd",
         "_first_shutdown_ms",
         "_refs",
+        "_warm_stopped",
         "file_from_offset",
         "file_name",
         "file_size",
@@ -41,6 +43,7 @@ class MappedFile:
         "last_flushed_timestamp",
         "mm",
         "store_timestamp",
+        "warmed",
         "wrote_position",
     )
 
@@ -69,6 +72,8 @@ class MappedFile:
         self.last_flushed_timestamp = 0  # store time of the last record flushed
         self._refs = 0
         self._first_shutdown_ms = 0
+        self.warmed = (0, 0)  # [start, end) read into the page cache by warm()
+        self._warm_stopped = False
 
     def __repr__(self) -> str:
         return f"MappedFile({self.file_name!r}, wrote={self.wrote_position})"
@@ -134,24 +139,54 @@ class MappedFile:
             self.mm[pos:end] = _ZERO_CHUNK[: end - pos]
             pos = end
 
-    def warm(self) -> None:
-        """Allocate the file's blocks and read them into the page cache (a worker thread).
+    def allocate(self) -> None:
+        """posix_fallocate the whole file (a worker thread): writes need no block allocation.
 
-        Appends then map cached pages instead of allocating one per 4 KiB fault (measured:
-        1 KiB appends 2-4x faster).  posix_fallocate and preadv release the GIL
-        (madvise(MADV_POPULATE_WRITE) would hold it for the whole segment), change no
-        content, so this is safe on a segment being written, and, unlike writing zeros,
-        leave no dirty pages to write back.
+        Closed meanwhile, or unsupported: blocks are allocated on writeback instead.
         """
-        buf = bytearray(1 << 20)
-        try:
+        with contextlib.suppress(OSError):
             os.posix_fallocate(self._fd, 0, self.file_size)
-            for off in range(0, self.file_size, len(buf)):
-                if self._fd < 0:
-                    return
-                os.preadv(self._fd, [buf], off)
+
+    def stop_warming(self) -> None:
+        """No more warm(): records written with pwritev bring their own pages, and reading
+        ahead of such a writer only competes with it for the page cache."""
+        self._warm_stopped = True
+
+    def warm(self, ahead: int) -> bool:
+        """Read pages into the page cache up to `ahead` bytes past the write position.
+
+        Runs in a worker thread, repeatedly, as the writer advances: mmap appends then map
+        cached pages instead of allocating one per 4 KiB fault (about twice as fast), while
+        only pages about to be written are read.  preadv releases the GIL and changes no
+        content, so this is safe on a segment being written, and, unlike writing zeros, it
+        leaves no dirty pages to write back.  It starts a chunk past the writer (reading the
+        pages being written would only contend with it) and gives up once the writer has
+        overtaken it or `stop_warming()` was called.
+
+        Returns:
+            False when there is nothing more to warm in this file.
+        """
+        start, end = self.warmed
+        size = self.file_size
+        wrote = self.wrote_position
+        if self._warm_stopped or self._fd < 0 or wrote >= size:
+            return False
+        if end <= wrote:  # nothing warm ahead of the writer
+            if end > start:
+                return False  # overtaken: this writer is faster than warming
+            start = end = (wrote // WARM_CHUNK + 2) * WARM_CHUNK if wrote else 0
+        target = min(size, wrote + ahead)
+        buf = bytearray(WARM_CHUNK)
+        try:
+            while end < target:
+                if self._fd < 0 or self._warm_stopped:
+                    return False
+                os.preadv(self._fd, [buf], end)
+                end = min(size, end + WARM_CHUNK)
+                self.warmed = (start, end)
         except OSError:
-            pass  # closed meanwhile, or unsupported: pages fault in on first write
+            return False  # closed meanwhile: pages fault in on first write
+        return end < size
 
     # ---- durability
     def flush(self) -> int:

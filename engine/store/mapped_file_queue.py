@@ -3,8 +3,8 @@
 How this works: segments are named by their start offset and contiguous.  The owner thread
 (the event loop) appends to the last one; `flush()` may run in a worker thread, so every
 change of the segment list happens under `_lock`.  When a segment is created, the next one
-is requested from the `Preallocator` (a one-thread executor) that creates, sizes and
-pre-faults it off the hot path.
+is requested from the `Preallocator` (a one-thread executor) that creates and sizes it off
+the hot path and, with warming, reads pages into the page cache just ahead of the writer.
 """
 
 from __future__ import annotations
@@ -12,37 +12,72 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from engine.store.errors import MappedFileError, StoreLoadError
 from engine.store.mapped_file import OS_PAGE_SIZE, MappedFile, offset_to_file_name
 
+WARM_AHEAD = 32 << 20  # bytes of page cache kept warm ahead of the writer
+WARM_PERIOD = 0.02  # seconds between two warming passes over the segment being written
+
 
 class Preallocator:
-    """Creates (and optionally pre-faults) the next segment in a background thread."""
+    """Creates the next segment in a background thread and keeps pages ahead of the writer warm.
+
+    One worker thread runs, in order, segment creation (`request`: create, size and, with
+    warming, fallocate) and warming passes (`MappedFile.warm`): a prepared segment gets its
+    first `WARM_AHEAD` bytes, and the segment being written (`warm_later`) a pass every
+    `WARM_PERIOD` that reads up to `WARM_AHEAD` past its writer.  Warming thus costs about
+    what is written, never competes with the writer for the pages it writes, and `take()`
+    never waits for it.
+    """
 
     def __init__(self) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-prealloc")
         self._pending: dict[str, Future[MappedFile]] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     @staticmethod
     def _make(path: str, size: int, warm: bool) -> MappedFile:
         mf = MappedFile(path, size)
         if warm:
-            mf.warm()
+            mf.allocate()
         return mf
 
     def request(self, path: str, size: int, warm: bool) -> None:
         with self._lock:
-            if path not in self._pending:
-                self._pending[path] = self._pool.submit(self._make, path, size, warm)
+            if self._closed or path in self._pending:
+                return
+            fut = self._pending[path] = self._pool.submit(self._make, path, size, warm)
+            if warm:
+                self._pool.submit(self._warm_first, fut)
 
-    def warm_later(self, mf: MappedFile) -> None:
-        """Pre-fault a segment that is already in use (created on the hot path)."""
+    @staticmethod
+    def _warm_first(fut: Future[MappedFile]) -> None:
+        try:
+            mf = fut.result()
+        except MappedFileError:
+            return
+        mf.warm(WARM_AHEAD)
+
+    def warm_later(self, mf: MappedFile, allocate: bool = False) -> None:
+        """Keep the pages ahead of the writer of `mf`, the segment now written, warm."""
+        if allocate:
+            self._submit(MappedFile.allocate, mf)
+        self._submit(self._warm_pass, mf)
+
+    def _warm_pass(self, mf: MappedFile) -> None:
+        if mf.warm(WARM_AHEAD):
+            time.sleep(WARM_PERIOD)
+            self._submit(self._warm_pass, mf)
+
+    def _submit(self, fn: Callable[[MappedFile], None], mf: MappedFile) -> None:
         with self._lock:
-            self._pool.submit(mf.warm)
+            if not self._closed:
+                self._pool.submit(fn, mf)
 
     def take(self, path: str) -> MappedFile | None:
         with self._lock:
@@ -56,6 +91,8 @@ class Preallocator:
 
     def shutdown(self) -> None:
         """Stop the thread and delete segments that were prepared but never used."""
+        with self._lock:
+            self._closed = True
         self._pool.shutdown(wait=True, cancel_futures=True)
         with self._lock:
             pending, self._pending = self._pending, {}
@@ -171,10 +208,11 @@ class MappedFileQueue:
         path = os.path.join(self.store_path, offset_to_file_name(create_offset))
         os.makedirs(self.store_path, exist_ok=True)
         mf = self._prealloc.take(path) if self._prealloc else None
+        created = mf is None
         if mf is None:
             mf = MappedFile(path, self.file_size)
-            if self._prealloc is not None and self._warm:
-                self._prealloc.warm_later(mf)
+        if self._prealloc is not None and self._warm:
+            self._prealloc.warm_later(mf, allocate=created)
         if self._prealloc is not None:
             nxt = os.path.join(self.store_path, offset_to_file_name(create_offset + self.file_size))
             self._prealloc.request(nxt, self.file_size, self._warm)

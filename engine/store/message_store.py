@@ -20,6 +20,12 @@ Threading contract:
     * Long polling: `wait_for_arrival()` returns an `asyncio.Future` of the running loop,
       resolved from the put that makes the queue grow; `add_arrival_listener()` registers
       a plain callback called the same way.
+    * Replication: `on_append` (None by default), while set, is called as
+      `on_append(end_offset, count)` after a local put, so an HA master can wake its
+      senders; `append_raw()` takes the bytes a slave receives; `read_commit_log()` gives a
+      sender what to send; `writes_refused` (a reason, None by default) makes every put
+      fail while a role switch or fencing is under way; `truncate_to()` drops a diverged
+      tail.
 """
 
 from __future__ import annotations
@@ -127,6 +133,10 @@ class MessageStore:
         self._sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.last_exit_ok = True
         self.recovery_report: RecoveryReport | None = None
+        #: Called as on_append(end_offset, record_count) after each local put (HA master).
+        self.on_append: Callable[[int, int], None] | None = None
+        #: While set, every put fails with SERVICE_NOT_AVAILABLE and this reason (fencing).
+        self.writes_refused: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def load(self) -> bool:
@@ -243,6 +253,10 @@ class MessageStore:
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, error_message="a slave store is read-only"
             )
+        if self.writes_refused is not None:
+            return PutMessageResult(
+                PutMessageStatus.SERVICE_NOT_AVAILABLE, error_message=self.writes_refused
+            )
         if self.cleanup.disk_full:
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE,
@@ -261,6 +275,9 @@ class MessageStore:
             self.dispatcher.dispatch_one(reqs[0])
         else:
             self.dispatcher.dispatch_batch(reqs)
+        hook = self.on_append
+        if hook is not None:
+            hook(r.wrote_offset + r.wrote_bytes, len(reqs))
         ids = r.msg_ids
         return PutMessageResult(
             PutMessageStatus.PUT_OK, r.wrote_offset, r.wrote_bytes,
@@ -318,11 +335,64 @@ class MessageStore:
             return result
         return await self._await_flush(result, gc)
 
-    def append_raw(self, data: bytes) -> int:
-        """Append already-encoded records (HA slave) and dispatch them; returns the count."""
-        if not self.commit_log.append_raw(data):
-            return 0
+    def append_raw(self, data: bytes, offset: int | None = None) -> int:
+        """Append commit-log bytes (HA slave) and dispatch the records they complete.
+
+        Args:
+            data: raw commit-log bytes; they may end inside a record.
+            offset: where `data` belongs; it must be the current max offset, except that a
+                store without data starts its commit log there.
+
+        Returns:
+            The number of records dispatched, or -1 if the bytes were refused (they do not
+            start at the end of the log, or do not fit in its segment).
+        """
+        empty = self.commit_log.max_offset == 0
+        if not self.commit_log.append_raw(data, offset):
+            return -1
+        if empty and offset:
+            self.dispatcher.reput_from_offset = offset
         return self.dispatcher.reput()
+
+    def read_commit_log(self, offset: int, max_size: int) -> bytes | None:
+        """Up to `max_size` bytes from `offset`, all from one segment (HA transfers).
+
+        Returns b"" at the end of the log and None if `offset` is not in the log (below
+        its min offset, or past its end).
+        """
+        mf = self.commit_log.mfq.find(offset)
+        if mf is None:
+            return b"" if offset == self.commit_log.max_offset else None
+        pos = offset - mf.file_from_offset
+        return mf.read(pos, max(0, min(max_size, mf.wrote_position - pos)))
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything at and past commit-log `offset`: records, queue entries, index
+        files, and forget the queue offsets they had taken (a diverged HA tail).
+
+        The queues' next offsets are recomputed from what remains, as recovery does.
+        """
+        self.dispatcher.reput(until=min(offset, self.commit_log.max_offset))
+        self.commit_log.mfq.truncate_dirty(offset)
+        self.queues.truncate_dirty(offset)
+        self.index.truncate(offset)
+        self.dispatcher.reput_from_offset = min(self.dispatcher.reput_from_offset, offset)
+        self.commit_log.topic_queue_table = self.queues.queue_offsets()
+
+    def complete_records_end(self) -> int:
+        """End of the last complete record (an HA slave's log may end inside one)."""
+        self.dispatcher.reput()
+        return min(self.dispatcher.reput_from_offset, self.commit_log.max_offset)
+
+    def change_role(self, role: BrokerRole) -> None:
+        """Switch between SLAVE and a master role.  A store that becomes a master first
+        drops a partial record at its end and takes its queue offsets from its queues."""
+        if role is not BrokerRole.SLAVE and self.config.broker_role is BrokerRole.SLAVE:
+            end = self.complete_records_end()
+            if end < self.commit_log.max_offset:
+                self.truncate_to(end)
+            self.commit_log.topic_queue_table = self.queues.queue_offsets()
+        self.config.broker_role = role
 
     # ------------------------------------------------------------------ reads
     def get_message(
