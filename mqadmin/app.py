@@ -13,6 +13,7 @@ from mqadmin.commands import (
     consumer,
     dev,
     group,
+    ha,
     local,
     message,
     namesrv,
@@ -34,7 +35,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
-for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local):
+for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha):
     app.add_typer(module.app)
 app.add_typer(dev.app, name="dev", rich_help_panel="mqadmin itself")
 

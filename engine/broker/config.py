@@ -76,6 +76,16 @@ class BrokerConfig:
     transaction_check_interval: int = 60_000
     enable_property_filter: bool = False
     channel_expired_timeout: int = 120_000  # ms without heartbeat before a client is dropped
+    # ------------------------------------------------------------ HA (4.9.7 MessageStoreConfig)
+    ha_master_address: str | None = None  # fixed HA address of the master (slave)
+    ha_send_heartbeat_interval: int = 5000  # ms between reports / heartbeats
+    ha_housekeeping_interval: int = 20_000  # ms of silence before an HA connection closes
+    ha_transfer_batch_size: int = 32 * 1024
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024  # SYNC_MASTER: beyond, SLAVE_NOT_AVAILABLE
+    slave_timeout: int = 3000  # ms a SYNC_MASTER send waits for the slave's ack
+    # ------------------------------------------------------------ HA (this engine)
+    ha_reconnect_interval: int = 5000  # ms a slave waits before reconnecting to its master
+    slave_sync_interval: int = 10_000  # ms between metadata syncs from the master
     # ------------------------------------------------------------ NettyServerConfig
     bind_address: str = "0.0.0.0"
     listen_port: int = 10911
@@ -96,7 +106,16 @@ class BrokerConfig:
 
     @property
     def ha_port(self) -> int:
-        return self.ha_listen_port if self.ha_listen_port is not None else self.listen_port + 1
+        """haListenPort, else listenPort + 1 (0, any free port, when listenPort is 0)."""
+        if self.ha_listen_port is not None:
+            return self.ha_listen_port
+        return self.listen_port + 1 if self.listen_port else 0
+
+    @property
+    def fixed_ha_master_address(self) -> str | None:
+        """haMasterAddress when set (4.9.7 ignores values shorter than 6 characters)."""
+        addr = (self.ha_master_address or "").strip()
+        return addr if len(addr) >= 6 else None
 
     @property
     def ha_server_addr(self) -> str:

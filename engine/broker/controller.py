@@ -1,8 +1,9 @@
 """`BrokerController`: wires a broker together and runs it.
 
-Start order: open the store (recovery), load topics/groups/offsets, bind the listen port and
-the fast port (listenPort - 2), then register with the name servers and start the periodic
-services.  Stop order is the reverse, with consumer offsets and configs written last and an
+Start order: open the store (recovery), load topics/groups/offsets, bind the listen port, the
+fast port (listenPort - 2) and the HA port (haListenPort, listenPort + 1), then start the
+periodic services and the role's replication services, and register with the name servers.
+Stop order is the reverse, with consumer offsets and configs written last and an
 UNREGISTER_BROKER sent to every name server.
 """
 
@@ -14,13 +15,17 @@ from collections.abc import Callable
 
 from engine.broker.config import BrokerConfig
 from engine.broker.registration import NamesrvRegistration
+from engine.broker.role import RoleManager
 from engine.broker.router import build_router
 from engine.broker.services import PeriodicService
 from engine.broker.state import BrokerState, wall_clock_ms
 from engine.broker.transaction_check import TransactionCheckService
+from engine.ha.errors import RoleFileError
+from engine.ha.master import HAService
 from engine.remoting.connection import Connection
 from engine.remoting.server import RemotingServer
 from engine.store.config import MessageStoreConfig
+from engine.store.errors import ConfigFileError
 
 log = logging.getLogger("engine.broker")
 
@@ -43,9 +48,17 @@ class BrokerController:
                 on_connection_closed=self._connection_closed, idle_timeout=idle)
         self.registration = NamesrvRegistration(
             lambda: self.state.config, self.state.topics, self.state.client,
-            on_master=self._learn_master)
+            on_master=self._learn_master, ha_server_addr=lambda: self.state.ha_server_addr)
         self.state.topics.on_change = self.registration.request
         st = self.state
+        st.ha = HAService(
+            st.store, host=config.bind_address, port=config.ha_port,
+            heartbeat_interval_ms=config.ha_send_heartbeat_interval,
+            housekeeping_interval_ms=config.ha_housekeeping_interval,
+            transfer_batch_size=config.ha_transfer_batch_size,
+            fallbehind_max=config.ha_slave_fallbehind_max,
+            accepting=lambda: not st.is_slave)
+        self.roles = st.roles = RoleManager(st, self.registration)
         self.transaction_check = TransactionCheckService(st)
         self.services = [
             PeriodicService("flush-consumer-offsets",
@@ -92,16 +105,25 @@ class BrokerController:
             StoreError / ConfigFileError: the store or a config file cannot be opened.
         """
         st = self.state
+        try:
+            self.roles.load()  # the persisted role overrides brokerRole/brokerId of the config
+        except RoleFileError as exc:
+            raise ConfigFileError(str(exc)) from None
+        self.roles.fence_until_confirmed()
         st.store.load()
         st.topics.load()
         st.groups.load()
         st.offsets.load()
         st.schedule.load()
         await self.server.start()
+        assert st.ha is not None
         try:
             if self.fast_server is not None:
                 await self.fast_server.start()
+            await self._start_ha(st.ha)
         except BaseException:
+            if self.fast_server is not None:
+                await self.fast_server.stop()
             await self.server.stop()
             raise
         if self.server.port != st.config.listen_port:  # port 0: advertise the real port
@@ -109,11 +131,25 @@ class BrokerController:
         await st.store.start()
         for service in self.services:
             service.start()
+        await self.roles.start()
         self._started = True
         await self.registration.register_all()  # as 4.9.7: registered before start() returns
         self.registration.start()
         log.info("The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
                  st.config.broker_name, st.config.broker_addr, st.config.namesrv_addr)
+
+    async def _start_ha(self, ha: HAService) -> None:
+        """Bind the HA port; with listenPort 0 (tests), next to the real listen port if free."""
+        cfg = self.state.config
+        if cfg.ha_listen_port is not None or cfg.listen_port:
+            await ha.start()
+            return
+        ha.requested_port = self.server.port + 1
+        try:
+            await ha.start()
+        except OSError:
+            ha.requested_port = 0
+            await ha.start()
 
     async def stop(self) -> None:
         """Unregister, stop serving, persist offsets and configs, close the store."""
@@ -122,15 +158,20 @@ class BrokerController:
             if self.fast_server is not None:
                 await self.fast_server.stop()
             await self.server.stop()
+            if st.ha is not None:
+                await st.ha.stop()
             await st.client.close()
             st.store.close()
             return
         await self.registration.stop(unregister=True)
+        await self.roles.stop()
         for service in self.services:
             await service.stop()
         if self.fast_server is not None:
             await self.fast_server.stop()
         await self.server.stop()
+        if st.ha is not None:
+            await st.ha.stop()
         for manager in (st.offsets, st.topics, st.groups):
             await manager.wait_persisted()  # a background write shares the file's .tmp path
             manager.flush()

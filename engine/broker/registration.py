@@ -2,8 +2,10 @@
 
 How this works: `register_all` sends REGISTER_BROKER to all configured name servers in
 parallel (each with registerBrokerTimeoutMills) and records what a slave learns from the
-answers: its master's address and HA address.  A topic change calls `request()`, which
-coalesces into one extra registration.  `stop()` unregisters from every name server.
+answers: its master's address and HA address.  `extra_fields` adds ext fields to each request
+(the HA epoch) and `on_registered` sees every round's results with the answers' ext fields
+(the name servers' epoch verdict).  A topic change calls `request()`, which coalesces into one
+extra registration.  `stop()` unregisters from every name server.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import contextlib
 import logging
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from engine.broker.config import BrokerConfig
 from engine.broker.topics import TopicConfigManager
@@ -40,6 +42,7 @@ class Registration:
     master_addr: str | None = None
     ha_server_addr: str | None = None
     error: str | None = None
+    ext: dict[str, str] = field(default_factory=dict)  # the answer's ext fields
 
 
 class NamesrvRegistration:
@@ -51,8 +54,12 @@ class NamesrvRegistration:
         topics: TopicConfigManager,
         client: RemotingClient,
         on_master: Callable[[str | None, str | None], None] | None = None,
+        ha_server_addr: Callable[[], str] | None = None,
     ) -> None:
         self._config = config
+        self._ha_server_addr = ha_server_addr
+        self.extra_fields: Callable[[], dict[str, str]] | None = None
+        self.on_registered: Callable[[list[Registration]], None] | None = None
         self.topics = topics
         self.client = client
         self.on_master = on_master
@@ -71,10 +78,14 @@ class NamesrvRegistration:
         body = self._body(cfg)
         header = RegisterBrokerRequestHeader(
             broker_name=cfg.broker_name, broker_addr=cfg.broker_addr,
-            cluster_name=cfg.broker_cluster_name, ha_server_addr=cfg.ha_server_addr,
+            cluster_name=cfg.broker_cluster_name,
+            ha_server_addr=self._ha_server_addr() if self._ha_server_addr else cfg.ha_server_addr,
             broker_id=cfg.broker_id, compressed=cfg.compressed_register,
             body_crc32=zlib.crc32(body) & 0x7FFFFFFF)
-        cmd = request(RequestCode.REGISTER_BROKER, to_ext(header), body)
+        ext = to_ext(header)
+        if self.extra_fields is not None:
+            ext.update(self.extra_fields())
+        cmd = request(RequestCode.REGISTER_BROKER, ext, body)
         timeout = cfg.register_broker_timeout_mills / 1000
         results = await asyncio.gather(*(self._register_one(addr, cmd, timeout)
                                          for addr in cfg.namesrv_addrs))
@@ -83,6 +94,8 @@ class NamesrvRegistration:
             if r.ok and (r.master_addr or r.ha_server_addr) and self.on_master is not None:
                 self.on_master(r.master_addr, r.ha_server_addr)
                 break
+        if self.on_registered is not None:
+            self.on_registered(self.last)
         return self.last
 
     async def _register_one(self, addr: str, cmd: RemotingCommand,
@@ -97,7 +110,8 @@ class NamesrvRegistration:
                         resp.remark)
             return Registration(addr, False, error=f"code {resp.code}: {resp.remark}")
         answer = from_ext(RegisterBrokerResponseHeader, resp.ext_fields)
-        return Registration(addr, True, answer.master_addr, answer.ha_server_addr)
+        return Registration(addr, True, answer.master_addr, answer.ha_server_addr,
+                            ext=dict(resp.ext_fields or {}))
 
     async def unregister_all(self) -> None:
         cfg = self._config()

@@ -8,6 +8,7 @@ from engine.broker.handlers import (
     admin_group,
     admin_topic,
     client,
+    ha,
     lock,
     offsets,
     pull,
@@ -20,7 +21,7 @@ from engine.broker.handlers import (
 from engine.remoting.router import Router
 
 MODULES = (send, send_back, transaction, pull, offsets, client, lock, query, admin_topic,
-           admin_group, admin_broker, admin_consumer, store_admin)
+           admin_group, admin_broker, admin_consumer, store_admin, ha)
 
 
 def build_router() -> Router:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from engine.broker.clients import ConsumerManager, ProducerManager
 from engine.broker.config import BrokerConfig
@@ -13,11 +14,16 @@ from engine.broker.offsets import ConsumerOffsetManager
 from engine.broker.schedule import ScheduleMessageService
 from engine.broker.stats import BrokerStats
 from engine.broker.topics import TopicConfigManager
+from engine.ha.client import HAClient
+from engine.ha.master import HAService
 from engine.protocol.body.topic import DataVersion
 from engine.protocol.perm import is_readable, is_writeable
 from engine.remoting.client import RemotingClient
 from engine.store.config import BrokerRole, MessageStoreConfig
 from engine.store.message_store import MessageStore
+
+if TYPE_CHECKING:
+    from engine.broker.role import RoleManager
 
 
 def wall_clock_ms() -> int:
@@ -50,6 +56,13 @@ class BrokerState:
         #: What a slave learned from the name servers' answers.
         self.master_addr: str | None = None
         self.ha_master_addr: str | None = None
+        #: Replication: the HA port's service (every role) and, on a slave, its client.
+        self.ha: HAService | None = None
+        self.ha_client: HAClient | None = None
+        self.roles: RoleManager | None = None
+        #: Offsets consumers committed to this broker while it was a slave, by
+        #: (group, topic, queue id): the slave sync hands them to the master.
+        self.slave_commits: dict[tuple[str, str, int], int] = {}
         #: The broker.conf this broker was started with; UPDATE_BROKER_CONFIG writes there.
         self.config_file: str | None = None
         #: Version of the settings (4.9.7 `Configuration.dataVersion`), bumped by each update.
@@ -80,6 +93,14 @@ class BrokerState:
     @property
     def readable(self) -> bool:
         return is_readable(self.config.broker_permission)
+
+    @property
+    def ha_server_addr(self) -> str:
+        """Where slaves reach this broker's HA port (the bound port once listening)."""
+        cfg = self.config
+        if self.ha is not None and self.ha.port:
+            return f"{cfg.broker_ip2 or cfg.broker_ip1}:{self.ha.port}"
+        return cfg.ha_server_addr
 
     @property
     def store_host(self) -> tuple[str, int]:

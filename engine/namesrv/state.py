@@ -9,6 +9,7 @@ import os
 from engine.common import config as configlib
 from engine.common import properties
 from engine.namesrv.config import NamesrvConfig
+from engine.namesrv.epochs import EpochTable
 from engine.namesrv.kvconfig import KVConfigManager
 from engine.namesrv.routes import Clock, RouteTable, wall_clock_ms
 
@@ -37,6 +38,8 @@ class NamesrvState:
         self.routes = RouteTable(clock, config.broker_channel_expired_time)
         self.kv = KVConfigManager(config.kv_config_path)
         self.route_bodies = RouteBodyCache()
+        #: Master epochs per broker name (HA fencing of returning stale masters).
+        self.epochs = EpochTable()
         #: Keys of the ``-c`` file that NamesrvConfig does not know: 4.9.7 keeps them in its
         #: Configuration, shows them in GET_NAMESRV_CONFIG and lets UPDATE change them.
         self.extra_properties = dict(extra_properties or {})

@@ -110,6 +110,11 @@ class RequestCode(IntEnum):
     ADD_WRITE_PERM_OF_BROKER = 327
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
+    # 5.x codes
+    GET_BROKER_HA_STATUS = 907
+    NOTIFY_BROKER_ROLE_CHANGED = 1008
+    # This engine's codes, outside Apache's ranges
+    HA_FENCE_WRITES = 9001  # a master refuses (or accepts again) writes: switchover
 
 
 class ResponseCode(IntEnum):

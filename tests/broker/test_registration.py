@@ -63,7 +63,7 @@ async def test_slave_learns_its_master(tmp_path: Path, namesrv: NamesrvControlle
         results = await slave.registration.register_all()
         assert results and results[0].ok
         assert slave.state.master_addr == broker.addr
-        assert slave.state.ha_master_addr == broker.state.config.ha_server_addr
+        assert slave.state.ha_master_addr == broker.state.ha_server_addr
         client = RemotingClient()
         try:
             info = fastjson.loads((await call(client, ns,

@@ -50,9 +50,8 @@ def update_consumer_offset(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     st = ctx.state
     h = from_ext(UpdateConsumerOffsetRequestHeader, cmd.ext_fields)
     if st.is_slave:
-        # A slave keeps the master's table (metadata sync); progress made while reading from
-        # it is carried by pulls once the master is back, as in 4.9.7.
-        return cmd.response()
+        # Stored, as 4.9.7 does; the slave sync hands it to the master (slave_sync.py).
+        st.slave_commits[(h.consumer_group, h.topic, h.queue_id)] = h.commit_offset
     st.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
     return cmd.response()
 

@@ -6,7 +6,9 @@ heartbeat), then the store reads up to maxMsgNums records.  When nothing is ther
 consumer allows suspension, the handler does not answer at once: it waits for the store to
 report the queue grew, or for suspendTimeoutMillis (shortPollingTimeMills when long polling is
 off), then reads again and answers.  A commit offset riding on the request is stored on a
-master.
+master.  A slave answers PULL_RETRY_IMMEDIATELY (suggesting the master) unless
+slaveReadEnable; with it, a master suggests the group's whichBrokerWhenConsumeSlowly when the
+consumer reads data no longer in memory.
 """
 
 from __future__ import annotations
@@ -132,6 +134,8 @@ def _answer(st: BrokerState, cmd: RemotingCommand, header: PullMessageRequestHea
         next_begin = header.queue_offset if code == ResponseCode.PULL_OFFSET_MOVED else next_begin
         if code == ResponseCode.PULL_OFFSET_MOVED:
             code = ResponseCode.PULL_RETRY_IMMEDIATELY
+    if st.is_slave and not st.config.slave_read_enable:
+        code = ResponseCode.PULL_RETRY_IMMEDIATELY  # 4.9.7: a slave serves reads only if told
     suggest = MASTER_ID
     if st.config.slave_read_enable:
         suggest = (group.which_broker_when_consume_slowly if result.suggest_pulling_from_slave

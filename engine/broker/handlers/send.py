@@ -2,16 +2,20 @@
 
 How this works: the header (V2's one-letter keys are turned into V1 first) is checked as 4.9.7
 does — broker writable, topic name, topic not reserved, topic known or auto-created from its
-template, queue id in range — then the message goes to the store.  Under ASYNC_FLUSH the
-handler answers inline; under SYNC_FLUSH (and WAIT not false) it returns an awaitable that
-answers once the group commit has the bytes on disk.  Every answer on a stored message carries
-msgId, queueId, queueOffset, MSG_REGION and TRACE_ON, which Java clients read unconditionally.
+template, queue id in range — then the message goes to the store.  Under ASYNC_FLUSH on an
+ASYNC_MASTER the handler answers inline; under SYNC_FLUSH and/or on a SYNC_MASTER (and WAIT
+not false) it returns an awaitable that answers once the group commit has the bytes on disk
+and/or a slave acknowledged them (`HAService.replicate`: FLUSH_SLAVE_TIMEOUT after
+slaveTimeout, SLAVE_NOT_AVAILABLE without a usable slave; the message stays stored).  Every
+answer on a stored message carries msgId, queueId, queueOffset, MSG_REGION and TRACE_ON, which
+Java clients read unconditionally.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
+from typing import Any
 
 from engine.broker.state import BrokerState
 from engine.broker.topics import (
@@ -46,7 +50,7 @@ from engine.protocol.version import V3_4_9
 from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.address import parse_addr
 from engine.remoting.router import RequestContext, Router
-from engine.store.config import FlushDiskType
+from engine.store.config import BrokerRole, FlushDiskType
 from engine.store.delay import delay_level
 from engine.store.results import PutMessageResult, PutMessageStatus
 
@@ -88,7 +92,10 @@ def _check_topic(st: BrokerState, header: SendMessageRequestHeader,
     """msgCheck: the topic config to store under, auto-created when allowed."""
     cfg = st.config
     if st.is_slave:
-        raise SendRefused(ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK)
+        raise SendRefused(ResponseCode.SERVICE_NOT_AVAILABLE,
+                          f"the broker[{cfg.broker_addr}] is a slave of {cfg.broker_name} and "
+                          f"read-only; send to its master ({st.master_addr or 'not known yet'}). "
+                          + SERVICE_NOT_AVAILABLE_REMARK)
     if not is_writeable(cfg.broker_permission):
         raise SendRefused(ResponseCode.NO_PERMISSION,
                           f"the broker[{cfg.broker_ip1}] sending message is forbidden")
@@ -230,7 +237,19 @@ def _born_host(ctx: Ctx) -> tuple[str, int]:
 
 
 def _must_wait(st: BrokerState, wait: bool) -> bool:
-    return wait and st.store_config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+    cfg = st.store_config
+    return wait and (cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH
+                     or cfg.broker_role is BrokerRole.SYNC_MASTER)
+
+
+async def _stored(st: BrokerState, put: Coroutine[Any, Any, PutMessageResult]
+                  ) -> PutMessageResult:
+    """The put's result once flushed (SYNC_FLUSH) and replicated (SYNC_MASTER)."""
+    result = await put
+    ha = st.ha
+    if ha is not None and st.store_config.broker_role is BrokerRole.SYNC_MASTER:
+        result = await ha.replicate(result, st.config.slave_timeout)
+    return result
 
 
 @router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
@@ -262,7 +281,7 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
         msg = half_message(st, msg)
     if _must_wait(st, wait):
         async def stored() -> RemotingCommand:
-            result = await st.store.put_message(msg)
+            result = await _stored(st, st.store.put_message(msg))
             return _answer(st, cmd, result, topic, queue_id, 1, len(body))
         return stored()
     return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(body))
@@ -307,7 +326,7 @@ def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendMessageRequestHeader
         store_host=st.store_host, reconsume_times=header.reconsume_times or 0)
     if _must_wait(st, wait):
         async def stored() -> RemotingCommand:
-            result = await st.store.put_messages(batch)
+            result = await _stored(st, st.store.put_messages(batch))
             return _answer(st, cmd, result, header.topic, queue_id, result.msg_num, len(body))
         return stored()
     result = st.store.append_messages(batch)

@@ -1,0 +1,1 @@
+"""HA: master/slave replication and role switching."""

@@ -1,0 +1,153 @@
+"""Replication commands: haStatus, switchover, failover (see `mqadmin/operations/ha.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
+
+import typer
+
+from engine.client.admin import MQAdmin
+from mqadmin import render
+from mqadmin.commands import audit, confirm, endpoint, guarded, params, with_admin
+from mqadmin.config import Endpoint
+from mqadmin.exit_codes import ExitCode, UsageProblem, exit_code_for, message_for
+from mqadmin.operations import ha as ops
+from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
+from mqadmin.render import OutputFormat
+
+app = typer.Typer()
+
+PANEL = "Replication"
+
+BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="Broker name.")]
+SlaveOpt = Annotated[str | None, typer.Option(
+    "-s", "--slave", metavar="HOST:PORT",
+    help="The slave to promote (default: the most advanced one).")]
+
+
+@app.command("haStatus", rich_help_panel=PANEL)
+def ha_status(
+    broker_name: Annotated[str | None, typer.Option(
+        "-b", "--brokerName", help="Only this broker name.")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        "-c", "--clusterName", help="Only the brokers of this cluster.")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show replication: for a master one row per connected slave (its acknowledged offset,
+    bytes / estimated messages / estimated seconds behind, connection age); for a slave one
+    row towards its master (peerOffset: the highest master offset it saw; behind: what it
+    lacks of it)."""
+    with guarded(debug):
+        where = endpoint(namesrv, context)
+
+        async def work(admin: MQAdmin) -> list[ops.Row]:
+            names = [broker_name.strip()] if broker_name else None
+            if cluster and names is None:
+                names = await ops.cluster_broker_names(admin, cluster.strip())
+            return await ops.status_of(admin, names)
+
+        render.render(with_admin(where, work), output, columns=ops.STATUS_COLUMNS)
+
+
+@app.command("switchover", rich_help_panel=PANEL)
+def switchover(
+    ctx: typer.Context,
+    broker_name: BrokerNameOpt,
+    slave: SlaveOpt = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0.1, metavar="SECONDS",
+        help="How long the slave may take to catch up once writes stop.")] = 30.0,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Make a slave the master of a broker name without losing a message.
+
+    Writes stop (write permission wiped, the master fenced) until the slave has every byte,
+    then the slave is promoted (a new epoch), the old master follows it as a slave, and
+    write permission comes back.  Each step is printed with its time on stderr; a failure
+    before the promotion rolls everything back.
+    """
+    with guarded(debug):
+        where = endpoint(namesrv, context)
+        name = broker_name.strip()
+        plan = with_admin(where, lambda admin: ops.plan_switchover(admin, name, slave))
+        _run(where, plan, "switchover", yes, dry_run, output, params(ctx),
+             lambda admin, tl: ops.switchover(admin, plan, tl, timeout))
+
+
+@app.command("failover", rich_help_panel=PANEL)
+def failover(
+    ctx: typer.Context,
+    broker_name: BrokerNameOpt,
+    slave: SlaveOpt = None,
+    accept_loss: Annotated[bool, typer.Option(
+        "--accept-loss",
+        help="Promote even though the estimated loss is not zero.")] = False,
+    role: Annotated[str, typer.Option(
+        "--role", help="Role of the new master: ASYNC_MASTER or SYNC_MASTER.")]
+    = "ASYNC_MASTER",
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Promote a slave of a broker name whose master is dead.
+
+    The plan shows the estimated loss: the bytes (and messages) the dead master is known to
+    have had that the slave never received.  A non-zero estimate needs --accept-loss.  The
+    old master, when it returns, finds a newer epoch at the name servers, becomes a slave
+    and drops what it wrote after the promoted slave's last byte.
+    """
+    with guarded(debug):
+        if role not in ("ASYNC_MASTER", "SYNC_MASTER"):
+            raise UsageProblem(f"--role {role}: use ASYNC_MASTER or SYNC_MASTER")
+        where = endpoint(namesrv, context)
+        name = broker_name.strip()
+        plan = with_admin(where, lambda admin: ops.plan_failover(admin, name, slave, role))
+        if plan.behind_bytes and not accept_loss and not dry_run:
+            render.plan("failover plan:", plan.rows, ops.PLAN_COLUMNS)
+            raise ops.LossNotAccepted(
+                f"promoting {plan.slave.addr} loses an estimated {plan.behind_bytes} bytes "
+                f"(~{plan.behind_messages} messages) the dead master had; re-run with "
+                "--accept-loss to accept that, or bring the master back.")
+        _run(where, plan, "failover", yes, dry_run, output, params(ctx),
+             lambda admin, tl: ops.failover(admin, plan, tl))
+
+
+Apply = Callable[[MQAdmin, ops.Timeline], Awaitable[list[ops.Row]]]
+
+
+def _run(where: Endpoint, plan: ops.SwitchPlan, action: str, yes: bool, dry_run: bool,
+         output: OutputFormat, args: dict[str, Any], apply: Apply) -> None:
+    """Show the plan, confirm, apply with a timeline on stderr, render it, audit.
+
+    The plan holds plain values only, so it stays valid on the apply phase's new loop.
+    """
+    if dry_run:
+        render.render(plan.rows, output, columns=ops.PLAN_COLUMNS)
+        render.note(f"{action}: dry run, nothing was changed.")
+        return
+    render.plan(f"{action} plan:", plan.rows, ops.PLAN_COLUMNS)
+    confirm(action, yes, "brokers and name servers")
+    timeline = ops.Timeline(render.note)
+    try:
+        rows = with_admin(where, lambda admin: apply(admin, timeline))
+    except Exception as exc:
+        render.render(timeline.rows, output, columns=ops.STEP_COLUMNS)
+        audit(where, action, args, plan.broker_name, outcome="failed",
+              exit_code=exit_code_for(exc), plan=plan.rows, result=timeline.rows,
+              message=message_for(exc))
+        raise
+    render.render(rows, output, columns=ops.STEP_COLUMNS)
+    audit(where, action, args, plan.broker_name, outcome="applied", exit_code=ExitCode.OK,
+          plan=plan.rows, result=rows)
