@@ -53,7 +53,8 @@ class _Store:
 
     def __init__(self, base: str, **kw: object) -> None:
         self.root = tempfile.mkdtemp(prefix="bench-store-", dir=base)
-        cfg = MessageStoreConfig(store_path_root_dir=self.root, warm_mapped_file_enable=os.environ.get("WARM", "1") == "1")
+        cfg = MessageStoreConfig(store_path_root_dir=self.root,
+                                 warm_mapped_file_enable=os.environ.get("WARM", "1") == "1")
         cfg.update({k: str(v) for k, v in kw.items()})
         self.store = MessageStore(cfg)
 
