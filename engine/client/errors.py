@@ -1,4 +1,4 @@
-"""Errors of the admin client, one class per response code, through one registry.
+"""Errors of the client package, one class per response code, through one registry.
 
     ClientError
      ├── InvalidAddressError              an address that is not host:port (caller's mistake)
@@ -6,6 +6,13 @@
      │                                    `failures` names every address tried and why,
      │                                    `role` what the servers are ("name server", "broker")
      ├── BadResponseError                 an answer whose header or body does not decode
+     ├── ClientStateError                 a producer/consumer used before start, after shutdown,
+     │                                    or a group registered twice in one client instance
+     ├── MessageValidationError           a message the client refuses to send (topic name,
+     │                                    empty or oversized body, reserved property name)
+     ├── NoRouteError                     no name server knows a route for the topic
+     ├── BrokerNotFoundError              a broker name with no known address
+     ├── SendFailedError                  every send attempt failed; `errors` lists them
      └── ServerError(code, remark, addr)  the server answered with a code other than SUCCESS
           ├── ServerSystemError           1   SYSTEM_ERROR
           ├── SystemBusyError             2   SYSTEM_BUSY
@@ -40,7 +47,7 @@ from engine.remoting.errors import RemotingError, RemotingTimeoutError
 
 
 class ClientError(Exception):
-    """Base of every error the admin client raises."""
+    """Base of every error the client package raises."""
 
 
 class InvalidAddressError(ClientError, ValueError):
@@ -202,3 +209,43 @@ def raise_for(cmd: RemotingCommand, addr: str | None = None) -> RemotingCommand:
     if cmd.code == ResponseCode.SUCCESS:
         return cmd
     raise RESPONSE_ERRORS.get(cmd.code, ServerError)(cmd.code, cmd.remark, addr)
+
+
+# ---------------------------------------------------------------------------- producer/consumer
+
+
+class ClientStateError(ClientError):
+    """The producer or consumer is not in a state that allows the call."""
+
+
+class MessageValidationError(ClientError, ValueError):
+    """The message breaks a client-side rule (Java's `Validators.checkMessage`)."""
+
+
+class NoRouteError(ClientError):
+    """No route for the topic: it does not exist and cannot be auto-created."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"No route info of this topic: {topic}; create it first "
+                         "(mqadmin updateTopic) or enable autoCreateTopicEnable on a broker")
+        self.topic = topic
+
+
+class BrokerNotFoundError(ClientError):
+    """The route names a broker for which no address is known (yet)."""
+
+    def __init__(self, broker_name: str) -> None:
+        super().__init__(f"The broker[{broker_name}] not exist; its route may be stale")
+        self.broker_name = broker_name
+
+
+class SendFailedError(ClientError):
+    """A send failed after every allowed attempt; `errors` holds (broker, error) per attempt."""
+
+    def __init__(self, message: str, errors: Sequence[tuple[str, Exception]]) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+
+    @property
+    def last(self) -> Exception | None:
+        return self.errors[-1][1] if self.errors else None

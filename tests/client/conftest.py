@@ -1,18 +1,21 @@
-"""Fixtures: two name servers and a broker in-process on port 0, a `BrokerAdmin`, and fake
-servers."""
+"""Fixtures: two name servers and a broker in-process on port 0, a `BrokerAdmin`, fake
+servers; for producer/consumer tests, a broker factory, a shutdown tracker and an inbox."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
 from engine.broker.controller import BrokerController
 from engine.client.broker_admin import BrokerAdmin
+from engine.client.client_config import ClientConfig
+from engine.client.message import MessageExt
 from engine.namesrv.controller import NamesrvController
-from engine.protocol.body.topic import TopicFilterType
+from engine.protocol.body.topic import TopicConfig, TopicFilterType
 from engine.protocol.codes import RequestCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.header.broker import CreateTopicRequestHeader
@@ -22,6 +25,8 @@ from engine.remoting.router import RequestContext, Router
 from engine.remoting.server import RemotingServer
 from tests.broker.conftest import broker_configs
 from tests.conftest import addr_of, namesrv_config
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -114,3 +119,85 @@ async def broker_admin() -> AsyncIterator[BrokerAdmin]:
         yield BrokerAdmin(client, timeout=5.0)
     finally:
         await client.close()
+
+
+# ---------------------------------------------------------------------------- producers/consumers
+
+
+BrokerFactory = Callable[..., Awaitable[BrokerController]]
+
+
+@pytest.fixture
+async def start_broker(tmp_path: Path,
+                       namesrv: NamesrvController) -> AsyncIterator[BrokerFactory]:
+    """Starts brokers registered on `namesrv` (`broker_configs` keywords, `clock=`); all are
+    stopped after the test, after the producers and consumers given to `track`."""
+    started: list[BrokerController] = []
+
+    async def start(name: str = "broker-a", clock: Callable[[], int] | None = None,
+                    **changes: Any) -> BrokerController:
+        config, store = broker_configs(tmp_path, addr_of(namesrv), name=name, **changes)
+        controller = (BrokerController(config, store) if clock is None
+                      else BrokerController(config, store, clock=clock))
+        await controller.start()
+        started.append(controller)
+        return controller
+
+    try:
+        yield start
+    finally:
+        for controller in reversed(started):
+            await controller.stop()
+
+
+class Closable(Protocol):
+    async def shutdown(self) -> None: ...
+
+
+@pytest.fixture
+async def track(start_broker: BrokerFactory) -> AsyncIterator[Callable[[T], T]]:
+    """`track(obj)` returns obj and shuts it down after the test (before the brokers stop)."""
+    objects: list[Closable] = []
+
+    def add(obj: T) -> T:
+        objects.append(obj)  # type: ignore[arg-type]
+        return obj
+
+    try:
+        yield add
+    finally:
+        for obj in reversed(objects):
+            await obj.shutdown()
+
+
+@pytest.fixture
+def client_config(namesrv: NamesrvController) -> ClientConfig:
+    return ClientConfig(namesrv_addr=addr_of(namesrv), client_ip="127.0.0.1")
+
+
+async def make_topic(broker: BrokerController, topic: str, queues: int = 4) -> None:
+    """Create `topic` on the broker and publish its route at once."""
+    broker.state.topics.put(TopicConfig(topic, queues, queues))
+    await broker.registration.register_all()
+
+
+class Inbox:
+    """What a listener received, awaited by count instead of by sleeping."""
+
+    def __init__(self) -> None:
+        self.messages: list[MessageExt] = []
+        self._event = asyncio.Event()
+
+    def add(self, msgs: list[MessageExt]) -> None:
+        self.messages.extend(msgs)
+        self._event.set()
+
+    async def wait_for(self, count: int, timeout: float = 10.0) -> list[MessageExt]:
+        async with asyncio.timeout(timeout):
+            while len(self.messages) < count:
+                self._event.clear()
+                await self._event.wait()
+        return self.messages
+
+    def bodies(self) -> list[str]:
+        return [m.body.decode() for m in self.messages]

@@ -7,6 +7,10 @@ Usage:
   python cpp_client.py push-retry NAMESRV TOPIC GROUP COUNT     fail each message's first delivery
   python cpp_client.py produce-orderly NAMESRV TOPIC COUNT      key i % 2 picks the queue
   python cpp_client.py push-orderly NAMESRV TOPIC GROUP COUNT   fail message 3 once, in place
+  python cpp_client.py push-props NAMESRV TOPIC GROUP COUNT NAMES   also report properties NAMES
+                                                                (comma-separated) and the msg id
+  python cpp_client.py produce-large NAMESRV TOPIC COUNT SIZE   bodies of SIZE bytes (compressed
+                                                                by the C++ client over 4 KiB)
 Each message i has body "cpp-<MODE>-<i>", tags "Tag<i % 2>", keys "key-<i>", property
 seq=<i>.  Prints one JSON line per sent or received message and a final {"done": ...} line;
 the C++ client writes its logs under $HOME/logs.
@@ -241,6 +245,58 @@ def push_orderly(namesrv: str, topic: str, group: str, count: int) -> int:
     return 0 if ok else 1
 
 
+def push_props(namesrv: str, topic: str, group: str, count: int, names: str) -> int:
+    """`push`, reporting the named properties and the message id as well."""
+    from rocketmq.client import PushConsumer
+
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    seen: set[str] = set()
+    lock = threading.Lock()
+    all_in = threading.Event()
+
+    def on_message(msg: object) -> None:
+        record = _received(msg)
+        record["msgId"] = _text(msg.id)  # type: ignore[attr-defined]
+        record["properties"] = {name: _text(msg.get_property(name))  # type: ignore[attr-defined]
+                                for name in names.split(",") if name}
+        with lock:
+            if record["body"] not in seen:
+                seen.add(str(record["body"]))
+                _emit({"received": record})
+            if len(seen) >= count:
+                all_in.set()
+
+    consumer.subscribe(topic, on_message)
+    consumer.start()
+    ok = all_in.wait(60)
+    consumer.shutdown()
+    _emit({"done": "push-props", "received": len(seen)})
+    return 0 if ok else 1
+
+
+def produce_large(namesrv: str, topic: str, count: int, size: int) -> int:
+    """Sync sends of SIZE-byte bodies "cpp-large-<i>:" padded with "x"."""
+    from rocketmq.client import Message, Producer
+
+    producer = Producer("CompatLargeProducer")
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    try:
+        for i in range(count):
+            msg = Message(topic)
+            msg.set_keys(f"key-{i}")
+            msg.set_tags(f"Tag{i % 2}")
+            msg.set_body(f"cpp-large-{i}:".ljust(size, "x"))
+            msg.set_property("seq", str(i))
+            result = producer.send_sync(msg)
+            _emit({"sent": i, "status": int(result.status), "msgId": result.msg_id})
+    finally:
+        producer.shutdown()
+    _emit({"done": "produce-large"})
+    return 0
+
+
 def main() -> int:
     command, namesrv, topic = sys.argv[1], sys.argv[2], sys.argv[3]
     if command == "produce":
@@ -255,6 +311,10 @@ def main() -> int:
         return produce_orderly(namesrv, topic, int(sys.argv[4]))
     if command == "push-orderly":
         return push_orderly(namesrv, topic, sys.argv[4], int(sys.argv[5]))
+    if command == "push-props":
+        return push_props(namesrv, topic, sys.argv[4], int(sys.argv[5]), sys.argv[6])
+    if command == "produce-large":
+        return produce_large(namesrv, topic, int(sys.argv[4]), int(sys.argv[5]))
     raise SystemExit(f"unknown command {command!r}")
 
 

@@ -1,0 +1,173 @@
+"""Concurrent consumption: listener calls in batches, send-back of failures, offset updates.
+
+How this works (client-behaviour.md §8.1): pulled messages are handed to the listener in
+batches of `consume_message_batch_max_size`.  A plain-function listener is called from the
+event loop right away; a coroutine listener runs as a task, at most `consume_thread_max` at
+once.  CONSUME_SUCCESS acknowledges the batch up to `context.ack_index`; RECONSUME_LATER (or
+an exception, or None) fails all of it.  In clustering mode each failed message goes back
+(`send_back.py`, delay level `context.delay_level_when_next_consume`); a message that cannot
+be sent back at all is consumed again locally after 5 s.  Broadcasting failures are only
+logged.  Then the batch leaves the process queue and the queue's offset moves to the
+smallest offset still cached.  Every `consume_timeout` minutes, messages whose listener has
+run longer than that are sent back with delay level 3 and dropped from the cache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from engine.client.consumer_options import ConcurrentListener
+from engine.client.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
+from engine.client.process_queue import ProcessQueue
+from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.send_back import send_message_back
+from engine.client.timers import Periodic
+from engine.protocol.body.admin import CMResult, ConsumeMessageDirectlyResult
+from engine.protocol.body.heartbeat import MessageModel
+from engine.protocol.body.message_queue import MessageQueue
+
+if TYPE_CHECKING:
+    from engine.client.push_consumer import PushConsumer
+
+log = logging.getLogger(__name__)
+
+RECONSUME_LOCALLY_AFTER = 5.0
+EXPIRED_PER_ROUND = 16
+SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
+
+
+class ConsumeConcurrentlyService:
+    orderly = False
+
+    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        self.slots = asyncio.Semaphore(consumer.options.consume_thread_max)
+        self.expiry = Periodic("clean-expired-messages", consumer.options.consume_timeout * 60,
+                               self.clean_expired)
+
+    def start(self) -> None:
+        self.expiry.start()
+
+    async def shutdown(self) -> None:
+        await self.expiry.stop()
+
+    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+               dispatch: bool) -> None:
+        size = max(self.consumer.options.consume_message_batch_max_size, 1)
+        for i in range(0, len(msgs), size):
+            self.run(msgs[i:i + size], pq, mq)
+
+    def run(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """One consume request (`ConsumeRequest.run`)."""
+        if pq.dropped:
+            return
+        start = str(int(time.time() * 1000))
+        for m in msgs:
+            m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
+        ctx = ConsumeConcurrentlyContext(mq)
+        try:
+            outcome = self.listener(msgs, ctx)
+        except Exception:
+            log.exception("%s: listener raised on %d messages of %s", self.consumer.group,
+                          len(msgs), mq)
+            outcome = LATER
+        if inspect.isawaitable(outcome):
+            self.consumer.spawn(self._finish_async(outcome, msgs, pq, mq, ctx), work=True)
+        else:
+            self.finish(outcome, msgs, pq, mq, ctx)
+
+    async def _finish_async(self, outcome: Any, msgs: list[MessageExt], pq: ProcessQueue,
+                            mq: MessageQueue, ctx: ConsumeConcurrentlyContext) -> None:
+        async with self.slots:
+            try:
+                status = await outcome
+            except Exception:
+                log.exception("%s: listener raised on %d messages of %s",
+                              self.consumer.group, len(msgs), mq)
+                status = LATER
+        self.finish(status, msgs, pq, mq, ctx)
+
+    def finish(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+               ctx: ConsumeConcurrentlyContext) -> None:
+        """`processConsumeResult`."""
+        if pq.dropped:
+            log.info("%s: %s dropped; result of %d messages ignored", self.consumer.group,
+                     mq, len(msgs))
+            return
+        ack = min(ctx.ack_index, len(msgs) - 1) if status is SUCCESS else -1
+        failed = msgs[ack + 1:]
+        if failed and self.consumer.options.message_model is MessageModel.CLUSTERING:
+            self.consumer.spawn(self._send_back(failed, msgs, pq, mq,
+                                                ctx.delay_level_when_next_consume), work=True)
+            return
+        for m in failed:
+            log.warning("%s: broadcast message %s failed; not retried", self.consumer.group,
+                        m.msg_id)
+        self._done(msgs, pq, mq)
+
+    def _done(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        offset = pq.remove(msgs)
+        if offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update(mq, offset, True)
+
+    async def _send_back(self, failed: list[MessageExt], msgs: list[MessageExt],
+                         pq: ProcessQueue, mq: MessageQueue, delay_level: int) -> None:
+        c = self.consumer
+        max_reconsume = c.options.max_reconsume(False)
+        stuck: list[MessageExt] = []
+        for m in failed:
+            if not await send_message_back(c.instance, c.group, m, delay_level, max_reconsume):
+                stuck.append(m)
+        if stuck:
+            keep = {m.queue_offset for m in stuck}
+            msgs = [m for m in msgs if m.queue_offset not in keep]
+            c.spawn(self._later([_again(m) for m in stuck], pq, mq))
+        self._done(msgs, pq, mq)
+
+    async def _later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        await asyncio.sleep(RECONSUME_LOCALLY_AFTER)
+        self.submit(msgs, pq, mq, True)
+
+    async def clean_expired(self) -> None:
+        """`cleanExpireMsg`: send back messages stuck in a listener for `consume_timeout`."""
+        c = self.consumer
+        limit_ms = c.options.consume_timeout * 60_000
+        now = int(time.time() * 1000)
+        for mq, pq in list(c.rebalancer.table.items()):
+            for m in sorted(pq.msgs.values(), key=lambda m: m.queue_offset)[:EXPIRED_PER_ROUND]:
+                started = m.properties.get(PROPERTY_CONSUME_START_TIMESTAMP, "")
+                if not started.isdigit() or now - int(started) <= limit_ms:
+                    break
+                log.warning("%s: %s consumed for over %d min; sent back", c.group, m.msg_id,
+                            c.options.consume_timeout)
+                if await send_message_back(c.instance, c.group, m, 3,
+                                           c.options.max_reconsume(False)):
+                    self._done([m], pq, mq)
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None
+                               ) -> ConsumeMessageDirectlyResult:
+        ctx = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "",
+                                                      msg.queue_id))
+        begin = time.monotonic()
+        try:
+            outcome = self.listener([msg], ctx)
+            status = await outcome if inspect.isawaitable(outcome) else outcome
+        except Exception as exc:
+            return ConsumeMessageDirectlyResult(
+                False, True, CMResult.CR_THROW_EXCEPTION, repr(exc),
+                int((time.monotonic() - begin) * 1000))
+        results = {SUCCESS: CMResult.CR_SUCCESS, LATER: CMResult.CR_LATER}
+        result = results.get(status, CMResult.CR_RETURN_NULL) if status else CMResult.CR_RETURN_NULL
+        return ConsumeMessageDirectlyResult(False, True, result, None,
+                                            int((time.monotonic() - begin) * 1000))
+
+
+def _again(m: MessageExt) -> MessageExt:
+    return dataclasses.replace(m, reconsume_times=m.reconsume_times + 1)

@@ -1,0 +1,87 @@
+"""What brokers ask a client: running info, consume directly, status, offset reset."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from engine.broker.controller import BrokerController
+from engine.client.broker_admin import BrokerAdmin
+from engine.client.client_config import ClientConfig
+from engine.client.message import Message, MessageExt
+from engine.client.producer import Producer
+from engine.client.push_consumer import PushConsumer
+from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.protocol.body.admin import CMResult
+
+from .conftest import BrokerFactory, Inbox, make_topic
+
+TOPIC = "AskedTopic"
+GROUP = "AskedCG"
+
+
+@pytest.fixture
+async def setup(start_broker: BrokerFactory, client_config: ClientConfig,
+                track: Callable[[Any], Any]
+                ) -> tuple[BrokerController, Producer, PushConsumer, Inbox]:
+    broker = await start_broker()
+    await make_topic(broker, TOPIC, queues=2)
+    producer: Producer = track(Producer("AskedPG", client_config))
+    await producer.start()
+    consumer: PushConsumer = track(PushConsumer(GROUP, client_config))
+    consumer.subscribe(TOPIC, "*")
+    inbox = Inbox()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+                 ) -> ConsumeConcurrentlyStatus:
+        inbox.add(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.register_concurrently(listener)
+    await consumer.start()
+    for i in range(4):
+        await producer.send(Message(TOPIC, f"m{i}".encode()))
+    await inbox.wait_for(4)
+    return broker, producer, consumer, inbox
+
+
+async def test_running_info_and_status_are_reported(
+        setup: tuple[BrokerController, Producer, PushConsumer, Inbox],
+        broker_admin: BrokerAdmin) -> None:
+    broker, _, consumer, _ = setup
+    info = await broker_admin.consumer_running_info(broker.addr, GROUP,
+                                                    consumer.instance.client_id)
+    assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+    assert info.properties["PROP_CONSUME_ORDERLY"] == "false"
+    assert {s.topic for s in info.subscription_set} == {TOPIC, "%RETRY%AskedCG"}
+    offsets = {mq.queue_id: pq.commit_offset for mq, pq in info.mq_table.items()
+               if mq.topic == TOPIC}
+    assert offsets == {0: 2, 1: 2}
+    status = await broker_admin.consumer_status(broker.addr, TOPIC, GROUP)
+    (table,) = status.consumer_table.values()
+    assert sorted(table.values()) == [2, 2]
+
+
+async def test_consume_message_directly_runs_the_listener(
+        setup: tuple[BrokerController, Producer, PushConsumer, Inbox],
+        broker_admin: BrokerAdmin) -> None:
+    broker, producer, consumer, inbox = setup
+    sent = await producer.send(Message(TOPIC, b"again please"))
+    await inbox.wait_for(5)
+    result = await broker_admin.consume_message_directly(
+        broker.addr, GROUP, consumer.instance.client_id, sent.offset_msg_id)
+    assert result.consume_result is CMResult.CR_SUCCESS and result.order is False
+    await inbox.wait_for(6)
+    assert inbox.messages[-1].body == b"again please"
+
+
+async def test_an_offset_reset_restarts_the_queues(
+        setup: tuple[BrokerController, Producer, PushConsumer, Inbox],
+        broker_admin: BrokerAdmin) -> None:
+    broker, _, _, inbox = setup
+    table = await broker_admin.reset_offset(broker.addr, TOPIC, GROUP, 0, force=True)
+    assert sorted(table.values()) == [0, 0]
+    await inbox.wait_for(8)  # all four again
+    assert sorted(inbox.bodies()[4:]) == ["m0", "m1", "m2", "m3"]
