@@ -1,8 +1,9 @@
 """Message store throughput: appends (1 KiB, batches, 64 KiB vs dd), SYNC_FLUSH group commit, reads.
 
 Run: `.venv/bin/python -m benchmarks.bench_store [--quick]`; set BENCH_DIR to choose the disk
-(default: the system temp dir).  Each figure is the median of several runs on a fresh store
-with RocketMQ's default segment sizes; appends include dispatch (consume queue + index).
+(default: the system temp dir) and WARM=0 to run without segment warming (warmMapedFileEnable,
+on by default here).  Each figure is the median of several runs on a fresh store with
+RocketMQ's default segment sizes; appends include dispatch (consume queue + index).
 Targets (issue): 1 KiB ASYNC_FLUSH one writer >= 100,000 msgs/s, in batches of 32 >= 200,000
 msgs/s; 64 KiB appends >= 50% of dd's buffered write bandwidth; SYNC_FLUSH with 64 writers
 >= 10x one writer; reads of 1 KiB through the consume queue >= 150,000 msgs/s.

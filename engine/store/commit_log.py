@@ -1,17 +1,20 @@
 """The commit log: appends records (single and batch) into segments and reads them back.
 
 How this works: a put encodes straight into the mmap of the last segment with one
-precompiled head `Struct` (`engine.protocol.message.HEADS`) and three slice copies, under
-a lock, so it is a memory copy.  A record that does not fit (`size + 8 > remaining`) ends
-the segment with the 8-byte blank record and goes to the next segment.  Each append
-returns the `DispatchRequest`s the dispatcher turns into consume-queue and index entries,
-so dispatch never decodes what was just encoded.  `topic_queue_table` holds the next
-logical offset of every (topic, queueId).
+precompiled head `Struct` (`engine.protocol.message.HEADS`) and three slice copies (body,
+topic, properties), under a lock, so it is a memory copy; a body of `PWRITE_MIN_BODY` or
+more goes to the file with one `pwritev` instead.  A batch body is parsed and checked in
+one pass that prepares every record, and written in a second one.  A record that does not
+fit (`size + 8 > remaining`) ends the segment with the 8-byte blank record and goes to the
+next segment.  Each append returns the `DispatchRequest`s the dispatcher turns into
+consume-queue and index entries, so dispatch never decodes what was just encoded.
+`topic_queue_table` holds the next logical offset of every (topic, queueId).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 import threading
 from collections.abc import Callable
@@ -29,6 +32,7 @@ from engine.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC,
+    NAME_VALUE_SEPARATOR,
     PROPERTIES_LENGTH,
     PROPERTY_KEYS,
     PROPERTY_SEPARATOR,
@@ -44,7 +48,6 @@ from engine.protocol.message import (
     RecordError,
     iter_batch_items,
     pack_ip,
-    property_value,
     tags_hash_code,
 )
 from engine.store.errors import MappedFileError
@@ -92,42 +95,27 @@ def _ids_format(prefix: str, n: int) -> str:
     return ",".join([prefix + "%016X"] * n)
 
 
-def _dispatch_values(text: str) -> tuple[str | None, str, str | None]:
-    """(TAGS, KEYS or "", UNIQ_KEY) of a properties string: `property_value` for each.
+# A dispatch property (`name\x01value`) where a property starts: after a separator, or at the
+# start of the string once a separator is put in front of it.
+_DISPATCH_PROPERTY = re.compile(
+    f"{PROPERTY_SEPARATOR}({PROPERTY_TAGS}|{PROPERTY_KEYS}|{PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX})"
+    f"{NAME_VALUE_SEPARATOR}([^{PROPERTY_SEPARATOR}]*)"
+)
 
-    Fast path: the last occurrence of a name is the value when it starts a property and is
-    not empty; anything else (a suffix match, an empty value) asks `property_value`.
-    """
-    i = text.rfind("TAGS\x01")
-    if i < 0:
-        tags = None
-    elif i and text[i - 1] != PROPERTY_SEPARATOR:
-        tags = property_value(text, PROPERTY_TAGS)
-    else:
-        j = text.find(PROPERTY_SEPARATOR, i)
-        tags = (text[i + 5 : j] if j >= 0 else text[i + 5 :]) or property_value(text, PROPERTY_TAGS)
-    i = text.rfind("KEYS\x01")
-    if i < 0:
-        keys = ""
-    elif i and text[i - 1] != PROPERTY_SEPARATOR:
-        keys = property_value(text, PROPERTY_KEYS) or ""
-    else:
-        j = text.find(PROPERTY_SEPARATOR, i)
-        keys = (
-            (text[i + 5 : j] if j >= 0 else text[i + 5 :])
-            or property_value(text, PROPERTY_KEYS)
-            or ""
-        )
-    i = text.rfind("UNIQ_KEY\x01")
-    if i < 0:
-        uniq = None
-    elif i and text[i - 1] != PROPERTY_SEPARATOR:
-        uniq = property_value(text, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
-    else:
-        j = text.find(PROPERTY_SEPARATOR, i)
-        uniq = (text[i + 9 : j] if j >= 0 else text[i + 9 :]) or property_value(
-            text, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
-        )
+
+def _dispatch_values(text: str) -> tuple[str | None, str, str | None]:
+    """(TAGS, KEYS or "", UNIQ_KEY) of a properties string: `property_value` of each, in
+    one regex pass (the last non-empty value of a name wins)."""
+    tags = uniq = None
+    keys = ""
+    for name, value in _DISPATCH_PROPERTY.findall(PROPERTY_SEPARATOR + text):
+        if value:
+            if name == PROPERTY_TAGS:
+                tags = value
+            elif name == PROPERTY_KEYS:
+                keys = value
+            else:
+                uniq = value
     return tags, keys, uniq
 
 
@@ -247,7 +235,7 @@ class CommitLog:
         store_host = msg.store_host or self.store_host
         born_host = msg.born_host
         topic_part, born_ip, store_ip, bits, head, id_prefix = _layout(
-            topic, born_host[0], *store_host
+            topic, born_host[0], store_host[0], store_host[1]
         )
         hs = head.size
         nq = len(topic_part)
@@ -290,9 +278,9 @@ class CommitLog:
                 mm[q + 2 : q + 2 + np_] = props_b
             else:
                 # Large bodies: one pwritev fills fresh page-cache pages without a page
-                # fault per 4 KiB (8x faster than copying into untouched mmap pages), so
-                # reading pages ahead of this writer would only compete with it.
-                mf.stop_warming()
+                # fault per 4 KiB (8x faster than copying into untouched mmap pages); they
+                # need no warming (`MappedFile.warm`).
+                mf.direct_bytes += total
                 head_b = head.pack(
                     total, MESSAGE_MAGIC, crc, queue_id, msg.flag, qo, phys, sysflag,
                     msg.born_timestamp, born_ip, born_host[1], now, store_ip, store_host[1],
@@ -346,7 +334,7 @@ class CommitLog:
         born_host = batch.born_host
         try:
             topic_part, born_ip, store_ip, bits, head, id_prefix = _layout(
-                topic, born_host[0], *store_host
+                topic, born_host[0], store_host[0], store_host[1]
             )
         except ValueError:  # not an IP address; a malformed body is still reported first
             error = self._batch_error(data, malformed)
@@ -376,18 +364,16 @@ class CommitLog:
         batch_total = 0
         pos = 0
         while pos < end:
-            if pos + item_head > end:
+            try:
+                item_total, _magic, _crc, flag, nb = unpack_item(data, pos)
+                p = pos + item_head + nb
+                (np_,) = unpack_len(data, p)
+            except struct.error:  # the body or the item head overruns the batch
                 return self._batch_error(data, malformed)
-            item_total, _magic, _crc, flag, nb = unpack_item(data, pos)
-            p = pos + item_head
-            if nb < 0 or p + nb + 2 > end:
-                return self._batch_error(data, malformed)
-            body = view[p : p + nb]
-            p += nb
-            (np_,) = unpack_len(data, p)
             q = p + 2 + np_
-            if np_ < 0 or q > end or item_total != q - pos:
+            if item_total != q - pos or q > end or nb < 0 or np_ < 0:
                 return self._batch_error(data, malformed)
+            body = view[p - nb : p]
             pos = q
             props_part: bytes | memoryview = view[p:q]  # PROPERTIES length and PROPERTIES
             if np_:

@@ -16,6 +16,8 @@ import logging
 import os
 import struct
 from collections.abc import Callable, Sequence
+from itertools import starmap
+from operator import itemgetter
 
 from engine.store.mapped_file import MappedFile
 from engine.store.mapped_file_queue import MappedFileQueue
@@ -30,6 +32,10 @@ CQ_ENTRY = struct.Struct(
 assert CQ_ENTRY.size == 20
 CQ_STORE_UNIT_SIZE = 20
 BLANK_ENTRY = CQ_ENTRY.pack(0, 0x7FFFFFFF, 0)  # fillPreBlank
+# The CQ_ENTRY fields of a DispatchRequest, in CQ_ENTRY order.
+_ENTRY_FIELDS = itemgetter(
+    *map(DispatchRequest._fields.index, ("commit_log_offset", "msg_size", "tags_code"))
+)
 
 log = logging.getLogger(__name__)
 
@@ -90,26 +96,31 @@ class ConsumeQueue:
         return True
 
     def put_many(self, reqs: Sequence[DispatchRequest]) -> None:
-        """`put` for consecutive records of this queue (a batch): one pass, few checks."""
-        mf = self.mfq.last
-        for req in reqs:
-            if (
-                mf is None
-                or req.commit_log_offset < self.max_physic_offset
-                or mf.file_from_offset + mf.wrote_position
-                != req.consume_queue_offset * CQ_STORE_UNIT_SIZE
-                or mf.wrote_position >= mf.file_size
-            ):
+        """`put` for the records of one batch put (consecutive queue offsets, rising physical
+        offsets): one write of all their entries when they follow the last one in its file."""
+        if not reqs:
+            return
+        first, last = reqs[0], reqs[-1]
+        n = len(reqs)
+        files = self.mfq.files
+        mf = files[-1] if files else None
+        if (
+            mf is None
+            or first.commit_log_offset < self.max_physic_offset
+            or mf.file_from_offset + mf.wrote_position
+            != first.consume_queue_offset * CQ_STORE_UNIT_SIZE
+            or last.consume_queue_offset - first.consume_queue_offset != n - 1
+            or mf.wrote_position + n * CQ_STORE_UNIT_SIZE > mf.file_size
+        ):
+            for req in reqs:
                 self.put(req)  # the general path: skips, gaps, new files
-                mf = self.mfq.last
-                continue
-            pos = mf.wrote_position
-            CQ_ENTRY.pack_into(mf.mm, pos, req.commit_log_offset, req.msg_size, req.tags_code)
-            mf.wrote_position = pos + CQ_STORE_UNIT_SIZE
-            self.max_physic_offset = req.commit_log_offset + req.msg_size
-        if reqs and mf is not None:
-            last = reqs[-1]
-            mf.store_timestamp = self.last_store_timestamp = last.store_timestamp
+            return
+        pos = mf.wrote_position
+        end = pos + n * CQ_STORE_UNIT_SIZE
+        mf.mm[pos:end] = b"".join(starmap(CQ_ENTRY.pack, map(_ENTRY_FIELDS, reqs)))
+        mf.wrote_position = end
+        self.max_physic_offset = last.commit_log_offset + last.msg_size
+        mf.store_timestamp = self.last_store_timestamp = last.store_timestamp
 
     def _position(self, expect: int) -> MappedFile | None:
         """The file to write logical byte offset `expect` to, at its write position.

@@ -147,37 +147,40 @@ class IndexFile:
             if not self.put_key(*entries[done]):
                 return done
             done += 1
+        count = self.index_count
+        todo = entries[done : done + max(0, self.index_num - count)]
+        if not todo:
+            return done
         mm = self.mf.mm
         slots = self.hash_slot_num
-        entries_at = self._entries_at
+        at = self._entries_at + count * INDEX_ENTRY_SIZE
         begin = self.begin_timestamp
-        count = self.index_count
-        limit = self.index_num
         new_slots = 0
         unpack_slot = INDEX_SLOT.unpack_from
         pack_slot = INDEX_SLOT.pack_into
         pack_entry = INDEX_ENTRY.pack_into
         phy = ts = 0
-        for khash, phy, ts in entries[done:]:
-            if count >= limit:
-                break
+        diff_ts = diff = -1  # timeDiff of store time diff_ts: the keys of a batch share one
+        for khash, phy, ts in todo:
             slot_pos = INDEX_HEADER_SIZE + (khash % slots) * HASH_SLOT_SIZE
             (prev,) = unpack_slot(mm, slot_pos)
             if prev <= 0 or prev > count:
                 prev = 0
                 new_slots += 1
-            diff = (ts - begin) // 1000 if begin > 0 else 0
-            if diff < 0 or diff > _INT_MAX:
-                diff = 0 if diff < 0 else _INT_MAX
-            pack_entry(mm, entries_at + count * INDEX_ENTRY_SIZE, khash, phy, diff, prev)
+            if ts != diff_ts:
+                diff_ts = ts
+                diff = (ts - begin) // 1000 if begin > 0 else 0
+                if diff < 0 or diff > _INT_MAX:
+                    diff = 0 if diff < 0 else _INT_MAX
+            pack_entry(mm, at, khash, phy, diff, prev)
             pack_slot(mm, slot_pos, count)
             count += 1
-            done += 1
-            self.end_phy_offset = phy
-            self.end_timestamp = ts
+            at += INDEX_ENTRY_SIZE
+        self.end_phy_offset = phy
+        self.end_timestamp = ts
         self.hash_slot_count += new_slots
         self.index_count = count
-        return done
+        return done + len(todo)
 
     def is_time_matched(self, begin: int, end: int) -> bool:
         b, e = self.begin_timestamp, self.end_timestamp

@@ -1,13 +1,15 @@
 """One fixed-size, memory-mapped segment file named by its 20-digit start offset.
 
 How this works: the file is sized to its full length when created (sparse), mapped once,
-written through the mmap by the owner thread (the event loop) and made durable with
-`os.fdatasync` on its descriptor, usually from a worker thread; Linux writes back the
-mmap-dirtied pages of the inode.  `wrote_position` is the end of the data written,
-`flushed_position` the end known to be on disk.  Reads copy into `bytes`, so no buffer
-export outlives a method and the map can be closed at any time; `hold()`/`release()` let a
-caller that needs a file to stay open (an HA sender, an inspector) delay its destruction,
-which `destroy()` forces after `destroyMapedFileIntervalForcibly`.
+written through the mmap by the owner thread (the event loop; large records with `pwritev`
+on `fd`, the same page cache), optionally warmed just ahead of the writer by a worker
+thread (`warm()`), and made durable with `os.fdatasync` on its descriptor, usually from a
+worker thread; Linux writes back the mmap-dirtied pages of the inode.  `wrote_position`
+is the end of the data written, `flushed_position` the end known to be on disk.  Reads
+copy into `bytes`, so no buffer export outlives a method and the map can be closed at any
+time; `hold()`/`release()` let a caller that needs a file to stay open (an HA sender, an
+inspector) delay its destruction, which `destroy()` forces after
+`destroyMapedFileIntervalForcibly`.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ class MappedFile:
     """A segment: `file_from_offset` is the global offset of its first byte."""
 
     __slots__ = (
-        "_fd",
         "_first_shutdown_ms",
         "_refs",
-        "_warm_stopped",
+        "direct_bytes",
+        "fd",
         "file_from_offset",
         "file_name",
         "file_size",
@@ -65,7 +67,7 @@ class MappedFile:
         except (OSError, ValueError) as e:
             os.close(fd)
             raise MappedFileError(f"cannot size or map {path} to {file_size} bytes: {e}") from e
-        self._fd = fd
+        self.fd = fd  # for pwritev of large records; -1 once closed
         self.wrote_position = 0
         self.flushed_position = 0
         self.store_timestamp = 0  # store time of the last record written
@@ -73,20 +75,15 @@ class MappedFile:
         self._refs = 0
         self._first_shutdown_ms = 0
         self.warmed = (0, 0)  # [start, end) read into the page cache by warm()
-        self._warm_stopped = False
+        self.direct_bytes = 0  # of wrote_position, the bytes written with pwritev
 
     def __repr__(self) -> str:
         return f"MappedFile({self.file_name!r}, wrote={self.wrote_position})"
 
     # ---- state
     @property
-    def fd(self) -> int:
-        """The file descriptor (for pwritev of large records); -1 once closed."""
-        return self._fd
-
-    @property
     def closed(self) -> bool:
-        return self._fd < 0
+        return self.fd < 0
 
     @property
     def file_end_offset(self) -> int:
@@ -145,12 +142,7 @@ class MappedFile:
         Closed meanwhile, or unsupported: blocks are allocated on writeback instead.
         """
         with contextlib.suppress(OSError):
-            os.posix_fallocate(self._fd, 0, self.file_size)
-
-    def stop_warming(self) -> None:
-        """No more warm(): records written with pwritev bring their own pages, and reading
-        ahead of such a writer only competes with it for the page cache."""
-        self._warm_stopped = True
+            os.posix_fallocate(self.fd, 0, self.file_size)
 
     def warm(self, ahead: int) -> bool:
         """Read pages into the page cache up to `ahead` bytes past the write position.
@@ -161,7 +153,8 @@ class MappedFile:
         content, so this is safe on a segment being written, and, unlike writing zeros, it
         leaves no dirty pages to write back.  It starts a chunk past the writer (reading the
         pages being written would only contend with it) and gives up once the writer has
-        overtaken it or `stop_warming()` was called.
+        overtaken it, or once most bytes were written with pwritev (`direct_bytes`): such
+        records bring their own pages, and reading ahead of them only competes with them.
 
         Returns:
             False when there is nothing more to warm in this file.
@@ -169,7 +162,7 @@ class MappedFile:
         start, end = self.warmed
         size = self.file_size
         wrote = self.wrote_position
-        if self._warm_stopped or self._fd < 0 or wrote >= size:
+        if self.fd < 0 or wrote >= size or self.direct_bytes * 2 > wrote:
             return False
         if end <= wrote:  # nothing warm ahead of the writer
             if end > start:
@@ -179,9 +172,9 @@ class MappedFile:
         buf = bytearray(WARM_CHUNK)
         try:
             while end < target:
-                if self._fd < 0 or self._warm_stopped:
+                if self.fd < 0:
                     return False
-                os.preadv(self._fd, [buf], end)
+                os.preadv(self.fd, [buf], end)
                 end = min(size, end + WARM_CHUNK)
                 self.warmed = (start, end)
         except OSError:
@@ -193,15 +186,15 @@ class MappedFile:
         """fdatasync up to the current write position; returns the flushed position."""
         pos = self.wrote_position
         ts = self.store_timestamp
-        if pos > self.flushed_position and self._fd >= 0:
-            os.fdatasync(self._fd)
+        if pos > self.flushed_position and self.fd >= 0:
+            os.fdatasync(self.fd)
             self.flushed_position = pos
             self.last_flushed_timestamp = ts
         return self.flushed_position
 
     # ---- lifetime
     def hold(self) -> bool:
-        if self._fd < 0 or self._first_shutdown_ms:
+        if self.fd < 0 or self._first_shutdown_ms:
             return False
         self._refs += 1
         return True
@@ -210,10 +203,10 @@ class MappedFile:
         self._refs = max(0, self._refs - 1)
 
     def close(self) -> None:
-        if self._fd >= 0:
+        if self.fd >= 0:
             self.mm.close()
-            os.close(self._fd)
-            self._fd = -1
+            os.close(self.fd)
+            self.fd = -1
 
     def destroy(self, interval_forcibly_ms: int, now_ms: int) -> bool:
         """Close and delete the file unless held; a held file goes after the interval.
