@@ -17,10 +17,10 @@ import os
 import re
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
-from operator import itemgetter
-from typing import NamedTuple
+from itertools import accumulate
+from typing import NamedTuple, overload
 
 from engine.protocol.message import (
     BATCH_ITEM_HEAD,
@@ -59,17 +59,22 @@ from engine.store.results import DispatchRequest, PutMessageStatus
 END_FILE_MIN_BLANK_LENGTH = 8
 PUT_OK = PutMessageStatus.PUT_OK
 _new = tuple.__new__  # builds the NamedTuples of the hot path without their Python __new__
-_PHYS = itemgetter(DispatchRequest._fields.index("commit_log_offset"))
 PWRITE_MIN_BODY = 16 * 1024  # bodies this large go to the file with pwritev, not the mmap
 _CRC_MASK = 0x7FFFFFFF
 _DISPATCHED_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)  # to queues + index
-_SHORT_TOPIC = MAX_TOPIC_LENGTH // 4  # characters: UTF-8 needs at most 4 bytes for each
 
 
-class _Layout(NamedTuple):
-    """The parts of a record fixed by its topic and hosts."""
+@lru_cache(maxsize=4096)
+def _topic_part(topic: str) -> bytes:
+    """TOPIC length (int8) and TOPIC, as written after the body (the length byte only
+    matters for topics of at most MAX_TOPIC_LENGTH bytes, the only ones written)."""
+    t = topic.encode()
+    return bytes((min(len(t), 0xFF),)) + t
 
-    topic_part: bytes  # TOPIC length (int8) and TOPIC, as written after the body
+
+class _Hosts(NamedTuple):
+    """The parts of a record fixed by its born and store hosts."""
+
     born_ip: bytes
     store_ip: bytes
     sysflag_bits: int  # BORNHOST_V6_FLAG | STOREHOST_V6_FLAG as they apply
@@ -77,16 +82,12 @@ class _Layout(NamedTuple):
     id_prefix: str  # offset message id minus the offset: hex of store IP + port
 
 
-@lru_cache(maxsize=4096)
-def _layout(topic: str, born_ip: str, store_ip: str, store_port: int) -> _Layout:
-    t = topic.encode()
-    # The length byte only matters for topics of at most MAX_TOPIC_LENGTH bytes, the only
-    # ones written.
-    topic_part = bytes((min(len(t), 0xFF),)) + t
+@lru_cache(maxsize=1024)
+def _hosts(born_ip: str, store_ip: str, store_port: int) -> _Hosts:
     b, s = pack_ip(born_ip), pack_ip(store_ip)
     bits = (BORNHOST_V6_FLAG if len(b) == 16 else 0) | (STOREHOST_V6_FLAG if len(s) == 16 else 0)
     prefix = (s + store_port.to_bytes(4, "big", signed=True)).hex().upper()
-    return _Layout(topic_part, b, s, bits, HEADS[bits >> 4], prefix)
+    return _Hosts(b, s, bits, HEADS[bits >> 4], prefix)
 
 
 @lru_cache(maxsize=64)
@@ -119,6 +120,75 @@ def _dispatch_values(text: str) -> tuple[str | None, str, str | None]:
     return tags, keys, uniq
 
 
+class BatchRequests(Sequence[DispatchRequest]):
+    """The `DispatchRequest`s of one batch put, kept as columns: they share topic, queue,
+    sysflag and store time, and their queue offsets count up from `first_queue_offset` (if
+    dispatched to a queue at all).  The dispatcher reads the columns; indexing makes the
+    requests."""
+
+    __slots__ = (
+        "first_queue_offset",
+        "keys",
+        "offsets",
+        "queue_id",
+        "queue_step",
+        "sizes",
+        "store_timestamp",
+        "sysflag",
+        "tags_codes",
+        "topic",
+        "uniq_keys",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        queue_id: int,
+        sysflag: int,
+        store_timestamp: int,
+        first_queue_offset: int,
+        queue_step: int,
+        offsets: Sequence[int],
+        sizes: Sequence[int],
+        tags_codes: Sequence[int],
+        keys: Sequence[str],
+        uniq_keys: Sequence[str | None],
+    ) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.sysflag = sysflag
+        self.store_timestamp = store_timestamp
+        self.first_queue_offset = first_queue_offset
+        self.queue_step = queue_step  # 1 if the records take queue offsets, else 0
+        self.offsets = offsets  # commit-log offsets
+        self.sizes = sizes
+        self.tags_codes = tags_codes
+        self.keys = keys
+        self.uniq_keys = uniq_keys
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, i: int) -> DispatchRequest: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[DispatchRequest]: ...
+
+    def __getitem__(self, i: int | slice) -> DispatchRequest | Sequence[DispatchRequest]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self.offsets)
+        if not -n <= i < n:
+            raise IndexError("batch request index out of range")
+        i %= n
+        return DispatchRequest(
+            self.topic, self.queue_id, self.offsets[i], self.sizes[i], self.tags_codes[i],
+            self.store_timestamp, self.first_queue_offset + self.queue_step * i, self.keys[i],
+            self.uniq_keys[i], self.sysflag, 0,
+        )  # fmt: skip
+
+
 class AppendResult(NamedTuple):
     """Outcome of an in-memory append (before any flush)."""
 
@@ -128,7 +198,7 @@ class AppendResult(NamedTuple):
     queue_offset: int = 0
     store_timestamp: int = 0
     msg_ids: tuple[str, ...] = ()
-    requests: tuple[DispatchRequest, ...] = ()
+    requests: Sequence[DispatchRequest] = ()  # BatchRequests for a batch put
     error_message: str = ""
 
 
@@ -221,21 +291,22 @@ class CommitLog:
         """Append one message (in memory; flushing is the caller's business)."""
         body = msg.body
         topic = msg.topic
+        topic_part = _topic_part(topic)
         props = msg.properties
         props_b = props.encode()
         nb, np_ = len(body), len(props_b)
         if (
-            np_ > MAX_PROPERTIES_LENGTH
+            len(topic_part) > MAX_TOPIC_LENGTH + 1
+            or np_ > MAX_PROPERTIES_LENGTH
             or nb > self.max_message_size
-            or (len(topic) > _SHORT_TOPIC and len(topic.encode()) > MAX_TOPIC_LENGTH)
         ):
             illegal = self._illegal(body, topic.encode(), props_b)
             assert illegal is not None
             return illegal
         store_host = msg.store_host or self.store_host
         born_host = msg.born_host
-        topic_part, born_ip, store_ip, bits, head, id_prefix = _layout(
-            topic, born_host[0], store_host[0], store_host[1]
+        born_ip, store_ip, bits, head, id_prefix = _hosts(
+            born_host[0], store_host[0], store_host[1]
         )
         hs = head.size
         nq = len(topic_part)
@@ -333,10 +404,11 @@ class CommitLog:
         store_host = batch.store_host or self.store_host
         born_host = batch.born_host
         try:
-            topic_part, born_ip, store_ip, bits, head, id_prefix = _layout(
-                topic, born_host[0], store_host[0], store_host[1]
+            topic_part = _topic_part(topic)
+            born_ip, store_ip, bits, head, id_prefix = _hosts(
+                born_host[0], store_host[0], store_host[1]
             )
-        except ValueError:  # not an IP address; a malformed body is still reported first
+        except ValueError:  # not UTF-8 or not an IP address: a malformed body comes first
             error = self._batch_error(data, malformed)
             if error is not malformed:
                 return error
@@ -416,6 +488,9 @@ class CommitLog:
         reconsume = batch.reconsume_times
         pack = head.pack_into
         delay = self.delay_table
+        bodies, props_parts, crcs, flags, totals, tags_codes, all_keys, all_uniq, all_props = zip(
+            *preps, strict=True
+        )
         with self._lock:
             try:
                 mf = self._segment_for(batch_total)
@@ -426,13 +501,12 @@ class CommitLog:
             pos = first_pos = mf.wrote_position
             base = mf.file_from_offset
             qo = first_qo = self.topic_queue_table.get(key, 0) if dispatched else 0
-            reqs: list[DispatchRequest] = []
-            add_req = reqs.append
-            for body, props_part, crc, flag, total, tags_code, keys, uniq, props in preps:
-                phys = base + pos
+            for body, props_part, crc, flag, total in zip(
+                bodies, props_parts, crcs, flags, totals, strict=True
+            ):
                 nb = len(body)
                 pack(
-                    mm, pos, total, MESSAGE_MAGIC, crc, queue_id, flag, qo, phys, sysflag,
+                    mm, pos, total, MESSAGE_MAGIC, crc, queue_id, flag, qo, base + pos, sysflag,
                     born_ts, born_ip, born_port, now, store_ip, store_port, reconsume, 0, nb,
                 )  # fmt: skip
                 q = pos + hs + nb
@@ -440,19 +514,21 @@ class CommitLog:
                 mm[q : q + nq] = topic_part
                 pos += total
                 mm[q + nq : pos] = props_part
-                if schedule:
-                    tags_code = compute_tags_code(topic, props, now, delay)
-                add_req(_new(DispatchRequest, (
-                    topic, queue_id, phys, total, tags_code, now, qo, keys, uniq, sysflag, 0
-                )))  # fmt: skip
                 qo += step
             mf.wrote_position = pos
             mf.store_timestamp = now
             if dispatched:
                 self.topic_queue_table[key] = qo
-        ids = (_ids_format(id_prefix, len(reqs)) % tuple(map(_PHYS, reqs))).split(",")
+        if schedule:
+            tags_codes = tuple(compute_tags_code(topic, p, now, delay) for p in all_props)
+        offsets = tuple(accumulate(totals[:-1], initial=base + first_pos))
+        reqs = BatchRequests(
+            topic, queue_id, sysflag, now, first_qo, step, offsets, totals, tags_codes,
+            all_keys, all_uniq,
+        )  # fmt: skip
+        ids = (_ids_format(id_prefix, len(offsets)) % offsets).split(",")
         return _new(AppendResult, (
-            PUT_OK, base + first_pos, pos - first_pos, first_qo, now, tuple(ids), tuple(reqs), ""
+            PUT_OK, base + first_pos, pos - first_pos, first_qo, now, tuple(ids), reqs, ""
         ))  # fmt: skip
 
     def _segment_for(self, size: int) -> MappedFile:

@@ -16,8 +16,6 @@ import logging
 import os
 import struct
 from collections.abc import Callable, Sequence
-from itertools import starmap
-from operator import itemgetter
 
 from engine.store.mapped_file import MappedFile
 from engine.store.mapped_file_queue import MappedFileQueue
@@ -32,10 +30,6 @@ CQ_ENTRY = struct.Struct(
 assert CQ_ENTRY.size == 20
 CQ_STORE_UNIT_SIZE = 20
 BLANK_ENTRY = CQ_ENTRY.pack(0, 0x7FFFFFFF, 0)  # fillPreBlank
-# The CQ_ENTRY fields of a DispatchRequest, in CQ_ENTRY order.
-_ENTRY_FIELDS = itemgetter(
-    *map(DispatchRequest._fields.index, ("commit_log_offset", "msg_size", "tags_code"))
-)
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +67,13 @@ class ConsumeQueue:
     def put(self, req: DispatchRequest) -> bool:
         """Write the entry of one dispatched record; idempotent.  False if it was skipped."""
         _topic, _qid, offset, size, tags_code, timestamp, queue_offset, _k, _u, _f, _p = req
+        return self.put_entry(offset, size, tags_code, timestamp, queue_offset)
+
+    def put_entry(
+        self, offset: int, size: int, tags_code: int, timestamp: int, queue_offset: int
+    ) -> bool:
+        """`put` from the fields of a request: commit-log offset, size, tags code, store
+        time and queue offset."""
         end = offset + size
         if end <= self.max_physic_offset:
             return False
@@ -95,32 +96,38 @@ class ConsumeQueue:
         self.last_store_timestamp = timestamp
         return True
 
-    def put_many(self, reqs: Sequence[DispatchRequest]) -> None:
-        """`put` for the records of one batch put (consecutive queue offsets, rising physical
-        offsets): one write of all their entries when they follow the last one in its file."""
-        if not reqs:
+    def put_entries(
+        self,
+        first_queue_offset: int,
+        offsets: Sequence[int],
+        sizes: Sequence[int],
+        tags_codes: Sequence[int],
+        timestamp: int,
+    ) -> None:
+        """`put` for the records of one batch put: consecutive queue offsets from
+        `first_queue_offset`, rising physical offsets.  One write of all their entries
+        when they follow the last entry in its file."""
+        n = len(offsets)
+        if not n:
             return
-        first, last = reqs[0], reqs[-1]
-        n = len(reqs)
         files = self.mfq.files
         mf = files[-1] if files else None
         if (
             mf is None
-            or first.commit_log_offset < self.max_physic_offset
-            or mf.file_from_offset + mf.wrote_position
-            != first.consume_queue_offset * CQ_STORE_UNIT_SIZE
-            or last.consume_queue_offset - first.consume_queue_offset != n - 1
+            or offsets[0] < self.max_physic_offset
+            or mf.file_from_offset + mf.wrote_position != first_queue_offset * CQ_STORE_UNIT_SIZE
             or mf.wrote_position + n * CQ_STORE_UNIT_SIZE > mf.file_size
         ):
-            for req in reqs:
-                self.put(req)  # the general path: skips, gaps, new files
+            for i in range(n):  # the general path: skips, gaps, new files
+                qo = first_queue_offset + i
+                self.put_entry(offsets[i], sizes[i], tags_codes[i], timestamp, qo)
             return
         pos = mf.wrote_position
         end = pos + n * CQ_STORE_UNIT_SIZE
-        mf.mm[pos:end] = b"".join(starmap(CQ_ENTRY.pack, map(_ENTRY_FIELDS, reqs)))
+        mf.mm[pos:end] = b"".join(map(CQ_ENTRY.pack, offsets, sizes, tags_codes))
         mf.wrote_position = end
-        self.max_physic_offset = last.commit_log_offset + last.msg_size
-        mf.store_timestamp = self.last_store_timestamp = last.store_timestamp
+        self.max_physic_offset = offsets[-1] + sizes[-1]
+        mf.store_timestamp = self.last_store_timestamp = timestamp
 
     def _position(self, expect: int) -> MappedFile | None:
         """The file to write logical byte offset `expect` to, at its write position.

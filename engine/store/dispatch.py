@@ -1,11 +1,12 @@
 """Dispatch ("reput"): commit-log records -> consume-queue and index entries, plus arrival waiters.
 
-How this works: a local put hands its `DispatchRequest`s straight to `Dispatcher.dispatch`
-(same thread, right after the append), so no record is decoded twice.  Records that reach
-the commit log any other way (recovery, raw HA appends) are found by `reput()`, which scans
-the commit log from `reput_from_offset` with `scan_record` and dispatches what it finds.
-Either way `reput_from_offset` advances, and waiters whose queue grew past their offset
-are woken: asyncio futures (long polling) and plain callbacks.
+How this works: a local put hands its `DispatchRequest`s straight to the dispatcher (same
+thread, right after the append), so no record is decoded twice; a batch put hands them as
+`BatchRequests` columns, which become one consume-queue write and one index pass.  Records
+that reach the commit log any other way (recovery, raw HA appends) are found by `reput()`,
+which scans the commit log from `reput_from_offset` with `scan_record` and dispatches what
+it finds.  Either way `reput_from_offset` advances, and waiters whose queue grew past their
+offset are woken: asyncio futures (long polling) and plain callbacks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from engine.protocol.message import (
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
 )
-from engine.store.commit_log import CommitLog
+from engine.store.commit_log import BatchRequests, CommitLog
 from engine.store.consume_queue_table import ConsumeQueueTable
 from engine.store.index_service import IndexService
 from engine.store.record_scan import scan_record
@@ -100,12 +101,12 @@ class Dispatcher:
 
     def dispatch_one(self, req: DispatchRequest) -> None:
         """`dispatch([req])` without the loop: the single-put hot path."""
-        topic, queue_id, offset, size, _tags, timestamp, _qo, keys, uniq, sysflag, _ = req
+        topic, queue_id, offset, size, tags_code, timestamp, qo, keys, uniq, sysflag, _ = req
         if (sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES:
             cq = self.queues.flat.get((topic, queue_id))
             if cq is None:
                 cq = self.queues.find_or_create(topic, queue_id)
-            cq.put(req)
+            cq.put_entry(offset, size, tags_code, timestamp, qo)
             waiters = self.waiters
             if waiters._waiters or waiters.listeners:  # bool(waiters) without the call
                 waiters.notify(topic, queue_id, cq.max_offset)
@@ -118,21 +119,27 @@ class Dispatcher:
 
     def dispatch_batch(self, reqs: Sequence[DispatchRequest]) -> None:
         """Dispatch the records of one batch put (same topic, queue and sysflag)."""
-        first = reqs[0]
-        tran = first.sysflag & TRANSACTION_TYPE_MASK
-        if tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
-            cq = self.queues.flat.get((first.topic, first.queue_id))
+        if not isinstance(reqs, BatchRequests):
+            self.dispatch(reqs)
+            return
+        topic, queue_id, offsets = reqs.topic, reqs.queue_id, reqs.offsets
+        if (reqs.sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES:
+            cq = self.queues.flat.get((topic, queue_id))
             if cq is None:
-                cq = self.queues.find_or_create(first.topic, first.queue_id)
-            cq.put_many(reqs)
-            if self.waiters:
-                self.waiters.notify(first.topic, first.queue_id, cq.max_offset)
-        self.index.build_many(reqs)
-        last = reqs[-1]
-        end = last.commit_log_offset + last.msg_size
+                cq = self.queues.find_or_create(topic, queue_id)
+            cq.put_entries(
+                reqs.first_queue_offset, offsets, reqs.sizes, reqs.tags_codes, reqs.store_timestamp
+            )
+            waiters = self.waiters
+            if waiters._waiters or waiters.listeners:  # bool(waiters) without the call
+                waiters.notify(topic, queue_id, cq.max_offset)
+        self.index.build_batch(
+            topic, reqs.sysflag, offsets, reqs.keys, reqs.uniq_keys, reqs.store_timestamp
+        )
+        end = offsets[-1] + reqs.sizes[-1]
         if end > self.reput_from_offset:
             self.reput_from_offset = end
-        self.last_dispatched_timestamp = last.store_timestamp
+        self.last_dispatched_timestamp = reqs.store_timestamp
 
     def dispatch(self, reqs: Sequence[DispatchRequest]) -> None:
         """Dispatch records in commit-log order (they must start at `reput_from_offset`)."""

@@ -112,31 +112,34 @@ class IndexService:
                     f = self._last_file()
                     f.put_key(key_hash(prefix + k), phy, ts)
 
-    def build_many(self, reqs: Sequence[DispatchRequest]) -> None:
-        """`build_index` for the records of one batch put (one topic and sysflag), one pass."""
-        if not self.enabled or not reqs:
+    def build_batch(
+        self,
+        topic: str,
+        sysflag: int,
+        offsets: Sequence[int],
+        keys: Sequence[str],
+        uniq_keys: Sequence[str | None],
+        timestamp: int,
+    ) -> None:
+        """`build_index` for the records of one batch put (one topic, sysflag and store
+        time; rising commit-log `offsets`), one index write pass."""
+        if not self.enabled or sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
             return
-        first = reqs[0]
-        if first.sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
-            return
-        prefix = first.topic + "#"
+        prefix = topic + "#"
         entries: list[tuple[int, int, int]] = []
         add = entries.append
         last = self.last_indexed_offset
         uniq_hash = self._uniq_hash
-        for req in reqs:
-            phy = req.commit_log_offset
+        for phy, uniq, record_keys in zip(offsets, uniq_keys, keys, strict=True):
             if phy <= last:
                 continue
             last = phy
-            uniq = req.uniq_key
             if uniq:
-                add((uniq_hash(prefix, uniq), phy, req.store_timestamp))
-            keys = req.keys
-            if keys:
-                for k in keys.split(" "):
+                add((uniq_hash(prefix, uniq), phy, timestamp))
+            if record_keys:
+                for k in record_keys.split(" "):
                     if k:
-                        add((key_hash(prefix + k), phy, req.store_timestamp))
+                        add((key_hash(prefix + k), phy, timestamp))
         self.last_indexed_offset = last
         while entries:
             f = self.files[-1] if self.files else self._last_file()

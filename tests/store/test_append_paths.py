@@ -24,11 +24,12 @@ from engine.protocol.message import (
     property_value,
 )
 from engine.store import GetMessageStatus, MessageStore, PutMessageStatus
-from engine.store.commit_log import _dispatch_values
+from engine.store.commit_log import BatchRequests, _dispatch_values
 from engine.store.index_file import key_hash
 from engine.store.index_service import IndexService
 from engine.store.mapped_file import WARM_CHUNK, MappedFile
 from engine.store.mapped_file_queue import Preallocator
+from engine.store.results import DispatchRequest
 from tests.store.helpers import Clock
 
 NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "TAGSX", "KEY", "A", ""]
@@ -249,3 +250,23 @@ def test_preallocator_warms_off_the_hot_path(tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == [os.path.basename(path)]
     p.warm_later(mf)  # after shutdown: ignored
     mf.destroy(0, 0)
+
+
+def test_batch_requests_are_the_dispatch_requests() -> None:
+    reqs = BatchRequests(
+        "T", 3, 0x8, 1000, 40, 1, (100, 250, 330), (150, 80, 90), (7, 8, 9), ("k", "", "a b"),
+        ("u1", None, "u3"),
+    )  # fmt: skip
+    expected = [
+        DispatchRequest("T", 3, 100, 150, 7, 1000, 40, "k", "u1", 0x8, 0),
+        DispatchRequest("T", 3, 250, 80, 8, 1000, 41, "", None, 0x8, 0),
+        DispatchRequest("T", 3, 330, 90, 9, 1000, 42, "a b", "u3", 0x8, 0),
+    ]
+    assert len(reqs) == 3 and list(reqs) == expected
+    assert reqs[-1] == expected[-1] and reqs[1:] == expected[1:] and reqs[::-2] == expected[::-2]
+    with pytest.raises(IndexError):
+        reqs[3]
+    with pytest.raises(IndexError):
+        reqs[-4]
+    prepared = BatchRequests("T", 0, 0x4, 5, 0, 0, (1, 2), (1, 1), (0, 0), ("", ""), (None, None))
+    assert [r.consume_queue_offset for r in prepared] == [0, 0]  # no queue offsets taken
