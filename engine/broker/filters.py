@@ -11,21 +11,13 @@ a 5.x operator, would never match) — an operator learns of the mistake at subs
 
 from __future__ import annotations
 
+from engine.broker.errors import Refused
 from engine.filter import FilterError, Sql92Filter, compile_sql92
 from engine.protocol.body.heartbeat import ExpressionType, SubscriptionData
 from engine.protocol.codes import ResponseCode
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import decode_record
 from engine.store.message_filter import MessageFilter, TagsFilter
-
-
-class FilterRefused(Exception):
-    """A subscription the broker cannot filter by; carries the response code and remark."""
-
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
 
 
 class SqlMessageFilter:
@@ -49,18 +41,18 @@ def compile_subscription(sub: SubscriptionData, enable_property_filter: bool) ->
     """The compiled SQL92 expression of a subscription.
 
     Raises:
-        FilterRefused: SYSTEM_ERROR when the broker does not filter by properties,
+        Refused: SYSTEM_ERROR when the broker does not filter by properties,
             SUBSCRIPTION_PARSE_FAILED when the expression does not parse.
     """
     if not enable_property_filter:
-        raise FilterRefused(ResponseCode.SYSTEM_ERROR,
+        raise Refused(ResponseCode.SYSTEM_ERROR,
                             "The broker does not support consumer to filter message by "
                             f"{sub.expression_type.name}; set enablePropertyFilter=true in "
                             "broker.conf to use SQL92 subscriptions")
     try:
         return compile_sql92(sub.sub_string, strict=True)
     except FilterError as exc:
-        raise FilterRefused(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+        raise Refused(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                             f"SQL92 subscription of topic {sub.topic} does not parse: {exc}; "
                             f"expression: {sub.sub_string}") from None
 
@@ -69,7 +61,7 @@ def message_filter(sub: SubscriptionData, enable_property_filter: bool) -> Messa
     """The read-path filter of a subscription; None when it takes every message.
 
     Raises:
-        FilterRefused: see `compile_subscription`.
+        Refused: see `compile_subscription`.
     """
     if sub.expression_type is ExpressionType.SQL92:
         return SqlMessageFilter(compile_subscription(sub, enable_property_filter))

@@ -33,6 +33,7 @@ from engine.protocol.message import (
     BrokerMessage,
     MessageRecord,
     decode_record,
+    message_from_record,
     properties_to_string,
     string_to_properties,
 )
@@ -77,12 +78,9 @@ def real_message(record: MessageRecord) -> BrokerMessage:
     queue_id = int(props.pop(PROPERTY_REAL_QUEUE_ID))
     props.pop(PROPERTY_TRANSACTION_PREPARED, None)
     props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
-    return BrokerMessage(
-        topic=topic, body=record.body, queue_id=queue_id, flag=record.flag,
-        properties=properties_to_string(props),
+    return message_from_record(
+        record, topic=topic, queue_id=queue_id, properties=properties_to_string(props),
         sysflag=with_tran_type(record.sysflag, TRANSACTION_COMMIT_TYPE),
-        born_timestamp=record.born_timestamp, born_host=record.born_host,
-        store_host=record.store_host, reconsume_times=record.reconsume_times,
         prepared_transaction_offset=record.physical_offset)
 
 

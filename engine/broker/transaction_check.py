@@ -36,11 +36,11 @@ from engine.protocol.message import (
     PROPERTY_REAL_TOPIC,
     PROPERTY_TRANSACTION_CHECK_TIMES,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-    BrokerMessage,
     MessageRecord,
     create_offset_msg_id,
     decode_record,
     encode_record,
+    message_from_record,
     properties_to_string,
 )
 from engine.protocol.perm import PERM_RW
@@ -141,7 +141,8 @@ class TransactionCheckService(Service):
     def _discard(self, record: MessageRecord, checks: int) -> None:
         st = self.st
         st.topics.create_if_absent(TRANS_CHECK_MAX_TIME_TOPIC, 1, PERM_RW)
-        msg = _as_message(record, record.properties(), TRANS_CHECK_MAX_TIME_TOPIC, 0)
+        msg = message_from_record(record, topic=TRANS_CHECK_MAX_TIME_TOPIC, queue_id=0,
+                                  properties=properties_to_string(record.properties()))
         result = st.store.append_message(msg)
         log.warning("half message %s of group %s (offset %d) discarded after %d checks: no "
                     "commit or rollback; kept in %s (%s)",
@@ -153,7 +154,8 @@ class TransactionCheckService(Service):
         st = self.st
         props[PROPERTY_TRANSACTION_CHECK_TIMES] = str(checks)
         result = st.store.append_message(
-            _as_message(record, props, TRANS_HALF_TOPIC, HALF_QUEUE_ID))
+            message_from_record(record, topic=TRANS_HALF_TOPIC, queue_id=HALF_QUEUE_ID,
+                                properties=properties_to_string(props)))
         if result.status is not PutMessageStatus.PUT_OK:
             log.error("half message %d not renewed (%s); checking again next round",
                       record.queue_offset, result.status)
@@ -191,11 +193,3 @@ class TransactionCheckService(Service):
             op_offset = offset + 1
         offsets.commit(CHECK_GROUP, TRANS_OP_HALF_TOPIC, HALF_QUEUE_ID, op_offset)
 
-
-def _as_message(record: MessageRecord, props: dict[str, str], topic: str,
-                queue_id: int) -> BrokerMessage:
-    return BrokerMessage(
-        topic=topic, body=record.body, queue_id=queue_id, flag=record.flag,
-        properties=properties_to_string(props), sysflag=record.sysflag,
-        born_timestamp=record.born_timestamp, born_host=record.born_host,
-        store_host=record.store_host, reconsume_times=record.reconsume_times)

@@ -39,9 +39,10 @@ import sys
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from operator import mul
+from typing import Any
 
 from engine.protocol.errors import BodyError
 
@@ -284,6 +285,20 @@ class MessageRecord:
     def msg_id(self) -> str:
         """`UNIQ_KEY` if present, else the offset message id (MessageClientExt.getMsgId)."""
         return self.properties().get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or self.offset_msg_id
+
+
+def message_from_record(record: MessageRecord, *, topic: str, queue_id: int,
+                        properties: str, **changes: Any) -> BrokerMessage:
+    """A stored record put again (delay delivery, retry, commit, check-back): the same body,
+    flag, sysflag, hosts, born time, reconsume times and prepared offset, unless `changes`
+    (BrokerMessage fields) say otherwise."""
+    msg = BrokerMessage(
+        topic=topic, body=record.body, queue_id=queue_id, flag=record.flag,
+        properties=properties, sysflag=record.sysflag, born_timestamp=record.born_timestamp,
+        born_host=record.born_host, store_host=record.store_host,
+        reconsume_times=record.reconsume_times,
+        prepared_transaction_offset=record.prepared_transaction_offset)
+    return replace(msg, **changes) if changes else msg
 
 
 # -------------------------------------------------------------------------- properties

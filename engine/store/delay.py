@@ -23,6 +23,7 @@ from engine.protocol.message import (
     TRANSACTION_TYPE_MASK,
     BrokerMessage,
     MessageRecord,
+    message_from_record,
     properties_to_string,
     property_value,
     string_to_properties,
@@ -89,9 +90,5 @@ def restore(record: MessageRecord) -> BrokerMessage | None:
         return None
     props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
     props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
-    return BrokerMessage(
-        topic=topic, body=record.body, queue_id=int(queue), flag=record.flag,
-        properties=properties_to_string(props), sysflag=record.sysflag,
-        born_timestamp=record.born_timestamp, born_host=record.born_host,
-        store_host=record.store_host, reconsume_times=record.reconsume_times,
-        prepared_transaction_offset=record.prepared_transaction_offset)
+    return message_from_record(record, topic=topic, queue_id=int(queue),
+                               properties=properties_to_string(props))

@@ -4,7 +4,8 @@ CHECK_CLIENT_CONFIG."""
 from __future__ import annotations
 
 from engine.broker.clients import ClientChannel
-from engine.broker.filters import FilterRefused, compile_subscription
+from engine.broker.errors import Refused
+from engine.broker.filters import compile_subscription
 from engine.broker.state import BrokerState
 from engine.broker.topics import retry_topic
 from engine.protocol import fastjson
@@ -80,6 +81,6 @@ def check_client_config(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.response()
     try:
         compile_subscription(sub, ctx.state.config.enable_property_filter)
-    except FilterRefused as refused:
+    except Refused as refused:
         return cmd.response(refused.code, refused.remark)
     return cmd.response()

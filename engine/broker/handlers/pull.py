@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 
-from engine.broker.filters import FilterRefused, message_filter
+from engine.broker.errors import Refused
+from engine.broker.filters import message_filter
 from engine.broker.state import BrokerState
 from engine.protocol.body.heartbeat import ExpressionType, MessageModel, SubscriptionData
 from engine.protocol.body.route import MASTER_ID
@@ -40,39 +41,32 @@ FLAG_SUBSCRIPTION = 0x4
 FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 
-class PullRefused(Exception):
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
-
-
 def _subscription(st: BrokerState, header: PullMessageRequestHeader) -> SubscriptionData:
     if header.sys_flag & FLAG_SUBSCRIPTION:
         try:
             expr = ExpressionType[header.expression_type or "TAG"]
         except KeyError:
-            raise PullRefused(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+            raise Refused(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                               f"unknown expression type {header.expression_type!r}; "
                               "use TAG or SQL92") from None
         return SubscriptionData.build(header.topic, header.subscription, expr,
                                       header.sub_version)
     info = st.consumers.get(header.consumer_group)
     if info is None:
-        raise PullRefused(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+        raise Refused(ResponseCode.SUBSCRIPTION_NOT_EXIST,
                           f"the consumer's group info not exist{FAQ}")
     group_config = st.groups.get(header.consumer_group)
     if (info.message_model is MessageModel.BROADCASTING and group_config is not None
             and not group_config.consume_broadcast_enable):
-        raise PullRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"the consumer group[{header.consumer_group}] can not consume by "
                           "broadcast way")
     sub = info.subscriptions.get(header.topic)
     if sub is None:
-        raise PullRefused(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+        raise Refused(ResponseCode.SUBSCRIPTION_NOT_EXIST,
                           f"the consumer's subscription not exist{FAQ}")
     if sub.sub_version < header.sub_version:
-        raise PullRefused(ResponseCode.SUBSCRIPTION_NOT_LATEST,
+        raise Refused(ResponseCode.SUBSCRIPTION_NOT_LATEST,
                           "the consumer's subscription not latest")
     return sub
 
@@ -81,32 +75,29 @@ def _check(st: BrokerState, header: PullMessageRequestHeader,
            peer: str) -> tuple[SubscriptionGroupConfig, MessageFilter | None]:
     cfg = st.config
     if not st.readable:
-        raise PullRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"the broker[{cfg.broker_ip1}] pulling message is forbidden")
     group = st.groups.find_or_create(header.consumer_group)
     if group is None:
-        raise PullRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+        raise Refused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                           f"subscription group [{header.consumer_group}] does not exist{FAQ}")
     if not group.consume_enable:
-        raise PullRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"subscription group no permission, {header.consumer_group}")
     topic = st.topics.get(header.topic)
     if topic is None:
-        raise PullRefused(ResponseCode.TOPIC_NOT_EXIST,
+        raise Refused(ResponseCode.TOPIC_NOT_EXIST,
                           f"topic[{header.topic}] not exist, apply first please!{FAQ}")
     if not is_readable(topic.perm):
-        raise PullRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"the topic[{header.topic}] pulling message is forbidden")
     if not 0 <= header.queue_id < topic.read_queue_nums:
-        raise PullRefused(ResponseCode.SYSTEM_ERROR,
+        raise Refused(ResponseCode.SYSTEM_ERROR,
                           f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] "
                           f"topicConfig.readQueueNums:[{topic.read_queue_nums}] "
                           f"consumer:[{peer}]")
     sub = _subscription(st, header)
-    try:
-        return group, message_filter(sub, cfg.enable_property_filter)
-    except FilterRefused as refused:
-        raise PullRefused(refused.code, refused.remark) from None
+    return group, message_filter(sub, cfg.enable_property_filter)
 
 
 _CODES = {
@@ -161,7 +152,7 @@ def pull_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[
     header = from_ext(PullMessageRequestHeader, cmd.ext_fields)
     try:
         group, filt = _check(st, header, ctx.connection.remote_addr)
-    except PullRefused as refused:
+    except Refused as refused:
         return cmd.response(refused.code, refused.remark)
     result = _read(st, header, filt)
     if header.sys_flag & FLAG_COMMIT_OFFSET and not st.is_slave:

@@ -17,6 +17,7 @@ import random
 from collections.abc import Awaitable, Coroutine
 from typing import Any
 
+from engine.broker.errors import Refused
 from engine.broker.state import BrokerState
 from engine.broker.topics import (
     NOT_ALLOWED_SEND,
@@ -72,15 +73,6 @@ _STATUS_CODES = {
 }
 
 
-class SendRefused(Exception):
-    """A check failed; carries the response code and remark to answer with."""
-
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
-
-
 def _header(cmd: RemotingCommand) -> SendMessageRequestHeader:
     if cmd.code == RequestCode.SEND_MESSAGE:
         return from_ext(SendMessageRequestHeader, cmd.ext_fields)
@@ -92,37 +84,37 @@ def _check_topic(st: BrokerState, header: SendMessageRequestHeader,
     """msgCheck: the topic config to store under, auto-created when allowed."""
     cfg = st.config
     if st.is_slave:
-        raise SendRefused(ResponseCode.SERVICE_NOT_AVAILABLE,
+        raise Refused(ResponseCode.SERVICE_NOT_AVAILABLE,
                           f"the broker[{cfg.broker_addr}] is a slave of {cfg.broker_name} and "
                           f"read-only; send to its master ({st.master_addr or 'not known yet'}). "
                           + SERVICE_NOT_AVAILABLE_REMARK)
     if not is_writeable(cfg.broker_permission):
-        raise SendRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"the broker[{cfg.broker_ip1}] sending message is forbidden")
     topic = header.topic
     if topic in NOT_ALLOWED_SEND:
-        raise SendRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"Sending message to topic[{topic}] is forbidden.")
     config = st.topics.get(topic)
     if config is None:  # known topics were validated when they were created
         problem = topic_name_problem(topic)
         if problem is not None:
-            raise SendRefused(ResponseCode.SYSTEM_ERROR, problem)
+            raise Refused(ResponseCode.SYSTEM_ERROR, problem)
         if topic.startswith(RETRY_PREFIX):
             config = st.topics.create_if_absent(topic, 1, PERM_RW)
         else:
             config = st.topics.create_in_send(topic, header.default_topic,
                                               header.default_topic_queue_nums)
         if config is None:
-            raise SendRefused(ResponseCode.TOPIC_NOT_EXIST,
+            raise Refused(ResponseCode.TOPIC_NOT_EXIST,
                               f"topic[{topic}] not exist, apply first please!{APPLY_TOPIC_TIP}")
     valid = max(config.write_queue_nums, config.read_queue_nums)
     if header.queue_id >= valid:
-        raise SendRefused(ResponseCode.SYSTEM_ERROR,
+        raise Refused(ResponseCode.SYSTEM_ERROR,
                           f"request queueId[{header.queue_id}] is illegal, {config} "
                           f"Producer: {peer}")
     if not is_writeable(config.perm):
-        raise SendRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"the topic[{topic}] sending message is forbidden")
     return config
 
@@ -135,7 +127,7 @@ def _dlq_redirect(st: BrokerState, cmd: RemotingCommand, header: SendMessageRequ
     group = topic[len(RETRY_PREFIX):]
     sub = st.groups.get(group)
     if sub is None:
-        raise SendRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+        raise Refused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                           f"subscription group not exist, {group}{APPLY_TOPIC_TIP}")
     max_times = sub.retry_max_times
     if cmd.version >= V3_4_9 and header.max_reconsume_times is not None:
@@ -147,6 +139,7 @@ def _dlq_redirect(st: BrokerState, cmd: RemotingCommand, header: SendMessageRequ
 
 _WAIT = PROPERTY_WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR
 _CLUSTER = PROPERTY_CLUSTER + NAME_VALUE_SEPARATOR
+_TRAN = PROPERTY_TRANSACTION_PREPARED + NAME_VALUE_SEPARATOR
 
 
 def _find_property(props: str, key: str) -> int:
@@ -170,17 +163,17 @@ def _strip_wait(props: str) -> tuple[str, bool]:
 
 def _is_half(st: BrokerState, props: str, reconsume_times: int) -> bool:
     """Whether a single message is a transactional half message; refuses what cannot be one."""
-    if property_value(props, PROPERTY_TRANSACTION_PREPARED) != "true":
-        return False
+    if _TRAN not in props or property_value(props, PROPERTY_TRANSACTION_PREPARED) != "true":
+        return False  # the substring test first: this runs on every send
     delayed = delay_level(props) > 0
     if reconsume_times > 0 and delayed:  # a retry from a client older than 4.6.1: a normal one
         return False
     if st.config.reject_transaction_message:
-        raise SendRefused(ResponseCode.NO_PERMISSION,
+        raise Refused(ResponseCode.NO_PERMISSION,
                           f"the broker[{st.config.broker_ip1}] sending transaction "
                           "message is forbidden")
     if delayed:
-        raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+        raise Refused(ResponseCode.MESSAGE_ILLEGAL,
                           "a transactional message cannot have a delay level (DELAY); send it "
                           "without one")
     return True
@@ -188,11 +181,11 @@ def _is_half(st: BrokerState, props: str, reconsume_times: int) -> bool:
 
 def _refuse_in_batch(props: str) -> None:
     if property_value(props, PROPERTY_TRANSACTION_PREPARED) == "true":
-        raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+        raise Refused(ResponseCode.MESSAGE_ILLEGAL,
                           "transactional messages cannot be sent in a batch; send each with "
                           "sendMessageInTransaction")
     if delay_level(props) > 0:
-        raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+        raise Refused(ResponseCode.MESSAGE_ILLEGAL,
                           "batch messages cannot have a delay level (DELAY); send delayed "
                           "messages one by one")
 
@@ -266,7 +259,7 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
         topic, queue_id = _dlq_redirect(st, cmd, header, header.topic, queue_id)
-    except SendRefused as refused:
+    except Refused as refused:
         return cmd.response(refused.code, refused.remark)
     sysflag = header.sys_flag
     if config.topic_filter_type is TopicFilterType.MULTI_TAG:
@@ -305,12 +298,12 @@ def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendMessageRequestHeader
     st = ctx.state
     try:
         if header.topic.startswith(RETRY_PREFIX):
-            raise SendRefused(ResponseCode.MESSAGE_ILLEGAL,
+            raise Refused(ResponseCode.MESSAGE_ILLEGAL,
                               f"batch request does not support retry group {header.topic}")
         config = _check_topic(st, header, ctx.connection.remote_addr)
         props, wait = _strip_wait(header.properties or "")
         _refuse_in_batch(props)
-    except SendRefused as refused:
+    except Refused as refused:
         return cmd.response(refused.code, refused.remark)
     queue_id = header.queue_id
     if queue_id < 0:

@@ -26,8 +26,8 @@ from engine.protocol.message import (
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
     PROPERTY_WAIT_STORE_MSG_OK,
-    BrokerMessage,
     decode_record,
+    message_from_record,
     properties_to_string,
 )
 from engine.protocol.perm import PERM_RW, is_writeable
@@ -91,11 +91,9 @@ def consumer_send_msg_back(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     else:
         level = header.delay_level or DEFAULT_FIRST_RETRY_LEVEL + failed.reconsume_times
         props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
-    msg = BrokerMessage(
-        topic=topic, body=failed.body, queue_id=queue_id, flag=failed.flag,
-        properties=properties_to_string(props), sysflag=failed.sysflag,
-        born_timestamp=failed.born_timestamp, born_host=failed.born_host,
-        store_host=failed.store_host, reconsume_times=failed.reconsume_times + 1)
+    msg = message_from_record(
+        failed, topic=topic, queue_id=queue_id, properties=properties_to_string(props),
+        reconsume_times=failed.reconsume_times + 1, prepared_transaction_offset=0)
     result = st.store.append_message(msg)  # waitStoreMsgOK=false: no flush wait
     if result.status is not PutMessageStatus.PUT_OK:
         return cmd.response(ResponseCode.SYSTEM_ERROR,
