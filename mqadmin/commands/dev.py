@@ -1,4 +1,4 @@
-"""``mqadmin dev up|down|status``: a local cluster with demo data, for trying things out."""
+"""``mqadmin dev up|down|status|restart``: a local cluster with demo data, for trying things out."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from mqadmin.dev import cluster as dev
 from mqadmin.options import DebugOpt, OutputOpt
 from mqadmin.render import OutputFormat
 
-app = typer.Typer(help="A local name server, broker-a master and slave, and demo traffic.",
+app = typer.Typer(help="A local name server, a broker-a master and slave, and demo traffic.",
                   no_args_is_help=True)
 
-PROCESS_COLUMNS = ("process", "pid", "addr", "running")
+PROCESS_COLUMNS = ("process", "pid", "addr", "role", "brokerId", "running")
 STOPPED_COLUMNS = ("process", "pid", "result")
 CONTEXT = "dev"
 
@@ -40,7 +40,10 @@ def dev_up(
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Start the local cluster (a second `up` only says it runs) and print how to reach it.
+    """Start the local cluster, or what of it is not running, and print how to reach it.
+
+    Processes: namesrv, broker-a-n1 (first started as the master), broker-a-n2 (its slave)
+    and traffic.  A second `up` restarts only the processes that died, on their ports.
 
     Demo data: topics DemoOrders and DemoPayments; group demo-consumer fails every order
     whose key ends in 7, so %DLQ%demo-consumer fills within a minute; group demo-laggard
@@ -86,6 +89,31 @@ def dev_status(
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Show the processes of the local cluster and whether they run."""
+    """Show the processes of the local cluster, each broker's current role, and whether
+    they run; exits 1 naming the processes that are down."""
     with guarded(debug):
+        rows = dev.status(data_dir)
+        render.render(rows, output, columns=PROCESS_COLUMNS)
+        dev.check_running(data_dir, rows)
+
+
+@app.command("restart")
+def dev_restart(
+    name: Annotated[str, typer.Argument(
+        help="The process: namesrv, broker-a-n1, broker-a-n2 or traffic.")],
+    data_dir: DataDirOpt = Path(dev.DEFAULT_DATA_DIR),
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=0, help="Seconds to wait after SIGTERM before SIGKILL.")
+    ] = dev.STOP_TIMEOUT,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Stop one process of the local cluster and start it again on the same port.
+
+    A broker comes back in the role it last had: after a failover, `dev restart` of the
+    old master brings it back as the slave of the new one.
+    """
+    with guarded(debug):
+        stopped = dev.restart(data_dir, name, stop_timeout=timeout, on_step=render.note)
+        render.note(f"{stopped.process} (pid {stopped.pid}): {stopped.result}, started again")
         render.render(dev.status(data_dir), output, columns=PROCESS_COLUMNS)

@@ -1,26 +1,24 @@
-"""``mqadmin dev up/down/status``: a name server, broker-a master and slave, demo traffic.
+"""``mqadmin dev up/down/status/restart``: a name server, two broker-a brokers, demo traffic.
 
 How this works: everything lives under one data directory (``./.mqdev`` by default):
-generated configs (``namesrv.properties``, ``broker-a-master.conf``, ``broker-a-slave.conf``),
-the stores, the logs, and ``state.json`` with the pid and port of every process.  `up`
-starts each server as a detached process (its own session, so it outlives the command),
-waits until the name server lists the master and the slave, creates the demo topics and
-groups, and starts the demo traffic (dev/traffic.py).  A second `up` finds every process of
-the state file alive and says so; a state file whose processes are gone is stale and is
-cleaned before starting again.  `down` sends SIGTERM to each process (traffic first, the
-name server last), waits, and sends SIGKILL to what is still running.  A pid is only
-signalled while its command line still names the data directory, so a reused pid is safe.
+generated configs (``namesrv.properties``, ``broker-a-n1.conf``, ``broker-a-n2.conf``), the
+stores, the logs, and ``state.json`` with the pid and port of every process.  The brokers
+are named by node, not role: broker-a-n1 starts as the master (brokerId 0) and broker-a-n2
+as its slave, but a switchover or failover swaps them, and a broker restarts in the role
+it last had (its store keeps it), so `status` asks the cluster for each one's current role.
+`up` starts what the state file does not show running, each as a detached process (its own
+session, so it outlives the command) on the port it had, and waits until it serves (the name
+server accepts connections, a broker is registered); on a first start it also creates the
+demo topics and groups and starts the demo traffic (dev/traffic.py).  So a second `up`
+restarts only what died, and `restart NAME` stops and starts one process.  `down` stops
+every process (traffic first, the name server last).  A pid is only signalled while its
+command line still names the data directory, so a reused pid is safe.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -31,7 +29,12 @@ from engine.client.errors import ClientError
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting import loop
-from mqadmin.exit_codes import CliError
+from mqadmin.dev import processes
+from mqadmin.dev.processes import DevError, accepting, is_ours, log_path, wait_ready
+from mqadmin.exit_codes import UsageProblem
+
+__all__ = ["DevError", "DevState", "Stopped", "down", "read_state", "restart", "status",
+           "up"]
 
 DEFAULT_DATA_DIR = ".mqdev"
 STATE_FILE = "state.json"
@@ -43,18 +46,14 @@ DELAY_LEVELS = "1s 2s 3s 4s 5s"
 DEMO_TOPICS = {"DemoOrders": 4, "DemoPayments": 2}
 #: Group -> retries before its dead-letter queue.
 DEMO_GROUPS = {"demo-consumer": 2, "demo-laggard": 2}
+#: Broker process -> whether it starts as the slave (brokerId 1) the very first time.
+BROKERS = {"broker-a-n1": False, "broker-a-n2": True}
 #: Start order; `down` stops in the reverse order.
-PROCESSES = ("namesrv", "broker-a-master", "broker-a-slave", "traffic")
+PROCESSES = ("namesrv", *BROKERS, "traffic")
+#: Process names of earlier versions (state files, ports and store folders of a data dir).
+LEGACY_NAMES = {"broker-a-master": "broker-a-n1", "broker-a-slave": "broker-a-n2"}
 READY_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
-POLL = 0.05
-
-#: Children started by this process, so they can be waited for (no zombies).
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
-class DevError(CliError):
-    """The dev cluster could not start or stop; the message says where to look."""
 
 
 @dataclass(slots=True)
@@ -70,130 +69,22 @@ def state_path(data_dir: Path) -> Path:
     return data_dir / STATE_FILE
 
 
+def _renamed(table: dict[str, object]) -> dict[str, object]:
+    return {LEGACY_NAMES.get(k, k): v for k, v in table.items()}
+
+
 def read_state(data_dir: Path) -> DevState | None:
     try:
         doc = json.loads(state_path(data_dir).read_text())
+        doc["pids"], doc["brokers"] = _renamed(doc["pids"]), _renamed(doc.get("brokers", {}))
         return DevState(**doc)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
 
 
 def _write_state(state: DevState) -> None:
     path = state_path(Path(state.data_dir))
     path.write_text(json.dumps(asdict(state), indent=2) + "\n")
-
-
-# ---------------------------------------------------------------------------- processes
-
-
-def _reap(pid: int) -> None:
-    child = _CHILDREN.get(pid)
-    if child is not None:
-        if child.poll() is not None:
-            del _CHILDREN[pid]
-        return
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def is_ours(pid: int, data_dir: Path) -> bool:
-    """Whether `pid` runs (not a zombie) and its command line names `data_dir`."""
-    _reap(pid)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
-    proc = Path(f"/proc/{pid}")
-    if not proc.exists():
-        return True  # no /proc (macOS): trust the pid
-    try:
-        if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-        return str(data_dir) in (proc / "cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        return False
-
-
-def _spawn(name: str, args: list[str], data_dir: Path) -> int:
-    logs = data_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    with open(logs / f"{name}.out", "ab") as out:
-        child = subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL,
-                                 stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True, cwd=data_dir)
-    _CHILDREN[child.pid] = child
-    return child.pid
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(*, neighbours: tuple[int, ...] = ()) -> int:
-    """A port the OS has free now, with `neighbours` (offsets such as -2, +1) free too."""
-    for _ in range(200):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
-        if all(1024 < port + d < 65536 and _port_free(port + d) for d in neighbours):
-            return port
-    raise DevError("found no free port; pass the ports with --namesrv-port/--broker-port")
-
-
-BROKER_NEIGHBOURS = (-2, 1)  # the fast port (listenPort - 2) and the HA port (+1)
-
-
-def _ports(data_dir: Path, asked: dict[str, int]) -> dict[str, int]:
-    """The port of each server: the one asked for, else last run's if still free (offset
-    message ids hold the broker's address), else a free one; saved for the next run."""
-    try:
-        last = {k: int(v) for k, v in json.loads((data_dir / PORTS_FILE).read_text()).items()}
-    except (OSError, ValueError, TypeError, AttributeError):
-        last = {}
-    ports: dict[str, int] = {}
-    for name, port in asked.items():
-        neighbours = () if name == "namesrv" else BROKER_NEIGHBOURS
-        if port:
-            ports[name] = port
-        elif (old := last.get(name)) and old not in ports.values() and all(
-                _port_free(old + d) for d in (0, *neighbours)):
-            ports[name] = old
-        else:
-            port = free_port(neighbours=neighbours)
-            while port in ports.values():
-                port = free_port(neighbours=neighbours)
-            ports[name] = port
-    (data_dir / PORTS_FILE).write_text(json.dumps(ports) + "\n")
-    return ports
-
-
-def _tail(path: Path, lines: int = 5) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-def _wait(what: str, ready: Callable[[], bool], pids: dict[str, int], data_dir: Path,
-          timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        for name, pid in pids.items():
-            if not is_ours(pid, data_dir):
-                raise DevError(f"{name} exited while starting; its output "
-                               f"({data_dir / 'logs' / (name + '.out')}):\n"
-                               f"{_tail(data_dir / 'logs' / (name + '.out'))}")
-        if time.monotonic() > deadline:
-            raise DevError(f"{what} not ready after {timeout:g} s; see the logs in "
-                           f"{data_dir / 'logs'}")
-        time.sleep(POLL)
 
 
 # ---------------------------------------------------------------------------- configs
@@ -209,7 +100,13 @@ def _namesrv_conf(data_dir: Path, port: int) -> Path:
     return path
 
 
-def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str, slave: bool) -> Path:
+def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str) -> Path:
+    """The broker's config; its role and id are those of its first start (a role change
+    is kept in its store and wins over these)."""
+    for old, new in LEGACY_NAMES.items():  # a data dir of an earlier version
+        if new == name and (data_dir / old).is_dir() and not (data_dir / name).exists():
+            (data_dir / old).rename(data_dir / name)
+    slave = BROKERS[name]
     path = data_dir / f"{name}.conf"
     path.write_text("\n".join([
         f"brokerClusterName={CLUSTER}", f"brokerName={BROKER}",
@@ -222,15 +119,20 @@ def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str, slave: bool
     return path
 
 
-# ---------------------------------------------------------------------------- up / down
+# ---------------------------------------------------------------------------- starting
 
 
-def _registered(namesrv: str) -> bool:
+def _registered(namesrv: str, addr: str | None = None) -> bool:
+    """Whether the name server lists `addr` under broker-a (None: a master and a slave)."""
     async def check() -> bool:
         async with MQAdmin(namesrv, timeout=1.0) as admin:
             info = await admin.namesrv.cluster_info()
         data = info.broker_addr_table.get(BROKER)
-        return data is not None and {0, 1} <= set(data.broker_addrs)
+        if data is None:
+            return False
+        if addr is None:
+            return {0, 1} <= set(data.broker_addrs)
+        return addr in data.broker_addrs.values()
 
     try:
         return loop.run(check())
@@ -238,10 +140,38 @@ def _registered(namesrv: str) -> bool:
         return False
 
 
-def _accepting(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+def _port(addr: str) -> int:
+    return int(addr.rsplit(":", 1)[1])
+
+
+def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float) -> None:
+    """Spawn process `name` (its config written for `port`) and record it in the state."""
+    if name == "namesrv":
+        state.namesrv = f"127.0.0.1:{port}"
+        args = ["-m", "engine.namesrv.main", "-c", str(_namesrv_conf(data_dir, port))]
+    elif name in BROKERS:
+        state.brokers[name] = f"127.0.0.1:{port}"
+        args = ["-m", "engine.broker.main", "-c",
+                str(_broker_conf(data_dir, name, port, state.namesrv))]
+    elif name == "traffic":
+        args = ["-m", "mqadmin.dev.traffic", "-n", state.namesrv, "--data-dir", str(data_dir),
+                "--rate", str(rate)]
+    else:
+        raise DevError(f"no way to start {name!r}; `mqadmin dev down` and `up` again")
+    state.pids[name] = processes.spawn(name, args, data_dir)
+    _write_state(state)
+
+
+def _wait_serving(name: str, state: DevState, data_dir: Path, timeout: float) -> None:
+    if name == "namesrv":
+        port = _port(state.namesrv)
+        wait_ready("the name server", lambda: accepting(port), {name: state.pids[name]},
+                   data_dir, timeout)
+    elif name in BROKERS:
+        addr = state.brokers[name]
+        wait_ready(f"{name}'s registration",
+                   lambda: accepting(_port(addr)) and _registered(state.namesrv, addr),
+                   {name: state.pids[name]}, data_dir, timeout)
 
 
 async def create_demo(namesrv: str) -> None:
@@ -264,8 +194,8 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
        slave_port: int = 0, traffic: bool = True, rate: float = 5.0,
        timeout: float = READY_TIMEOUT,
        on_step: Callable[[str], None] | None = None) -> tuple[DevState, bool]:
-    """Start the dev cluster under `data_dir` (ports 0: free ones); returns its state and
-    whether it was already running.
+    """Start what of the dev cluster under `data_dir` does not run (ports 0: last run's,
+    else free ones); returns its state and whether everything was already running.
 
     Raises:
         DevError: a process did not start; the message names its log.
@@ -273,48 +203,73 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
     step = on_step or (lambda _: None)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    wanted = [n for n in PROCESSES if n != "traffic" or traffic]
     old = read_state(data_dir)
-    if old is not None:
-        alive = [n for n, pid in old.pids.items() if is_ours(pid, data_dir)]
-        if alive and len(alive) == len(old.pids):
-            return old, True
-        step("cleaning a stale state file" + (f" (stopping {', '.join(alive)})" if alive
-                                              else ""))
+    alive = {n: pid for n, pid in (old.pids if old else {}).items() if is_ours(pid, data_dir)}
+    dead = [n for n in wanted if n not in alive]
+    if not dead and old is not None:
+        return old, True
+    fresh = not alive
+    running = {"namesrv": old.namesrv, **old.brokers} if old and alive else {}
+    asked = {"namesrv": namesrv_port, "broker-a-n1": broker_port, "broker-a-n2": slave_port}
+    asked = {n: _port(running[n]) if n in alive and n in running else p
+             for n, p in asked.items()}
+    ports = processes.choose_ports(data_dir / PORTS_FILE, asked, LEGACY_NAMES)
+    if "namesrv" in dead and old is not None and ports["namesrv"] != _port(old.namesrv):
+        step(f"the name server's port {_port(old.namesrv)} is taken: restarting everything")
         down(data_dir, timeout=STOP_TIMEOUT)
-    ports = _ports(data_dir, {"namesrv": namesrv_port, "broker-a-master": broker_port,
-                              "broker-a-slave": slave_port})
-    ns_port = ports["namesrv"]
-    namesrv = f"127.0.0.1:{ns_port}"
-    state = DevState(str(data_dir), namesrv, started_at=time.time())
+        alive, dead, fresh = {}, wanted, True
+    state = DevState(str(data_dir), f"127.0.0.1:{ports['namesrv']}",
+                     pids=dict(alive), started_at=old.started_at if old and alive else 0)
+    state.brokers = {n: a for n, a in (old.brokers if old else {}).items() if n in alive}
+    state.started_at = state.started_at or time.time()
     try:
-        step(f"starting the name server on {namesrv}")
-        state.pids["namesrv"] = _spawn(
-            "namesrv", ["-m", "engine.namesrv.main", "-c",
-                        str(_namesrv_conf(data_dir, ns_port))], data_dir)
-        _write_state(state)
-        _wait("the name server", lambda: _accepting(ns_port), state.pids, data_dir, timeout)
-        for name, slave in (("broker-a-master", False), ("broker-a-slave", True)):
-            port = ports[name]
-            step(f"starting {name} on 127.0.0.1:{port}")
-            conf = _broker_conf(data_dir, name, port, namesrv, slave)
-            state.pids[name] = _spawn(name, ["-m", "engine.broker.main", "-c", str(conf)],
-                                      data_dir)
-            state.brokers[name] = f"127.0.0.1:{port}"
-            _write_state(state)
-        _wait("the brokers' registration", lambda: _registered(namesrv), state.pids, data_dir,
-              timeout)
-        step("creating the demo topics and groups")
-        loop.run(create_demo(namesrv))
-        if traffic:
-            step("starting the demo traffic")
-            state.pids["traffic"] = _spawn(
-                "traffic", ["-m", "mqadmin.dev.traffic", "-n", namesrv, "--data-dir",
-                            str(data_dir), "--rate", str(rate)], data_dir)
-            _write_state(state)
+        for name in dead:
+            if name == "traffic" and fresh:
+                step("creating the demo topics and groups")
+                loop.run(create_demo(state.namesrv))
+            verb = "starting" if fresh else "restarting"
+            where = f" on 127.0.0.1:{ports[name]}" if name in ports else ""
+            step(f"{verb} {name}{where}")
+            _start(name, state, ports.get(name, 0), data_dir, rate)
+            _wait_serving(name, state, data_dir, timeout)
+        if fresh and "traffic" not in dead:
+            step("creating the demo topics and groups")
+            loop.run(create_demo(state.namesrv))
     except BaseException:
-        down(data_dir, timeout=STOP_TIMEOUT)
+        if fresh:
+            down(data_dir, timeout=STOP_TIMEOUT)
         raise
     return state, False
+
+
+def restart(data_dir: Path, name: str, *, rate: float = 5.0, timeout: float = READY_TIMEOUT,
+            stop_timeout: float = STOP_TIMEOUT,
+            on_step: Callable[[str], None] | None = None) -> Stopped:
+    """Stop process `name` of the dev cluster (SIGTERM, SIGKILL after `stop_timeout`) and
+    start it again on the same port; waits until it serves.
+
+    Raises:
+        UsageProblem: no such process in the state file.
+        DevError: nothing runs here, or the process did not start again.
+    """
+    data_dir = data_dir.resolve()
+    state = read_state(data_dir)
+    if state is None:
+        raise DevError(f"nothing runs from {data_dir}; start it with `mqadmin dev up "
+                       f"--data-dir {data_dir}`")
+    if name not in state.pids:
+        raise UsageProblem(f"no process {name!r} in {data_dir}; the processes are "
+                           f"{', '.join(state.pids)}")
+    step = on_step or (lambda _: None)
+    pid = state.pids[name]
+    step(f"stopping {name} (pid {pid})")
+    stopped = Stopped(name, pid, processes.stop(pid, data_dir, stop_timeout))
+    port = _port(state.namesrv if name == "namesrv" else state.brokers.get(name, ":0"))
+    step(f"starting {name}" + (f" on 127.0.0.1:{port}" if port else ""))
+    _start(name, state, port, data_dir, rate)
+    _wait_serving(name, state, data_dir, timeout)
+    return stopped
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,45 +287,62 @@ def down(data_dir: Path, *, timeout: float = STOP_TIMEOUT) -> list[Stopped]:
     if state is None:
         return []
     order = sorted(state.pids, key=lambda n: -PROCESSES.index(n) if n in PROCESSES else 0)
-    running = {n: state.pids[n] for n in order if is_ours(state.pids[n], data_dir)}
-    results = {n: Stopped(n, pid, "not running") for n, pid in state.pids.items()}
-    for name, pid in running.items():
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while is_ours(pid, data_dir) and time.monotonic() < deadline:
-            time.sleep(POLL)
-        if is_ours(pid, data_dir):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            while is_ours(pid, data_dir):
-                time.sleep(POLL)
-            results[name] = Stopped(name, pid, "killed")
-        else:
-            results[name] = Stopped(name, pid, "stopped")
-        child = _CHILDREN.pop(pid, None)
-        if child is not None:
-            child.wait()
+    results = [Stopped(n, state.pids[n], processes.stop(state.pids[n], data_dir, timeout))
+               for n in order]
     state_path(data_dir).unlink(missing_ok=True)
-    return [results[n] for n in order]
+    return results
+
+
+# ---------------------------------------------------------------------------- status
+
+
+async def _roles(state: DevState, running: set[str]) -> dict[str, tuple[str | None, int | None]]:
+    """Broker process -> (brokerRole the broker reports, brokerId the name server lists)."""
+    found: dict[str, tuple[str | None, int | None]] = {}
+    async with MQAdmin(state.namesrv, timeout=2.0) as admin:
+        ids: dict[str, int] = {}
+        if "namesrv" in running:
+            with contextlib.suppress(ClientError, TimeoutError):
+                info = await admin.namesrv.cluster_info()
+                data = info.broker_addr_table.get(BROKER)
+                ids = {a: i for i, a in data.broker_addrs.items()} if data else {}
+        for name, addr in state.brokers.items():
+            role = None
+            if name in running:
+                with contextlib.suppress(ClientError, TimeoutError):
+                    role = (await admin.broker.broker_config(addr)).get("brokerRole")
+            found[name] = (role, ids.get(addr))
+    return found
 
 
 def status(data_dir: Path) -> list[dict[str, object]]:
-    """One row per process of the state file: its pid, address and whether it runs."""
+    """One row per process of the state file: its pid, address, whether it runs and, for
+    a broker, its current role (asked of the broker) and brokerId (the name server's)."""
     data_dir = data_dir.resolve()
     state = read_state(data_dir)
     if state is None:
         return []
     addrs = {"namesrv": state.namesrv, **state.brokers}
+    running = {n for n, pid in state.pids.items() if is_ours(pid, data_dir)}
+    roles = loop.run(_roles(state, running)) if running else {}
     return [{"process": name, "pid": pid, "addr": addrs.get(name),
-             "running": is_ours(pid, data_dir)} for name, pid in state.pids.items()]
+             "role": roles.get(name, (None, None))[0],
+             "brokerId": roles.get(name, (None, None))[1],
+             "running": name in running} for name, pid in state.pids.items()]
 
 
-def wait_stopped(pids: list[int], data_dir: Path, timeout: float = STOP_TIMEOUT) -> bool:
-    """Whether every pid is gone within `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while any(is_ours(p, data_dir) for p in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL)
-    return True
+def check_running(data_dir: Path, rows: list[dict[str, object]]) -> None:
+    """Raise when a process of `rows` (from `status`) is down, or when nothing runs.
+
+    Raises:
+        DevError: naming each dead process and its log.
+    """
+    data_dir = data_dir.resolve()
+    if not rows:
+        raise DevError(f"nothing runs from {data_dir}; start it with `mqadmin dev up "
+                       f"--data-dir {data_dir}`")
+    dead = [str(r["process"]) for r in rows if not r["running"]]
+    if dead:
+        logs = ", ".join(str(log_path(data_dir, n)) for n in dead)
+        raise DevError(f"{', '.join(dead)} not running (see {logs}); `mqadmin dev up "
+                       f"--data-dir {data_dir}` restarts only what is down")

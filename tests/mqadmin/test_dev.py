@@ -11,6 +11,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from mqadmin.dev import cluster as dev
 from mqadmin.dev.traffic import Consumer
 from mqadmin.exit_codes import ExitCode
 
-from .cli import invoke, json_rows, rows_of
+from .cli import invoke, json_rows, rows_of, rows_of_any
 from .conftest import BackgroundCluster, start_cluster
 
 
@@ -46,17 +47,19 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     up = invoke("dev", "up", "--data-dir", str(data_dir), "-o", "json")
     assert up.exit_code == 0, up.stderr
     processes = {r["process"]: r for r in rows_of(up)}
-    assert set(processes) == {"namesrv", "broker-a-master", "broker-a-slave", "traffic"}
+    assert set(processes) == {"namesrv", "broker-a-n1", "broker-a-n2", "traffic"}
     assert all(r["running"] for r in processes.values())
+    assert [(processes[n]["role"], processes[n]["brokerId"]) for n in ("broker-a-n1",
+            "broker-a-n2")] == [("ASYNC_MASTER", 0), ("SLAVE", 1)]
     assert "NAMESRV_ADDR=" in up.stderr and "dev down" in up.stderr
     namesrv = processes["namesrv"]["addr"]
 
     rows = json_rows("clusterList", "--context", "dev")
     assert sorted((r["cluster"], r["brokerName"], r["brokerId"], r["addr"]) for r in rows) == [
-        ("DevCluster", "broker-a", 0, processes["broker-a-master"]["addr"]),
-        ("DevCluster", "broker-a", 1, processes["broker-a-slave"]["addr"])]
+        ("DevCluster", "broker-a", 0, processes["broker-a-n1"]["addr"]),
+        ("DevCluster", "broker-a", 1, processes["broker-a-n2"]["addr"])]
     config = {r["key"]: r["value"] for r in json_rows(
-        "getBrokerConfig", "-b", processes["broker-a-slave"]["addr"], "-n", namesrv)}
+        "getBrokerConfig", "-b", processes["broker-a-n2"]["addr"], "-n", namesrv)}
     assert (config["brokerRole"], config["brokerId"]) == ("SLAVE", "1")
     assert config["messageDelayLevel"] == dev.DELAY_LEVELS
     topics = {r["topic"] for r in json_rows("topicList", "-n", namesrv)}
@@ -70,34 +73,102 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     down = invoke("dev", "down", "--data-dir", str(data_dir), "-o", "json")
     assert down.exit_code == 0, down.stderr
     assert [(r["process"], r["result"]) for r in rows_of(down)] == [
-        ("traffic", "stopped"), ("broker-a-slave", "stopped"),
-        ("broker-a-master", "stopped"), ("namesrv", "stopped")]
+        ("traffic", "stopped"), ("broker-a-n2", "stopped"),
+        ("broker-a-n1", "stopped"), ("namesrv", "stopped")]
     assert all(gone(r["pid"]) for r in processes.values())
     assert not (data_dir / dev.STATE_FILE).exists()
     assert invoke("clusterList", "-n", namesrv).exit_code == ExitCode.UNREACHABLE
     assert "nothing runs" in invoke("dev", "down", "--data-dir", str(data_dir)).stderr
 
 
-def test_dev_up_cleans_a_stale_state(data_dir: Path) -> None:
+def status_of(data_dir: Path) -> tuple[int, dict[str, dict[str, Any]], str]:
+    result = invoke("dev", "status", "--data-dir", str(data_dir), "-o", "json")
+    return (result.exit_code, {r["process"]: r for r in rows_of_any(result)},
+            result.stderr)
+
+
+def test_dev_up_restarts_only_what_is_dead(data_dir: Path) -> None:
     first = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "-o", "json")
     assert first.exit_code == 0, first.stderr
     old = {r["process"]: r["pid"] for r in rows_of(first)}
-    os.kill(old["broker-a-slave"], signal.SIGKILL)
-    status = {r["process"]: r["running"] for r in json_rows("dev", "status", "--data-dir",
-                                                             str(data_dir))}
-    assert status["broker-a-slave"] is False and status["namesrv"] is True
+    os.kill(old["broker-a-n2"], signal.SIGKILL)
+    code, status, err = status_of(data_dir)
+    assert code == ExitCode.ERROR
+    assert "broker-a-n2" in err and "not running" in err and "dev up" in err
+    assert status["broker-a-n2"]["running"] is False and status["namesrv"]["running"] is True
+    assert status["broker-a-n1"]["role"] == "ASYNC_MASTER"
 
     second = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "-o", "json")
     assert second.exit_code == 0, second.stderr
-    assert "stale" in second.stderr
+    assert "restarting broker-a-n2" in second.stderr
     new = {r["process"]: r["pid"] for r in rows_of(second)}
-    assert set(new) == set(old) and not set(new.values()) & set(old.values())
-    assert all(gone(pid) for pid in old.values())
+    assert set(new) == set(old)
+    assert new["namesrv"] == old["namesrv"] and new["broker-a-n1"] == old["broker-a-n1"]
+    assert new["broker-a-n2"] != old["broker-a-n2"] and gone(old["broker-a-n2"])
+    code, status, _ = status_of(data_dir)
+    assert code == 0 and status["broker-a-n2"]["role"] == "SLAVE"
     ports = json.loads((data_dir / dev.PORTS_FILE).read_text())
-    state = json.loads((data_dir / dev.STATE_FILE).read_text())
-    assert state["namesrv"] == f"127.0.0.1:{ports['namesrv']}"  # the same ports again
+    assert status["broker-a-n2"]["addr"] == f"127.0.0.1:{ports['broker-a-n2']}"  # same port
     assert invoke("dev", "down", "--data-dir", str(data_dir)).exit_code == 0
     assert all(gone(pid) for pid in new.values())
+    code, _, err = status_of(data_dir)
+    assert code == ExitCode.ERROR and "nothing runs" in err
+
+
+def until_slave_connected(namesrv: str, timeout: float = 20) -> None:
+    """Until broker-a's master replicates to a slave (an event of another process)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = json_rows("haStatus", "-b", dev.BROKER, "-n", namesrv)
+        if any(r["brokerId"] == 0 and r.get("peer") for r in rows):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no slave connected within {timeout} s")
+
+
+def test_dev_restart_rehearses_a_switchover(data_dir: Path) -> None:
+    first = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "-o", "json")
+    assert first.exit_code == 0, first.stderr
+    old = {r["process"]: r for r in rows_of(first)}
+    namesrv = old["namesrv"]["addr"]
+    until_slave_connected(namesrv)
+    switched = invoke("switchover", "-b", dev.BROKER, "-n", namesrv, "--yes")
+    assert switched.exit_code == 0, switched.stderr
+    code, status, _ = status_of(data_dir)
+    assert code == 0
+    assert (status["broker-a-n1"]["role"], status["broker-a-n1"]["brokerId"]) == ("SLAVE", 1)
+    assert (status["broker-a-n2"]["role"], status["broker-a-n2"]["brokerId"]) == (
+        "ASYNC_MASTER", 0)
+
+    restarted = invoke("dev", "restart", "broker-a-n1", "--data-dir", str(data_dir),
+                       "-o", "json")
+    assert restarted.exit_code == 0, restarted.stderr
+    code, status, _ = status_of(data_dir)
+    assert code == 0
+    assert status["broker-a-n1"]["pid"] != old["broker-a-n1"]["pid"]
+    assert gone(old["broker-a-n1"]["pid"])
+    assert {n: status[n]["pid"] for n in ("namesrv", "broker-a-n2")} == {
+        n: old[n]["pid"] for n in ("namesrv", "broker-a-n2")}
+    # it restarts in the role it last had, as the slave of the new master
+    assert (status["broker-a-n1"]["role"], status["broker-a-n1"]["brokerId"]) == ("SLAVE", 1)
+
+    # a failover: the new master dies, n1 takes over, `up` brings n2 back as its slave
+    until_slave_connected(namesrv)
+    os.kill(status["broker-a-n2"]["pid"], signal.SIGKILL)
+    failed_over = invoke("failover", "-b", dev.BROKER, "-n", namesrv, "--accept-loss", "--yes")
+    assert failed_over.exit_code == 0, failed_over.stderr
+    code, status, err = status_of(data_dir)
+    assert code == ExitCode.ERROR and "broker-a-n2 not running" in err
+    assert status["broker-a-n1"]["role"] == "ASYNC_MASTER"
+    again = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "-o", "json")
+    assert again.exit_code == 0, again.stderr
+    code, status, _ = status_of(data_dir)
+    assert code == 0
+    assert (status["broker-a-n2"]["role"], status["broker-a-n2"]["brokerId"]) == ("SLAVE", 1)
+
+    unknown = invoke("dev", "restart", "broker-b", "--data-dir", str(data_dir))
+    assert unknown.exit_code == ExitCode.USAGE
+    assert "broker-a-n1" in unknown.stderr  # names the processes there are
 
 
 @pytest.fixture

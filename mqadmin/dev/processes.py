@@ -1,0 +1,172 @@
+"""Detached server processes of the dev cluster: spawn, recognise, stop, free ports, logs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mqadmin.exit_codes import CliError
+
+POLL = 0.05
+BROKER_NEIGHBOURS = (-2, 1)  # the fast port (listenPort - 2) and the HA port (+1)
+
+#: Children started by this process, so they can be waited for (no zombies).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+class DevError(CliError):
+    """The dev cluster could not start or stop; the message says where to look."""
+
+
+def _reap(pid: int) -> None:
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        if child.poll() is not None:
+            del _CHILDREN[pid]
+        return
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def is_ours(pid: int, data_dir: Path) -> bool:
+    """Whether `pid` runs (not a zombie) and its command line names `data_dir`."""
+    _reap(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    proc = Path(f"/proc/{pid}")
+    if not proc.exists():
+        return True  # no /proc (macOS): trust the pid
+    try:
+        if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+        return str(data_dir) in (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+
+
+def log_path(data_dir: Path, name: str) -> Path:
+    return data_dir / "logs" / f"{name}.out"
+
+
+def spawn(name: str, args: list[str], data_dir: Path) -> int:
+    """Start ``python ARGS`` in its own session (it outlives this command), output
+    appended to logs/NAME.out; returns its pid."""
+    path = log_path(data_dir, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "ab") as out:
+        child = subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True, cwd=data_dir)
+    _CHILDREN[child.pid] = child
+    return child.pid
+
+
+def stop(pid: int, data_dir: Path, timeout: float) -> str:
+    """SIGTERM, then SIGKILL after `timeout` s: "stopped", "killed" or "not running"."""
+    if not is_ours(pid, data_dir):
+        return "not running"
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while is_ours(pid, data_dir) and time.monotonic() < deadline:
+        time.sleep(POLL)
+    result = "stopped"
+    if is_ours(pid, data_dir):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        while is_ours(pid, data_dir):
+            time.sleep(POLL)
+        result = "killed"
+    child = _CHILDREN.pop(pid, None)
+    if child is not None:
+        child.wait()
+    return result
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(*, neighbours: tuple[int, ...] = ()) -> int:
+    """A port the OS has free now, with `neighbours` (offsets such as -2, +1) free too."""
+    for _ in range(200):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        if all(1024 < port + d < 65536 and _port_free(port + d) for d in neighbours):
+            return port
+    raise DevError("found no free port; pass the ports with --namesrv-port/--broker-port")
+
+
+def choose_ports(path: Path, asked: dict[str, int],
+                 renamed: dict[str, str] | None = None) -> dict[str, int]:
+    """The port of each server: the one asked for, else last run's (saved in `path`) if
+    still free (offset message ids hold the broker's address), else a free one; saved
+    for the next run.  `renamed` maps old process names of the file to today's."""
+    try:
+        last = {(renamed or {}).get(k, k): int(v)
+                for k, v in json.loads(path.read_text()).items()}
+    except (OSError, ValueError, TypeError, AttributeError):
+        last = {}
+    ports: dict[str, int] = {}
+    for name, port in asked.items():
+        neighbours = () if name == "namesrv" else BROKER_NEIGHBOURS
+        if port:
+            ports[name] = port
+        elif (old := last.get(name)) and old not in ports.values() and all(
+                _port_free(old + d) for d in (0, *neighbours)):
+            ports[name] = old
+        else:
+            port = free_port(neighbours=neighbours)
+            while port in ports.values():
+                port = free_port(neighbours=neighbours)
+            ports[name] = port
+    path.write_text(json.dumps(ports) + "\n")
+    return ports
+
+
+def accepting(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def tail(path: Path, lines: int = 5) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def wait_ready(what: str, ready: Callable[[], bool], pids: dict[str, int], data_dir: Path,
+               timeout: float) -> None:
+    """Poll `ready` until it holds; fail naming the log of a process of `pids` that
+    exited meanwhile, or after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        for name, pid in pids.items():
+            if not is_ours(pid, data_dir):
+                raise DevError(f"{name} exited while starting; its output "
+                               f"({log_path(data_dir, name)}):\n"
+                               f"{tail(log_path(data_dir, name))}")
+        if time.monotonic() > deadline:
+            raise DevError(f"{what} not ready after {timeout:g} s; see the logs in "
+                           f"{data_dir / 'logs'}")
+        time.sleep(POLL)
