@@ -1,0 +1,181 @@
+"""The lag monitor's recent window in the admin SQLite database (sqlite-utils).
+
+How this works: the collector appends each cycle's samples (``lag_samples``), its gaps
+(``lag_gaps``) and one line about the cycle itself (``lag_cycles``: when, how long, how
+many groups) to ``mqadmin.db``, and keeps only the newest `KEEP_CYCLES` cycles per
+cluster.  `read_window` gives the CLI and the dashboard each queue's last N samples;
+`latest_cycle` says whether a collector is running (its last cycle is recent).  The
+verdict each group was last alerted with is kept in ``lag_state``, so a restarted
+collector does not alert twice.  WAL mode and a busy timeout let the collector, the CLI
+and the dashboard share the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mqadmin import history
+from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
+
+if TYPE_CHECKING:
+    from sqlite_utils import Database
+
+SAMPLES = "lag_samples"
+CYCLES = "lag_cycles"
+GAPS = "lag_gaps"
+STATE = "lag_state"
+#: Cycles kept per cluster (the default window is 10; sparklines show up to this many).
+KEEP_CYCLES = 60
+
+_SAMPLE_COLUMNS: dict[str, type] = {
+    "cluster": str, "ts": int, "consumer_group": str, "topic": str, "broker": str,
+    "queue_id": int, "broker_offset": int, "consumer_offset": int, "lag": int,
+    "lag_ms": int, "produce_rate": float, "consume_rate": float, "commit_ts": int,
+    "oldest_phys": int, "retention_risk": int, "risk_messages": int,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CycleInfo:
+    """One line of ``lag_cycles``."""
+
+    cluster: str
+    ts: int
+    interval_ms: int
+    groups: int
+    queues: int
+    gaps: int
+    duration_ms: float
+    error: str
+    pid: int
+
+
+def open_db(path: Path | None = None) -> Database:
+    """The admin database with the lag tables (created when missing)."""
+    from sqlite_utils import Database
+
+    path = path or history.db_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = Database(path)
+    db.execute("PRAGMA busy_timeout = 10000")
+    if db.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+        db.enable_wal()
+    names = set(db.table_names())
+    if SAMPLES not in names:
+        db.table(SAMPLES).create(_SAMPLE_COLUMNS)
+        db.table(SAMPLES).create_index(["cluster", "ts"])
+        db.table(SAMPLES).create_index(["cluster", "consumer_group", "ts"])
+    if CYCLES not in names:
+        db.table(CYCLES).create({"cluster": str, "ts": int, "interval_ms": int, "groups": int,
+                                 "queues": int, "gaps": int, "duration_ms": float,
+                                 "error": str, "pid": int})
+        db.table(CYCLES).create_index(["cluster", "ts"])
+    if GAPS not in names:
+        db.table(GAPS).create({"cluster": str, "ts": int, "consumer_group": str,
+                               "broker": str, "reason": str})
+        db.table(GAPS).create_index(["cluster", "ts"])
+    if STATE not in names:
+        db.table(STATE).create({"cluster": str, "consumer_group": str, "status": str,
+                                "risk": int, "ts": int}, pk=("cluster", "consumer_group"))
+    return db
+
+
+def _sample_row(cluster: str, s: QueueSample) -> dict[str, Any]:
+    return {"cluster": cluster, "ts": s.ts, "consumer_group": s.group, "topic": s.topic,
+            "broker": s.broker, "queue_id": s.queue_id, "broker_offset": s.broker_offset,
+            "consumer_offset": s.consumer_offset, "lag": s.lag, "lag_ms": s.lag_ms,
+            "produce_rate": s.produce_rate, "consume_rate": s.consume_rate,
+            "commit_ts": s.commit_ts, "oldest_phys": s.oldest_phys,
+            "retention_risk": int(s.retention_risk), "risk_messages": s.risk_messages}
+
+
+def _sample(row: Mapping[str, Any]) -> QueueSample:
+    return QueueSample(row["ts"], row["consumer_group"], row["topic"], row["broker"],
+                       row["queue_id"], row["broker_offset"], row["consumer_offset"],
+                       row["lag"], row["lag_ms"], row["produce_rate"], row["consume_rate"],
+                       row["commit_ts"], row["oldest_phys"], bool(row["retention_risk"]),
+                       row["risk_messages"] or 0)
+
+
+def save_cycle(db: Database, cycle: Cycle, *, pid: int = 0, keep: int = KEEP_CYCLES) -> None:
+    """Append one cycle and drop the cluster's cycles older than the newest `keep`."""
+    with db.conn:
+        db.table(SAMPLES).insert_all((_sample_row(cycle.cluster, s) for s in cycle.samples),
+                                     batch_size=2000)
+        db.table(GAPS).insert_all({"cluster": cycle.cluster, "ts": g.ts,
+                                   "consumer_group": g.group, "broker": g.broker,
+                                   "reason": g.reason} for g in cycle.gaps)
+        db.table(CYCLES).insert({
+            "cluster": cycle.cluster, "ts": cycle.ts, "interval_ms": cycle.interval_ms,
+            "groups": len(cycle.groups), "queues": len(cycle.samples), "gaps": len(cycle.gaps),
+            "duration_ms": round(cycle.duration_ms, 1), "error": cycle.error, "pid": pid})
+        cut = db.execute(f"SELECT ts FROM {CYCLES} WHERE cluster = ? ORDER BY ts DESC "
+                         "LIMIT 1 OFFSET ?", [cycle.cluster, keep - 1]).fetchone()
+        if cut is not None:
+            for table in (SAMPLES, GAPS, CYCLES):
+                db.execute(f"DELETE FROM {table} WHERE cluster = ? AND ts < ?",
+                           [cycle.cluster, cut[0]])
+
+
+def _cycle_info(row: tuple[Any, ...]) -> CycleInfo:
+    return CycleInfo(*row)
+
+
+def cycles(db: Database, cluster: str, limit: int = KEEP_CYCLES) -> list[CycleInfo]:
+    """The cluster's newest `limit` cycles, oldest first."""
+    rows = db.execute(f"SELECT cluster, ts, interval_ms, groups, queues, gaps, duration_ms, "
+                      f"error, pid FROM {CYCLES} WHERE cluster = ? ORDER BY ts DESC LIMIT ?",
+                      [cluster, limit]).fetchall()
+    return [_cycle_info(r) for r in reversed(rows)]
+
+
+def latest_cycle(db: Database, cluster: str) -> CycleInfo | None:
+    found = cycles(db, cluster, 1)
+    return found[-1] if found else None
+
+
+def clusters(db: Database) -> list[str]:
+    """Clusters with samples in the window."""
+    return [r[0] for r in db.execute(f"SELECT DISTINCT cluster FROM {CYCLES} ORDER BY 1")]
+
+
+def read_window(db: Database, cluster: str, *, group: str | None = None,
+                cycles_back: int = KEEP_CYCLES) -> list[Series]:
+    """Each queue's samples from the cluster's last `cycles_back` cycles, oldest first."""
+    cut = db.execute(f"SELECT ts FROM {CYCLES} WHERE cluster = ? ORDER BY ts DESC "
+                     "LIMIT 1 OFFSET ?", [cluster, cycles_back - 1]).fetchone()
+    where = "cluster = ? AND ts >= ?"
+    args: list[Any] = [cluster, cut[0] if cut else 0]
+    if group is not None:
+        where += " AND consumer_group = ?"
+        args.append(group)
+    rows = db.table(SAMPLES).rows_where(
+        where, args, order_by="consumer_group, topic, broker, queue_id, ts")
+    found: dict[QueueKey, list[QueueSample]] = {}
+    for row in rows:
+        s = _sample(row)
+        found.setdefault(s.key, []).append(s)
+    return [Series(k, tuple(v)) for k, v in found.items()]
+
+
+def gaps(db: Database, cluster: str, since_ts: int = 0) -> list[dict[str, Any]]:
+    """The gaps recorded since `since_ts` (ms), oldest first."""
+    return list(db.table(GAPS).rows_where("cluster = ? AND ts >= ?", [cluster, since_ts],
+                                          order_by="ts"))
+
+
+def load_state(db: Database, cluster: str) -> dict[str, tuple[str, bool]]:
+    """The status and risk each group was last alerted with."""
+    return {r["consumer_group"]: (r["status"], bool(r["risk"]))
+            for r in db.table(STATE).rows_where("cluster = ?", [cluster])}
+
+
+def save_state(db: Database, cluster: str, ts: int,
+               states: Iterable[tuple[str, str, bool]]) -> None:
+    """Remember (group, status, risk) as alerted."""
+    db.table(STATE).upsert_all(({"cluster": cluster, "consumer_group": g, "status": s,
+                                 "risk": int(r), "ts": ts} for g, s, r in states),
+                               pk=("cluster", "consumer_group"))

@@ -1,0 +1,29 @@
+"""The recent window in the admin database: cycles saved, read back per queue, pruned."""
+
+from __future__ import annotations
+
+from mqadmin.operations import lag_window as win
+from mqadmin.operations.lag_model import Cycle, Gap, QueueSample
+
+
+def cycle(ts: int, lag: int) -> Cycle:
+    s = QueueSample(ts, "g", "t", "broker-a", 0, 10 + lag, 10, lag, 5 if lag else 0, 1.0,
+                    None, ts, 4096 if lag else None, lag > 3, 2)
+    return Cycle(ts, "dev", 1000, (s,), (Gap(ts, "g", "broker-b", "timeout"),), ("g",), 3.5)
+
+
+def test_window_round_trip_and_prune() -> None:
+    db = win.open_db()
+    for i in range(8):
+        win.save_cycle(db, cycle(1000 * i, i), pid=42, keep=5)
+    series = win.read_window(db, "dev")
+    assert len(series) == 1 and series[0].key == ("g", "t", "broker-a", 0)
+    assert [s.lag for s in series[0].samples] == [3, 4, 5, 6, 7]
+    assert series[0].last == cycle(7000, 7).samples[0]
+    assert [s.lag for s in win.read_window(db, "dev", cycles_back=2)[0].samples] == [6, 7]
+    assert win.read_window(db, "dev", group="other") == []
+    last = win.latest_cycle(db, "dev")
+    assert last is not None and (last.ts, last.pid, last.gaps) == (7000, 42, 1)
+    assert len(win.gaps(db, "dev")) == 5 and win.clusters(db) == ["dev"]
+    win.save_state(db, "dev", 7000, [("g", "ERROR", True)])
+    assert win.load_state(db, "dev") == {"g": ("ERROR", True)}
