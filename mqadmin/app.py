@@ -12,6 +12,7 @@ from mqadmin.commands import (
     cluster,
     consumer,
     dev,
+    dlq,
     group,
     ha,
     local,
@@ -37,6 +38,7 @@ app = typer.Typer(
 )
 for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha):
     app.add_typer(module.app)
+app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
 app.add_typer(dev.app, name="dev", rich_help_panel="mqadmin itself")
 
 

@@ -9,6 +9,7 @@ calls come in families, one module each, all built on `BrokerCalls` (broker_call
     ConsumerCalls       consume stats, connections, resets, relayed    broker_admin_consumers
     OffsetCalls         one queue's committed/min/max/searched offset  broker_admin_offsets
     MessageCalls        messages by key, unique key, id, queue entry   broker_admin_messages
+    PullCalls           a queue read as tools read it (no commit)      broker_admin_pull
     BrokerConfigCalls   settings, runtime info, statistics, store      broker_admin_config
 
 Errors: `UnreachableError` (role "broker") when the broker cannot be reached or does not
@@ -30,6 +31,7 @@ from engine.client.broker_admin_messages import (
     split_offset_msg_id,
 )
 from engine.client.broker_admin_offsets import OffsetCalls
+from engine.client.broker_admin_pull import PullCalls, RecordPull
 from engine.client.broker_admin_topics import DEFAULT_TOPIC, DelayOffsets, TopicGroupCalls
 from engine.client.broker_call import DEFAULT_TIMEOUT
 
@@ -40,12 +42,14 @@ __all__ = [
     "BrokerAdmin",
     "DelayOffsets",
     "QueryMessageResult",
+    "RecordPull",
     "message_store_addr",
     "split_offset_msg_id",
 ]
 
 
-class BrokerAdmin(TopicGroupCalls, ConsumerCalls, OffsetCalls, MessageCalls, BrokerConfigCalls):
+class BrokerAdmin(TopicGroupCalls, ConsumerCalls, OffsetCalls, MessageCalls, PullCalls,
+                  BrokerConfigCalls):
     """Admin calls to brokers by address: ``await BrokerAdmin(client).topic_stats(addr, t)``.
 
     Args:
