@@ -7,10 +7,10 @@ haMasterAddress, else its master's HA address learned at registration) and the
 
 Role changes (NOTIFY_BROKER_ROLE_CHANGED, or a name server's fencing verdict) run one at a
 time under a lock:
-  * `become_master(epoch)`: stop the slave services, drop a partial record at the end of the
-    log, take the queue offsets from the queues, give topics that have queues but no config
-    (created after the last metadata sync) one, start epoch `epoch` at the log's end,
-    brokerId 0, register everywhere;
+  * `become_master(epoch)`: a last metadata sync when the old master still answers, stop
+    the slave services, drop a partial record at the end of the log, take the queue offsets
+    from the queues, start epoch `epoch` at the log's end, brokerId 0, register everywhere
+    (a topic the synced config lacks is not created, whatever queues the store has);
   * `become_slave(master, id, epoch, truncate_to)`: refuse writes at once, close this
     broker's own slaves, truncate a diverged tail, brokerId `id`, start replicating from
     the new master, register everywhere.
@@ -33,6 +33,7 @@ import logging
 from engine.broker.registration import NamesrvRegistration, Registration
 from engine.broker.slave_sync import SlaveSyncService
 from engine.broker.state import BrokerState
+from engine.broker.topics import KEEP_QUEUES_OF
 from engine.ha.client import HAClient
 from engine.ha.role_file import RoleRecord, load_role, role_path, save_role
 from engine.ha.status import HAClientRuntimeInfo, HARuntimeInfo, average_record_size
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 AWAITING = "awaiting confirmation by a name server that this broker is the master of "
 FENCED = "writes fenced: "
 RETRY_UNCONFIRMED_S = 1.0  # registration retry while no name server confirmed this master
+LAST_SYNC_S = 2.0  # a promotion waits this long at most for a last metadata sync
 
 
 class RoleError(Exception):
@@ -235,9 +237,10 @@ class RoleManager:
             if epoch <= self.epoch:
                 raise RoleError(f"epoch {epoch} is not above this broker's epoch {self.epoch}"
                                 "; read the current epochs with `mqadmin haStatus`")
+            await self._last_sync()
             await self._stop_slave_services()
             st.store.change_role(role)
-            self._adopt_stored_topics()
+            self._warn_unconfigured_topics()
             start = st.store.get_max_phy_offset()
             self.epoch, self.epoch_start_offset = epoch, start
             self.history[epoch] = start
@@ -253,15 +256,31 @@ class RoleManager:
         await self.registration.register_all()
         return start
 
-    def _adopt_stored_topics(self) -> None:
-        """Topics with queues in the store but no config (created on the old master after
-        the last metadata sync) get one: as many queues as the store has, read-write."""
+    async def _last_sync(self) -> None:
+        """A last metadata sync from the old master when it still answers (a switchover):
+        topics, groups and offsets made or deleted since the last round are not lost."""
         st = self.state
-        for topic, queue_ids in st.store.topic_queues().items():
-            if queue_ids and st.topics.get(topic) is None:
-                st.topics.create_if_absent(topic, max(queue_ids) + 1)
-                log.warning("topic %s had queues but no config on this former slave: created "
-                            "with %d queues", topic, max(queue_ids) + 1)
+        master = st.master_addr
+        if not st.is_slave or not master or master == st.config.broker_addr:
+            return
+        try:
+            async with asyncio.timeout(LAST_SYNC_S):
+                await self.sync.sync_all(master)
+        except TimeoutError:
+            log.warning("no last metadata sync from %s before the promotion: it did not "
+                        "answer within %g s", master, LAST_SYNC_S)
+
+    def _warn_unconfigured_topics(self) -> None:
+        """Topics with queues in the store but no config (created on the old master after
+        the last metadata sync, or deleted there) stay unconfigured: a promotion invents no
+        topic.  Their messages stay in the store; creating the topic again serves them."""
+        st = self.state
+        orphans = sorted(t for t, queue_ids in st.store.topic_queues().items()
+                         if queue_ids and st.topics.get(t) is None and t not in KEEP_QUEUES_OF)
+        if orphans:
+            log.warning("promoted with consume queues but no config for %s: not served (the "
+                        "master did not have them at the last metadata sync); create them "
+                        "with updateTopic to serve their messages", ", ".join(orphans))
 
     async def become_slave(self, master_addr: str | None, master_ha_addr: str | None,
                            broker_id: int, epoch: int, truncate_to: int | None = None) -> None:

@@ -5,7 +5,9 @@ after becoming a slave), then every interval, when the master's address is known
 not this broker's.  Each step stands alone (a failure is logged, the others still run):
 
   GET_ALL_TOPIC_CONFIG (21), to the master's fast port (listenPort - 2; the normal port
-      when the fast port does not answer): a different DataVersion replaces the table.
+      when the fast port does not answer): a different DataVersion replaces the table, and
+      the consume queues of topics the table no longer has are destroyed (cleanUnusedTopic),
+      so a topic deleted on the master cannot come back when this slave is promoted.
   GET_ALL_CONSUMER_OFFSET (43): the master's entries overwrite the local ones (`putAll`).
   GET_ALL_DELAY_OFFSET (45): replaces the delay offsets (delayOffset.json).
   GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): a different DataVersion replaces the groups.
@@ -24,6 +26,7 @@ import logging
 from typing import Any, TypeVar
 
 from engine.broker.state import BrokerState
+from engine.broker.topics import KEEP_QUEUES_OF
 from engine.common.service import Service
 from engine.ha.status import HARuntimeInfo
 from engine.protocol import fastjson
@@ -100,6 +103,9 @@ class SlaveSyncService(Service):
         return from_json(cls, parsed)
 
     async def _topics(self, master: str) -> None:
+        # Messages of a topic created on the master after it answered lie beyond this slave's
+        # log end now: their queues are kept even though the table read lacks the topic.
+        written_before = self.state.store.get_max_phy_offset()
         try:
             wrapper = await self._body(TopicConfigSerializeWrapper, vip_addr(master),
                                        RequestCode.GET_ALL_TOPIC_CONFIG)
@@ -112,6 +118,11 @@ class SlaveSyncService(Service):
             topics.data_version = wrapper.data_version
             topics.persist()
             log.info("slave sync: %d topics from master %s", len(topics.table), master)
+            removed = self.state.store.clean_unused_topics(
+                set(topics.table) | KEEP_QUEUES_OF, written_before)
+            if removed:
+                log.info("slave sync: consume queues of topics the master no longer has "
+                         "removed: %s", ", ".join(removed))
 
     async def _offsets(self, master: str) -> None:
         wrapper = await self._body(ConsumerOffsetSerializeWrapper, master,

@@ -58,10 +58,12 @@ def merge_consume_stats(outcomes: Sequence[ServerOutcome[ConsumeStats]]) -> Cons
 
 @dataclass(frozen=True, slots=True)
 class TopicDeletion:
-    """What `delete_topic` did on each master broker, then on each name server."""
+    """What `delete_topic` did on each master broker, then on each name server; `slaves`
+    does not count towards `ok` (a 4.9 slave refuses and drops it at its next sync)."""
 
     brokers: list[ServerOutcome[None]] = field(default_factory=list)
     namesrvs: list[ServerOutcome[None]] = field(default_factory=list)
+    slaves: list[ServerOutcome[None]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -150,14 +152,21 @@ class MQAdmin:
 
     async def delete_topic(self, topic: Topic, *,
                            cluster: ClusterName | None = None) -> TopicDeletion:
-        """Delete the topic on every master (of `cluster`, or of every cluster), then its
-        route on every name server, as Apache's ``mqadmin deleteTopic`` does."""
+        """Delete the topic on every master (of `cluster`, or of every cluster), then on
+        their slaves, then its route on every name server, as Apache 5.x's ``mqadmin
+        deleteTopic`` does (4.9's skips the slaves; they drop it at their next sync)."""
         masters = await self.master_addrs(cluster)
         brokers = await self.on_brokers(list(masters.values()),
                                         lambda addr: self.broker.delete_topic(addr, topic))
+        info = await self.namesrv.cluster_info()
+        slaves = [addr for name in masters
+                  if (data := info.broker_addr_table.get(name)) is not None
+                  for broker_id, addr in sorted(data.broker_addrs.items()) if broker_id != 0]
+        on_slaves = await self.on_brokers(slaves,
+                                          lambda addr: self.broker.delete_topic(addr, topic))
         namesrvs = await self.namesrv.on_each(
             lambda addr: self.namesrv.delete_topic(topic, cluster=cluster, addr=addr))
-        return TopicDeletion(brokers, namesrvs)
+        return TopicDeletion(brokers, namesrvs, on_slaves)
 
     # ------------------------------------------------------------------------ consumers
 

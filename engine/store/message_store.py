@@ -48,6 +48,7 @@ from engine.store.cleanup import CleanupReport, CleanupService, DiskUsageProbe, 
 from engine.store.commit_log import AppendResult, CommitLog
 from engine.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from engine.store.config_files import ConfigFiles
+from engine.store.consume_queue import ConsumeQueue
 from engine.store.consume_queue_table import ConsumeQueueTable
 from engine.store.delay import schedule
 from engine.store.dispatch import ArrivalListener, Dispatcher
@@ -527,9 +528,15 @@ class MessageStore:
         """CLEAN_EXPIRED_CONSUMEQUEUE; returns `topic/queueId` of removed queues."""
         return self.cleanup.clean_expired_consume_queues()
 
-    def clean_unused_topics(self, keep: set[str]) -> list[str]:
+    def clean_unused_topics(self, keep: set[str], written_before: int | None = None
+                            ) -> list[str]:
         """CLEAN_UNUSED_TOPIC: destroy the queues of topics not in `keep` and forget their
-        next queue offsets, so a topic created again starts at offset 0 (`cleanUnusedTopic`)."""
+        next queue offsets, so a topic created again starts at offset 0 (`cleanUnusedTopic`).
+        With `written_before`, a topic whose queues hold a message at or after that commit-log
+        offset is kept (a slave's sync: the topic may be newer than the table it read)."""
+        if written_before is not None:
+            keep = keep | {cq.topic for cq in self.queues
+                           if cq.topic not in keep and self._last_phy(cq) >= written_before}
         removed: list[str] = []
         for cq in list(self.queues):
             if cq.topic not in keep:
@@ -539,3 +546,9 @@ class MessageStore:
         for key in [k for k in self.commit_log.topic_queue_table if k[0] not in keep]:
             del self.commit_log.topic_queue_table[key]
         return removed
+
+    @staticmethod
+    def _last_phy(cq: ConsumeQueue) -> int:
+        """The commit-log offset of the queue's last message (-1 when empty)."""
+        entry = cq.get_entry(cq.max_offset - 1) if cq.max_offset > 0 else None
+        return entry[0] if entry is not None else -1

@@ -4,9 +4,10 @@ mutations updateTopic, deleteTopic, updateTopicPerm, updateOrderConf.
 How this works: a topic lives on brokers (its config, queues and offsets) and in the name
 servers' routes (rebuilt from the brokers' registrations).  Mutations therefore read the
 broker's own topic table (GET_ALL_TOPIC_CONFIG) to plan and verify; deleteTopic, as Apache's
-does, deletes on the cluster's masters first and then on every name server, in that order,
-so a registration cannot bring the route back.  Ordered topics keep their broker/queue
-layout as a KV item in the name servers (namespace ORDER_TOPIC_CONFIG).
+5.x does, deletes on the cluster's masters first, then on their slaves, then on every name
+server, in that order, so neither a registration nor a promotion can bring it back.
+Ordered topics keep their broker/queue layout as a KV item in the name servers (namespace
+ORDER_TOPIC_CONFIG).
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError, NotFoundError, TopicNotExistError
+from engine.client.errors import ClientError, NotFoundError, ServerError, TopicNotExistError
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import PERM_READ, PERM_RW, PERM_WRITE, perm_to_string
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.operations.mutation import Gathered, Mutation, Progress, failures_of
-from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX, masters, route_brokers
+from mqadmin.operations.targets import (
+    DLQ_PREFIX,
+    RETRY_PREFIX,
+    cluster_brokers,
+    masters,
+    route_brokers,
+)
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]
@@ -186,8 +193,11 @@ class TopicState:
     config: TopicConfig | None = None  # broker: None when absent
     route_brokers: tuple[str, ...] = ()  # name server: the cluster's brokers in the route
     order_conf: str | None = None  # name server: the order conf KV item
+    pending_sync: bool = False  # a slave that drops it at its next metadata sync
 
     def show(self) -> str:
+        if self.pending_sync and self.config is not None:
+            return f"{show_config(self.config)} (until its next metadata sync)"
         if self.on_namesrv:
             route = ",".join(self.route_brokers) or "(no route)"
             return route if self.order_conf is None else f"{route} order={self.order_conf}"
@@ -288,28 +298,46 @@ def update_topic(admin: MQAdmin, config: TopicConfig, *, broker_addr: str | None
                     role="server" if config.order else "broker")
 
 
+#: What a slave that does not take deletions (Apache 4.9) answers DELETE_TOPIC_IN_BROKER.
+SLAVE_REFUSAL = "from slave broker"
+
+
 def delete_topic(admin: MQAdmin, topic: str, cluster: str) -> Mutation[TopicState]:
-    """Delete the topic on every master of `cluster`, then its route on every name server."""
+    """Delete the topic on every master of `cluster`, then on their slaves (so a slave
+    promoted before its next metadata sync cannot bring it back), then its route on every
+    name server.  A slave that refuses (Apache 4.9) drops it at its next metadata sync."""
     brokers: set[str] = set()
+    waiting: set[str] = set()  # slaves that leave it to their metadata sync
 
     async def servers() -> list[str]:
-        brokers.update((await masters(admin, cluster)).values())
-        return sorted(brokers) + list(admin.namesrv.addrs)
+        leaders = set((await masters(admin, cluster)).values())
+        followers = [a for a in await cluster_brokers(admin, cluster) if a not in leaders]
+        brokers.update(leaders, followers)
+        return sorted(leaders) + followers + list(admin.namesrv.addrs)
 
     async def read(addr: str) -> TopicState:
         if addr in brokers:
-            return TopicState(False, await broker_topic(admin, addr, topic))
+            return TopicState(False, await broker_topic(admin, addr, topic),
+                              pending_sync=addr in waiting)
         return await namesrv_topic(admin, addr, topic, cluster)
 
     async def change(addr: str) -> str:
         if addr in brokers:
-            await admin.broker.delete_topic(addr, topic)
+            try:
+                await admin.broker.delete_topic(addr, topic)
+            except ServerError as exc:
+                if SLAVE_REFUSAL not in str(exc):
+                    raise
+                waiting.add(addr)
+                return "refused by the slave: removed at its next metadata sync"
         else:
             await admin.namesrv.delete_topic(topic, cluster=cluster, addr=addr)
         return "deleted"
 
     def gone(_: TopicState, state: TopicState) -> bool:
-        return not state.route_brokers if state.on_namesrv else state.config is None
+        if state.on_namesrv:
+            return not state.route_brokers
+        return state.config is None or state.pending_sync
 
     def validate(states: list[TopicState]) -> None:
         if all(gone(s, s) for s in states):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from engine.broker.state import BrokerState
-from engine.broker.topics import TRANS_OP_HALF_TOPIC, topic_name_problem
+from engine.broker.topics import KEEP_QUEUES_OF, topic_name_problem
 from engine.protocol import fastjson
 from engine.protocol.body.admin import GroupList, TopicOffset, TopicStatsTable
 from engine.protocol.body.message_queue import MessageQueue
@@ -21,7 +21,6 @@ from engine.protocol.header.broker import (
 )
 from engine.protocol.wire import from_ext, to_json
 from engine.remoting.router import RequestContext, Router
-from engine.store.record_scan import SCHEDULE_TOPIC
 
 router = Router()
 log = logging.getLogger("engine.broker")
@@ -31,8 +30,6 @@ Ctx = RequestContext[BrokerState]
 #: 4.9.7 `validateSlave` remark, shared by the topic and subscription-group mutations.
 SLAVE_REFUSAL = ("Can't modify topic or subscription group from slave broker, "
                  "please execute it from master broker.")
-#: Topics `MessageStore.cleanUnusedTopic` never destroys, whether configured or not.
-KEEP_QUEUES_OF = frozenset({SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC})
 
 
 def slave_refusal(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -87,9 +84,9 @@ def update_and_create_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
 
 @router.handles(RequestCode.DELETE_TOPIC_IN_BROKER)
 def delete_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
-    refused = slave_refusal(ctx, cmd)
-    if refused is not None:
-        return refused
+    # A slave accepts it too (as 5.x's deleteTopic, sent to masters and slaves): it would
+    # drop the topic at its next metadata sync anyway, and a promotion before that must not
+    # find it.  Creating a topic stays the master's.
     topic = from_ext(DeleteTopicRequestHeader, cmd.ext_fields).topic
     log.info("deleteTopic %s called by %s", topic, ctx.connection.remote_addr)
     refused = system_topic_refusal(ctx, cmd, topic)
