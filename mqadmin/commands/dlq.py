@@ -1,53 +1,35 @@
-"""Dead letters: dlq list, show, export, import, discard, status (resend: dlq_resend.py)."""
+"""Dead letters: dlq list, show, export, import, status (resend and discard: dlq_resend.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from mqadmin import render
-from mqadmin.commands import endpoint, guarded, with_admin
-from mqadmin.config import Endpoint
-from mqadmin.operations import dlq_list, dlq_show
-from mqadmin.operations.dlq_ledger import Ledger
-from mqadmin.operations.dlq_model import Filters
-from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, parse_timestamp
+from mqadmin.commands import audit, confirm, endpoint, guarded, params, with_admin
+from mqadmin.commands import dlq_resend as dlq_resend_commands
+from mqadmin.commands.dlq_options import (
+    GroupOpt,
+    KeyFilter,
+    LimitOpt,
+    SinceFilter,
+    TagFilter,
+    TopicFilter,
+    UntilFilter,
+    filters,
+    ledger_of,
+)
+from mqadmin.exit_codes import ExitCode, UsageProblem
+from mqadmin.operations import dlq_list, dlq_show, dlq_status, dlq_transfer
+from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 
 app = typer.Typer(
     help="Dead letters: find them, triage them, resend them (recorded in a ledger, "
          "resumable).  See docs/dead-letters.md.",
     no_args_is_help=True)
-
-GroupOpt = Annotated[str, typer.Option("-g", "--group", help="Consumer group.")]
-TopicFilter = Annotated[str | None, typer.Option(
-    "--topic", help="Only dead letters from this original topic.")]
-KeyFilter = Annotated[str | None, typer.Option("--key", help="Only dead letters with this key.")]
-TagFilter = Annotated[str | None, typer.Option("--tag", help="Only dead letters with this tag.")]
-SinceFilter = Annotated[str | None, typer.Option(
-    "--since", help="Stored in the DLQ at or after (ms, yyyy-MM-dd#HH:mm:ss:SSS, ISO).")]
-UntilFilter = Annotated[str | None, typer.Option("--until", help="Stored before this time.")]
-LimitOpt = Annotated[int | None, typer.Option("--limit", min=1,
-                                              help="At most this many dead letters.")]
-
-
-def scope(where: Endpoint) -> str:
-    """The ledger's name for a cluster: its name servers, sorted."""
-    return ";".join(sorted(where.addrs))
-
-
-def ledger_of(where: Endpoint) -> Ledger:
-    return Ledger(scope(where))
-
-
-def filters(topic: str | None, key: str | None, tag: str | None, since: str | None,
-            until: str | None, limit: int | None = None,
-            ids: frozenset[str] | None = None) -> Filters:
-    return Filters(topic=topic.strip() if topic else None, key=key.strip() if key else None,
-                   tag=tag.strip() if tag else None,
-                   since=parse_timestamp(since) if since else None,
-                   until=parse_timestamp(until) if until else None, ids=ids, limit=limit)
 
 
 @app.command("list")
@@ -107,3 +89,94 @@ def show(
                 admin, group.strip(), chosen, ledger=ledger, full_body=body,
                 on_progress=update))
         render.render(rows, output, columns=dlq_show.SHOW_COLUMNS, vertical=body)
+
+
+@app.command("export")
+def export(
+    group: GroupOpt,
+    file: Annotated[Path, typer.Option("-f", "--file", help="JSON Lines file to write.")],
+    topic: TopicFilter = None,
+    key: KeyFilter = None,
+    tag: TagFilter = None,
+    since: SinceFilter = None,
+    until: UntilFilter = None,
+    limit: LimitOpt = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    debug: DebugOpt = False,
+) -> None:
+    """Write a group's dead letters to a JSON Lines file: every field and property, the
+    body exactly (base64, and as text when it is UTF-8)."""
+    with guarded(debug):
+        where = endpoint(namesrv, context)
+        chosen = filters(topic, key, tag, since, until, limit)
+        partial = file.with_name(file.name + ".partial")
+        try:
+            with partial.open("w", encoding="utf-8") as out, \
+                    render.progress("dlq export") as update:
+                count = with_admin(where, lambda admin: dlq_transfer.export(
+                    admin, group.strip(), out, chosen, on_progress=update))
+            partial.replace(file)
+        except OSError as exc:
+            raise UsageProblem(f"cannot write {file}: {exc.strerror or exc}.") from None
+        finally:
+            partial.unlink(missing_ok=True)
+        render.note(f"{count} dead letters of {group} written to {file}")
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Option("-f", "--file", help="JSON Lines file of dlq export.")],
+    to_topic: Annotated[str, typer.Option("--to-topic", help="Topic to send them to.")],
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Send the messages of a `dlq export` file to a topic (body, keys, tags and user
+    properties as exported); every line is checked before anything is sent."""
+    with guarded(debug):
+        where = endpoint(namesrv, context)
+        messages = dlq_transfer.read_file(file)
+        render.note(f"{len(messages)} messages from {file} to topic {to_topic}")
+        confirm("dlq import", yes, "cluster")
+        with render.progress("dlq import") as update:
+            outcome = with_admin(where, lambda admin: dlq_transfer.import_messages(
+                admin, messages, to_topic.strip(), on_progress=update))
+        row = {"topic": to_topic, "total": outcome.total, "sent": outcome.sent,
+               "failed": len(outcome.failed)}
+        render.render([row], output, columns=("topic", "total", "sent", "failed"))
+        code = ExitCode.PARTIAL if outcome.failed else ExitCode.OK
+        audit(where, "dlq import", params(ctx), to_topic,
+              outcome="partial" if outcome.failed else "applied", exit_code=code, result=[row])
+        if outcome.failed:
+            render.plan("not sent:", outcome.failed[:50], ("line", "msgId", "status"))
+            raise typer.Exit(code)
+
+
+@app.command("status")
+def status(
+    batch: Annotated[str | None, typer.Argument(help="One batch (default: the newest).")] = None,
+    group: Annotated[str | None, typer.Option("-g", "--group",
+                                              help="Only this group's batches.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Batches to show.")] = 20,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Each resend and discard batch: sent, failed, and of the sent copies how many the
+    group consumed since, how many are pending, and how many came back to the DLQ."""
+    with guarded(debug):
+        where = endpoint(namesrv, context)
+        with ledger_of(where) as ledger:
+            rows = with_admin(where, lambda admin: dlq_status.status(
+                admin, ledger, batch.strip() if batch else None,
+                group=group.strip() if group else None, limit=limit))
+        render.render(rows, output, columns=dlq_status.STATUS_COLUMNS)
+
+
+app.command("resend")(dlq_resend_commands.resend)
+app.command("discard")(dlq_resend_commands.discard)

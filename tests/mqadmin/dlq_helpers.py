@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
-from engine.client import ClientConfig, Message, Producer, ProducerOptions
+from engine.client import (
+    ClientConfig,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    ConsumerOptions,
+    Message,
+    MessageExt,
+    Producer,
+    ProducerOptions,
+    PushConsumer,
+)
 from engine.client.admin import MQAdmin
 from engine.client.client_api import ClientAPI
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.perm import PERM_RW
+from mqadmin.operations.dlq_model import LINK_PROPERTY
 from tests.mqadmin.conftest import BackgroundCluster
 
 TAGS = ("TagA", "TagB")
@@ -80,3 +93,47 @@ def stuff(cluster: BackgroundCluster, group: str, topic: str, n: int, *, size: i
     cluster.call(_send_all(cluster.ns, msgs), timeout=120)
 
 
+
+
+class Received:
+    """What a push consumer of a group got, on the cluster's loop."""
+
+    def __init__(self) -> None:
+        self.messages: list[MessageExt] = []
+        self.changed = asyncio.Event()
+
+    def linked(self) -> list[MessageExt]:
+        return [m for m in self.messages if LINK_PROPERTY in m.properties]
+
+    async def wait_linked(self, n: int, timeout: float = 20) -> None:
+        async def enough() -> None:
+            while len(self.linked()) < n:
+                self.changed.clear()
+                await self.changed.wait()
+        await asyncio.wait_for(enough(), timeout)
+
+
+def consume(cluster: BackgroundCluster, group: str, topic: str) -> tuple[PushConsumer, Received]:
+    """A started push consumer of `topic` in `group` (commits offsets every 100 ms)."""
+    received = Received()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+                 ) -> ConsumeConcurrentlyStatus:
+        received.messages += msgs
+        received.changed.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def start() -> PushConsumer:
+        config = ClientConfig(namesrv_addr=cluster.ns, instance_name=f"{group}-test",
+                              persist_consumer_offset_interval=100, rebalance_interval=500)
+        consumer = PushConsumer(group, config, options=ConsumerOptions(
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET))
+        consumer.subscribe(topic, "*")
+        consumer.register_concurrently(listener)
+        await consumer.start()
+        return consumer
+    return cluster.call(start()), received
+
+
+def stop(cluster: BackgroundCluster, consumer: PushConsumer) -> None:
+    cluster.call(consumer.shutdown())

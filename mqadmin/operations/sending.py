@@ -1,0 +1,59 @@
+"""mqadmin's one producer: `engine.client.Producer` over the cluster an `MQAdmin` talks to.
+
+How this works: sendMessage, checkMsgSendRT, queryMsgById's resend and the dead-letter
+commands all send through `engine.client`'s producer, which refreshes routes, picks queues
+and retries on another broker as Java's does (`retries` extra attempts; the dead-letter
+resend asks for none, because its ledger retries after checking the target instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from engine.client.admin import MQAdmin
+from engine.client.client_config import ClientConfig
+from engine.client.errors import TopicNotExistError
+from engine.client.producer import Producer, ProducerOptions
+from mqadmin.exit_codes import TargetNotFound
+
+PRODUCER_GROUP = "MQADMIN_PRODUCER"
+SEND_TIMEOUT_MS = 5000
+
+
+@contextlib.asynccontextmanager
+async def producer(admin: MQAdmin, *, retries: int = 2, group: str = PRODUCER_GROUP,
+                   timeout_ms: int = SEND_TIMEOUT_MS) -> AsyncIterator[Producer]:
+    """A started producer of the admin's name servers; shut down on exit."""
+    config = ClientConfig(namesrv_addr=";".join(admin.namesrv.addrs),
+                          mq_client_api_timeout=timeout_ms)
+    options = ProducerOptions(send_msg_timeout=timeout_ms, retry_times_when_send_failed=retries,
+                              retry_times_when_send_async_failed=retries)
+    p = Producer(group, config, options=options)
+    await p.start()
+    try:
+        yield p
+    finally:
+        await p.shutdown()
+
+
+async def require_topic(admin: MQAdmin, topic: str) -> None:
+    """Refuse a topic no name server has a route for (the producer would fall back to
+    TBW102 and have brokers create it).
+
+    Raises:
+        TargetNotFound: no such topic.
+    """
+    try:
+        await admin.namesrv.topic_route(topic)
+    except TopicNotExistError:
+        raise TargetNotFound(f"topic '{topic}' does not exist; create it with `mqadmin "
+                             "updateTopic`.") from None
+
+
+def send_row(sent: Any) -> dict[str, Any]:
+    """A `SendResult` as the rows of sendMessage and queryMsgById -s show it."""
+    return {"brokerName": sent.message_queue.broker_name, "queueId": sent.message_queue.queue_id,
+            "sendResult": sent.status.name, "msgId": sent.msg_id,
+            "offsetMsgId": sent.offset_msg_id, "queueOffset": sent.queue_offset}

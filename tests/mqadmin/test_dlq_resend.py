@@ -1,0 +1,117 @@
+"""dlq resend (to retry and to topic, --again), discard, status, export/import."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.protocol.perm import PERM_RW, PERM_WRITE
+from mqadmin.operations.dlq_model import BATCH_PROPERTY, LINK_PROPERTY
+from tests.mqadmin.cli import invoke, json_rows, rows_of
+from tests.mqadmin.conftest import BackgroundCluster
+from tests.mqadmin.dlq_helpers import bury, consume, setup_group, stop
+
+
+@pytest.mark.parametrize("perm", [PERM_RW, PERM_WRITE])
+def test_resend_to_retry_then_topic(cluster: BackgroundCluster, perm: int) -> None:
+    setup_group(cluster, "g1", "Orders", dlq_perm=perm)
+    cluster.create_group("g2")
+    dead = bury(cluster, "g1", "Orders", 4)
+    c1, got1 = consume(cluster, "g1", "Orders")
+    c2, got2 = consume(cluster, "g2", "Orders")
+    try:
+        plan = invoke("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--dry-run", "-o", "json")
+        assert plan.exit_code == 0, plan.stderr
+        assert json.loads(plan.stdout) == [{"originTopic": "Orders", "deadLetters": 4,
+                                            "target": "%RETRY%g1", "alsoReceivedBy": None}]
+        sent = rows_of(invoke("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--yes",
+                              "-o", "json"))
+        assert sent[0]["sent"] == 4 and sent[0]["failed"] == 0
+        batch = sent[0]["batch"]
+        cluster.call(got1.wait_linked(4))
+        copies = got1.linked()
+        assert sorted(m.properties["ORIGIN_MESSAGE_ID"] for m in copies) == sorted(dead)
+        first = min(copies, key=lambda m: m.keys)
+        assert (first.topic, first.keys, first.tags, first.reconsume_times) == (
+            "Orders", ("order-0",), "TagA", 0)
+        assert first.body == b'{"order": 0, "reason": "bad-price"}'
+        assert (first.properties["tenant"], first.properties["trace"]) == ("t0", "x\u00e9y")
+        assert first.properties[BATCH_PROPERTY] == batch
+        # a second resend skips them; --again sends them once more
+        again = invoke("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--yes")
+        assert again.exit_code == 0 and "already resent" in again.stderr
+        shown = json_rows("dlq", "show", "-n", cluster.ns, "-g", "g1")
+        assert {r["triage"] for r in shown} == {"resent"}
+        listed = json_rows("dlq", "list", "-n", cluster.ns)
+        assert (listed[0]["deadLetters"], listed[0]["unhandled"]) == (4, 0)
+        # --to topic: g2 receives the copies too, and named in the plan
+        plan = invoke("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--to", "topic",
+                      "--again", "--key", "order-1", "--dry-run", "-o", "json")
+        assert json.loads(plan.stdout)[0]["alsoReceivedBy"] == "g2"
+        rows_of(invoke("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--to", "topic",
+                       "--again", "--key", "order-1", "--yes", "-o", "json"))
+        cluster.call(got2.wait_linked(1))
+        cluster.call(got1.wait_linked(5))
+        assert [m.keys for m in got2.linked()] == [("order-1",)]
+        assert all(m.properties[BATCH_PROPERTY] != batch for m in got2.linked())
+        status = json_rows("dlq", "status", "-n", cluster.ns, batch)
+        assert (status[0]["sent"], status[0]["failed"], status[0]["backInDlq"]) == (4, 0, 0)
+        for _ in range(100):
+            if status[0]["consumed"] == 4:
+                break
+            cluster.call(got1.wait_linked(5))
+            status = json_rows("dlq", "status", "-n", cluster.ns, batch)
+        assert (status[0]["consumed"], status[0]["pending"]) == (4, 0)
+    finally:
+        stop(cluster, c1)
+        stop(cluster, c2)
+
+
+def test_discard(cluster: BackgroundCluster) -> None:
+    setup_group(cluster, "g1", "Orders")
+    bury(cluster, "g1", "Orders", 3)
+    result = invoke("dlq", "discard", "-n", cluster.ns, "-g", "g1", "--tag", "TagA",
+                    "--reason", "known bad prices")
+    assert result.exit_code == 2 and "--yes" in result.stderr
+    assert rows_of(invoke("dlq", "discard", "-n", cluster.ns, "-g", "g1", "--tag", "TagA",
+                          "--reason", "known bad prices", "--yes", "-o", "json")
+                   )[0]["discarded"] == 2
+    shown = json_rows("dlq", "show", "-n", cluster.ns, "-g", "g1")
+    assert [r["triage"] for r in shown] == ["discarded", "unhandled", "discarded"]
+    assert json_rows("dlq", "list", "-n", cluster.ns)[0]["unhandled"] == 1
+    plan = json_rows("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--dry-run")
+    assert plan[0]["deadLetters"] == 1
+    assert json_rows("dlq", "status", "-n", cluster.ns)[0]["action"] == "discard"
+
+
+def test_export_import_round_trip(cluster: BackgroundCluster, tmp_path: Path) -> None:
+    setup_group(cluster, "g1", "Orders")
+    bury(cluster, "g1", "Orders", 2)
+    bury(cluster, "g1", "Orders", 1, start=2, body=bytes(range(256)))
+    cluster.create_topic("Replay", queues=1)
+    file = tmp_path / "dead.jsonl"
+    result = invoke("dlq", "export", "-n", cluster.ns, "-g", "g1", "-f", str(file))
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in file.read_text().splitlines()]
+    assert len(lines) == 3
+    assert base64.b64decode(lines[2]["body"]) == bytes(range(256)) and "bodyText" not in lines[2]
+    assert lines[0]["bodyText"] == '{"order": 0, "reason": "bad-price"}'
+    imported = rows_of(invoke("dlq", "import", "-n", cluster.ns, "-f", str(file),
+                              "--to-topic", "Replay", "--yes", "-o", "json"))
+    assert imported == [{"topic": "Replay", "total": 3, "sent": 3, "failed": 0}]
+    replayed = json_rows("printMsg", "-n", cluster.ns, "-t", "Replay")
+    assert [r["keys"] for r in replayed] == ["order-0", "order-1", "order-2"]
+    detail = json_rows("queryMsgByOffset", "-n", cluster.ns, "-t", "Replay", "-b", "broker-a",
+                       "-i", "0", "-o", "2")
+    props = detail[0]["properties"]
+    assert (props["tenant"], props["trace"], props["TAGS"]) == ("t2", "x\u00e9y", "TagA")
+    assert LINK_PROPERTY not in props
+    again = tmp_path / "again.jsonl"
+    assert invoke("dlq", "export", "-n", cluster.ns, "-g", "g1", "-f", str(again)).exit_code == 0
+    (tmp_path / "bad.jsonl").write_text(file.read_text() + "{not json\n")
+    bad = invoke("dlq", "import", "-n", cluster.ns, "-f", str(tmp_path / "bad.jsonl"),
+                 "--to-topic", "Replay", "--yes")
+    assert bad.exit_code == 2 and "line 4" in bad.stderr
