@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from engine.common import config as configlib
 from engine.common import properties
-from engine.common.config import config_key
+from engine.common.config import config_key, secret_key
 from engine.protocol.perm import PERM_RW
 
 #: Keys UPDATE_BROKER_CONFIG refuses to change at run time (4.9.7 also refuses paths).
@@ -91,6 +91,14 @@ class BrokerConfig:
     listen_port: int = 10911
     ha_listen_port: int | None = None
     server_channel_max_idle_time_seconds: int = 120
+    # ------------------------------------------------------------ access control (docs/acl.md)
+    acl_enable: bool = False  # 4.9: plain_acl.yml under $ROCKETMQ_HOME/conf
+    authentication_enabled: bool = False  # 5.3 AuthConfig
+    authorization_enabled: bool = False
+    auth_config_path: str | None = None  # users.json/acls.json; default storePathRootDir/config
+    init_authentication_user: str | None = secret_key("initAuthenticationUser")
+    inner_client_authentication_credentials: str | None = secret_key(
+        "innerClientAuthenticationCredentials")
     # ------------------------------------------------------------ this engine
     logs_dir: str = field(default_factory=lambda: os.path.join(
         os.path.expanduser("~"), "logs", "rocketmqlogs"))

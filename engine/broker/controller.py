@@ -13,6 +13,8 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
+from engine.auth.errors import AuthError
+from engine.broker.access import BrokerAccess
 from engine.broker.config import BrokerConfig
 from engine.broker.registration import NamesrvRegistration
 from engine.broker.role import RoleManager
@@ -46,6 +48,9 @@ class BrokerController:
             self.fast_server = RemotingServer(
                 router, self.state, host=config.bind_address, port=config.fast_port,
                 on_connection_closed=self._connection_closed, idle_timeout=idle)
+        servers = [s for s in (self.server, self.fast_server) if s is not None]
+        self.access = self.state.access = BrokerAccess(
+            config, store_config.config_dir, lambda: list(servers))
         self.registration = NamesrvRegistration(
             lambda: self.state.config, self.state.topics, self.state.client,
             on_master=self._learn_master, ha_server_addr=lambda: self.state.ha_server_addr)
@@ -115,6 +120,11 @@ class BrokerController:
         st.groups.load()
         st.offsets.load()
         st.schedule.load()
+        try:
+            self.access.start()
+            st.client.credentials = self.access.inner_credentials()
+        except AuthError as exc:
+            raise ConfigFileError(f"access control: {exc}") from None
         await self.server.start()
         assert st.ha is not None
         try:
@@ -165,6 +175,7 @@ class BrokerController:
             return
         await self.registration.stop(unregister=True)
         await self.roles.stop()
+        await self.access.stop()
         for service in self.services:
             await service.stop()
         if self.fast_server is not None:

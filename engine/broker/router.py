@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.broker.handlers import (
+    admin_auth,
     admin_broker,
     admin_consumer,
     admin_group,
@@ -20,7 +21,8 @@ from engine.broker.handlers import (
 )
 from engine.remoting.router import Router
 
-MODULES = (send, send_back, transaction, pull, offsets, client, lock, query, admin_topic,
+MODULES = (admin_auth, send, send_back, transaction, pull, offsets, client, lock, query,
+           admin_topic,
            admin_group, admin_broker, admin_consumer, store_admin, ha)
 
 

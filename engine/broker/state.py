@@ -23,6 +23,7 @@ from engine.store.config import BrokerRole, MessageStoreConfig
 from engine.store.message_store import MessageStore
 
 if TYPE_CHECKING:
+    from engine.broker.access import BrokerAccess
     from engine.broker.role import RoleManager
 
 
@@ -60,6 +61,8 @@ class BrokerState:
         self.ha: HAService | None = None
         self.ha_client: HAClient | None = None
         self.roles: RoleManager | None = None
+        #: Access control (users, rules, the request guard); set by the controller.
+        self.access: BrokerAccess | None = None
         #: Offsets consumers committed to this broker while it was a slave, by
         #: (group, topic, queue id): the slave sync hands them to the master.
         self.slave_commits: dict[tuple[str, str, int], int] = {}
@@ -73,6 +76,8 @@ class BrokerState:
         self.config = config
         self.topics.broker = config
         self.groups.auto_create = config.auto_create_subscription_group
+        if self.access is not None:
+            self.access.reconfigure(config)
 
     def _notify_enabled(self, group: str) -> bool:
         if not self.config.notify_consumer_ids_changed_enable:

@@ -44,11 +44,20 @@ def config_key(key: str, default: Any = dataclasses.MISSING, **kwargs: Any) -> A
     return dataclasses.field(metadata={"config": key}, **kwargs)
 
 
+def secret_key(key: str, default: Any = None) -> Any:
+    """A config field holding a secret: `render`/`items` show it masked, never its value."""
+    return dataclasses.field(default=default, repr=False, metadata={"config": key, "secret": True})
+
+
+MASK = "******"
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Field:
     attr: str
     key: str
     hint: Any
+    secret: bool = False
 
 
 _FIELDS: dict[type, tuple[_Field, ...]] = {}
@@ -59,7 +68,8 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     if found is None:
         hints = typing.get_type_hints(cls)
         found = tuple(
-            _Field(f.name, f.metadata.get("config", camel(f.name)), hints[f.name])
+            _Field(f.name, f.metadata.get("config", camel(f.name)), hints[f.name],
+                   bool(f.metadata.get("secret")))
             for f in dataclasses.fields(cls)
         )
         _FIELDS[cls] = found
@@ -171,7 +181,8 @@ def value_text(value: Any) -> str | None:
 
 def items(config: Any) -> list[tuple[str, str | None]]:
     """The config's keys and value texts in declaration order (None for unset optionals)."""
-    return [(f.key, value_text(getattr(config, f.attr))) for f in _fields(type(config))]
+    return [(f.key, MASK if f.secret and getattr(config, f.attr) is not None
+             else value_text(getattr(config, f.attr))) for f in _fields(type(config))]
 
 
 def render(config: Any, *, escape: bool = False, null: str | None = None) -> str:

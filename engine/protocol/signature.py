@@ -84,7 +84,7 @@ class Verifier:
 
     def expected(self, cmd: RemotingCommand) -> str:
         ext = cmd.ext_fields or {}
-        skip = frozenset()
+        skip: frozenset[str] = frozenset()
         if cmd.version <= UNIQUE_KEY_SIGNED_SINCE - 1 and UNIQUE_KEY_QUERY in ext:
             skip = frozenset((UNIQUE_KEY_QUERY,))
         mac = self._mac.copy()

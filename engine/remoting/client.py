@@ -8,6 +8,7 @@ from typing import Any
 
 from engine.protocol.command import RemotingCommand
 from engine.protocol.frame import DEFAULT_MAX_FRAME
+from engine.protocol.signature import Credentials, sign
 from engine.remoting.address import parse_addr
 from engine.remoting.connection import Connection
 from engine.remoting.dispatch import RequestDispatcher
@@ -29,7 +30,10 @@ class RemotingClient:
         *,
         connect_timeout: float = 3.0,
         max_frame: int = DEFAULT_MAX_FRAME,
+        credentials: Credentials | None = None,
     ) -> None:
+        #: When set, every request this client sends is signed (AccessKey + Signature).
+        self.credentials = credentials
         self._dispatcher = RequestDispatcher(router, state) if router is not None else None
         self.connect_timeout = connect_timeout
         self.max_frame = max_frame
@@ -92,10 +96,14 @@ class RemotingClient:
         self, addr: str, cmd: RemotingCommand, timeout: float = DEFAULT_TIMEOUT
     ) -> RemotingCommand:
         """Send `cmd` to `addr` and return the response (see `Connection.invoke`)."""
+        if self.credentials is not None:
+            cmd = sign(cmd, self.credentials)
         conn = await self.connection(addr)
         return await conn.invoke(cmd, timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        if self.credentials is not None:
+            cmd = sign(cmd, self.credentials)
         conn = await self.connection(addr)
         conn.send_oneway(cmd)
 

@@ -15,6 +15,7 @@ import asyncio
 import functools
 import inspect
 import logging
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from engine.protocol.codes import ResponseCode
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 WRITE_EVERY = 8
 
 S = TypeVar("S")
+
+#: Checks a request before its handler runs: None to go on, or the refusal to answer with.
+Guard = Callable[[RemotingCommand, str], "RemotingCommand | None"]
 
 
 def error_response(cmd: RemotingCommand, exc: BaseException) -> RemotingCommand:
@@ -56,13 +60,20 @@ class RequestDispatcher(Generic[S]):
         self.state = state
         self._contexts: dict[int, RequestContext[S]] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
+        #: Access control (engine.auth); None when it is off: one test per request.
+        self.guard: Guard | None = None
 
     def __call__(self, conn: Connection, commands: list[RemotingCommand]) -> None:
         ctx = self._contexts.get(id(conn))
         if ctx is None:
             ctx = self._contexts[id(conn)] = RequestContext(self.state, conn)
         out: list[bytes] = []
+        guard = self.guard
         for cmd in commands:
+            if guard is not None and (refused := guard(cmd, conn.remote_addr)) is not None:
+                if not cmd.is_oneway:
+                    out.append(encode(refused))
+                continue
             route = self.router.lookup(cmd.code)
             if route is None:
                 log.debug("request code %d from %s not supported", cmd.code, conn.remote_addr)

@@ -10,7 +10,7 @@ from typing import Generic, TypeVar
 
 from engine.protocol.frame import DEFAULT_MAX_FRAME
 from engine.remoting.connection import Connection
-from engine.remoting.dispatch import RequestDispatcher
+from engine.remoting.dispatch import Guard, RequestDispatcher
 from engine.remoting.errors import RemotingError
 from engine.remoting.router import Router
 
@@ -47,6 +47,10 @@ class RemotingServer(Generic[S]):
         self._on_connection_closed = on_connection_closed
         self._server: asyncio.Server | None = None
         self._idle_task: asyncio.Task[None] | None = None
+
+    def set_guard(self, guard: Guard | None) -> None:
+        """Check every request with `guard` before its handler (access control), or stop."""
+        self._dispatcher.guard = guard
 
     def _make_connection(self) -> Connection:
         conn = Connection(self._dispatcher, max_frame=self.max_frame, on_close=self._closed)
