@@ -1,4 +1,4 @@
-"""Request signatures: the C++ client's captured Signatures (empty key), Java's rules, verification."""
+"""Request signatures: the C++ captures' Signatures (empty key), Java's rules, verification."""
 
 from __future__ import annotations
 
@@ -64,4 +64,4 @@ def test_unique_key_flag_left_out_only_for_clients_up_to_4_9_3() -> None:
 def test_keys_sort_like_java_treemap() -> None:
     # Java compares UTF-16 code units: U+FFFD sorts after a surrogate pair (U+1F600)
     ext = {"\ufffd": "b", "\U0001f600": "a", "A": "0"}
-    assert content_prefix(ext) == "0ab".encode()
+    assert content_prefix(ext) == b"0ab"
