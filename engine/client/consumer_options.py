@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from engine.client.allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from engine.client.consume_from import default_consume_timestamp
+from engine.client.dedupe import Dedupe
 from engine.client.message import MessageExt
 from engine.client.results import (
     ConsumeConcurrentlyContext,
@@ -52,6 +53,7 @@ class ConsumerOptions:
     pull_time_delay_millis_when_exception: int = 1000
     check_client_in_broker: bool = True  # CHECK_CLIENT_CONFIG for SQL92 subscriptions
     await_termination_millis: int = 10_000  # shutdown waits this long for running listeners
+    dedupe: Dedupe | None = None  # run each business key once (dedupe.py)
 
     def max_reconsume(self, orderly: bool) -> int:
         if self.max_reconsume_times != -1:
@@ -81,3 +83,4 @@ class LitePullOptions:
     unit_mode: bool = False
     local_offset_store_dir: str | None = None
     check_client_in_broker: bool = True
+    dedupe: Dedupe | None = None  # poll() claims business keys (dedupe.py, `consuming`)

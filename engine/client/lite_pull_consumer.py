@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Iterable
 
+from engine.client import dedupe
 from engine.client.client_config import ClientConfig
 from engine.client.consume_from import OffsetLookup, OffsetUnknownError, StartOffsets, subscription
 from engine.client.consumer_options import LitePullOptions
@@ -45,6 +46,8 @@ from engine.protocol.body.message_queue import MessageQueue
 
 log = logging.getLogger(__name__)
 
+BUSY_RETRY = 1.0  # seconds before a key busy in another delivery is offered again
+
 
 class LitePullConsumer(ConsumerSupport):
     consume_type = ConsumeType.CONSUME_ACTIVELY
@@ -68,6 +71,8 @@ class LitePullConsumer(ConsumerSupport):
                                           o.consume_from_where, o.consume_timestamp)
         self._pulls: dict[MessageQueue, asyncio.Task[None]] = {}
         self.cache: collections.deque[LiteBatch] = collections.deque()
+        self._guard = (None if o.dedupe is None else
+                       dedupe.Guard(o.dedupe, group, dedupe.new_owner(self.instance.client_id)))
         self._cache_event = asyncio.Event()
         self._polled: dict[MessageQueue, int] = {}
         self.paused_queues: set[MessageQueue] = set()
@@ -212,10 +217,32 @@ class LitePullConsumer(ConsumerSupport):
                     batch = self.cache.popleft()
                     if batch.pq.dropped or self.rebalancer.table.get(batch.mq) is not batch.pq:
                         continue
-                    self._polled[batch.mq] = batch.pq.remove(batch.msgs)
-                    return batch.msgs
+                    msgs = batch.msgs if self._guard is None else await self._claim(batch)
+                    if msgs:
+                        return msgs
         except TimeoutError:
             return []
+
+    async def _claim(self, batch: LiteBatch) -> list[MessageExt]:
+        """With `dedupe`: hand out NEW keys, skip CONSUMED ones, and keep BUSY ones cached
+        (their offset is not passed) to offer again after `BUSY_RETRY` seconds."""
+        assert self._guard is not None
+        classified = await self._guard.classify(batch.msgs)
+        busy = [m for m, _, c in classified if c is dedupe.Claim.BUSY]
+        out = [m for m, _, c in classified if c is dedupe.Claim.NEW]
+        waiting = {id(m) for m in busy}
+        self._polled[batch.mq] = batch.pq.remove([m for m in batch.msgs if id(m) not in waiting])
+        if busy:
+            again = LiteBatch(batch.mq, batch.pq, busy)
+            asyncio.get_running_loop().call_later(BUSY_RETRY, self.deliver, again)
+        return out
+
+    def consuming(self, msgs: list[MessageExt]) -> dedupe.Consuming:
+        """``async with consumer.consuming(msgs): ...``: on success the polled messages'
+        keys are recorded CONSUMED; an exception releases them (requires `dedupe`)."""
+        if self._guard is None:
+            raise ClientStateError("consuming() needs LitePullOptions(dedupe=Dedupe(...))")
+        return dedupe.Consuming(self._guard, msgs)
 
     def _copy_polled(self) -> None:
         for mq, offset in self._polled.items():

@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
+from engine.client import dedupe
 from engine.client.client_config import ClientConfig
 from engine.client.consume_concurrently import ConsumeConcurrentlyService
 from engine.client.consume_from import (
@@ -102,10 +103,20 @@ class PushConsumer(ConsumerSupport):
         self._subs.pop(topic, None)
 
     def register_concurrently(self, listener: ConcurrentListener) -> None:
-        self.consume_service = ConsumeConcurrentlyService(self, listener)
+        guard = self._dedupe_guard()
+        self.consume_service = ConsumeConcurrentlyService(
+            self, listener if guard is None else dedupe.concurrently(listener, guard))
 
     def register_orderly(self, listener: OrderlyListener) -> None:
-        self.consume_service = ConsumeOrderlyService(self, listener)
+        guard = self._dedupe_guard()
+        self.consume_service = ConsumeOrderlyService(
+            self, listener if guard is None else dedupe.orderly(listener, guard))
+
+    def _dedupe_guard(self) -> dedupe.Guard | None:
+        options = self.options.dedupe
+        if options is None:
+            return None
+        return dedupe.Guard(options, self.group, dedupe.new_owner(self.instance.client_id))
 
     @property
     def orderly(self) -> bool:

@@ -1,0 +1,249 @@
+"""`SqliteKeyStore`: the record of consumed business keys in one SQLite file, writes batched.
+
+How this works: one table, one row per (group, key)::
+
+    consumed_keys(grp, key, state, owner, until)   PRIMARY KEY (grp, key)
+      state 0 CONSUMING  owner holds a lease until `until` (ms since the epoch)
+      state 1 CONSUMED   the key was consumed; the record counts until `until` (the window)
+
+A row whose `until` has passed counts as absent: an expired lease is a consumer that died
+while consuming (its key may be claimed again); an expired CONSUMED row is outside the
+window.  Claims and finishes from the event loop are queued and applied by one worker thread
+in one ``BEGIN IMMEDIATE`` transaction per flush, so at 10,000 messages/s one transaction
+carries dozens of them and other processes sharing the file see every claim atomically (the
+write lock makes claim-if-absent safe across processes).  WAL with ``synchronous=NORMAL``:
+a committed claim survives the death of the process (not of the machine's power).
+
+An application that wants its listener's effect and the key's record to commit together
+keeps its own tables in the same file and calls `mark_consumed` inside its own transaction
+(docs/client.md shows it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.client.dedupe import Claim
+
+CONSUMING = 0
+CONSUMED = 1
+DEFAULT_WINDOW_MS = 48 * 3600 * 1000  # longer than the 16 retry levels (about 4 h 46 min)
+SWEEP_PER_OP = 8  # rows looked at for expiry per operation applied (see _sweep)
+LINGER = 0.002  # seconds a claim waits for others to share its transaction
+CHUNK = 400  # keys per IN (...) query, below SQLite's variable limit
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS consumed_keys (
+    grp TEXT NOT NULL, key TEXT NOT NULL, state INTEGER NOT NULL, owner TEXT NOT NULL,
+    until INTEGER NOT NULL, PRIMARY KEY (grp, key)) WITHOUT ROWID;
+"""
+UPSERT = ("INSERT INTO consumed_keys (grp, key, state, owner, until) VALUES (?, ?, ?, ?, ?) "
+          "ON CONFLICT (grp, key) DO UPDATE SET state = excluded.state, "
+          "owner = excluded.owner, until = excluded.until")
+RELEASE = "DELETE FROM consumed_keys WHERE grp = ? AND key = ? AND owner = ? AND state = 0"
+RENEW = ("UPDATE consumed_keys SET until = ? "
+         "WHERE grp = ? AND key = ? AND owner = ? AND state = 0")
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    conn.executescript(SCHEMA)
+
+
+def mark_consumed(conn: sqlite3.Connection, group: str, key: str, *,
+                  window_ms: int = DEFAULT_WINDOW_MS, now_ms: int | None = None) -> None:
+    """Record `key` as consumed by `group` inside the caller's open transaction on `conn`
+    (the same database file as the store): the listener's effect and the record then commit
+    or roll back together."""
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    conn.execute(UPSERT, (group, key, CONSUMED, "", now + window_ms))
+
+
+@dataclass(slots=True)
+class _Op:
+    kind: str  # claim | consumed | release | renew
+    group: str
+    keys: Sequence[str]
+    owner: str
+    lease_ms: int
+    future: asyncio.Future[Any]
+
+
+class SqliteKeyStore:
+    """The default `KeyStore`: ``SqliteKeyStore("consumed-keys.db")`` (one file per host)."""
+
+    def __init__(self, path: str | Path, *, window_ms: int = DEFAULT_WINDOW_MS,
+                 clock: Callable[[], int] | None = None, linger: float = LINGER) -> None:
+        if window_ms <= 0:
+            raise ValueError(f"window_ms must be positive, got {window_ms}")
+        self.path = Path(path)
+        self.window_ms = window_ms
+        self.linger = linger
+        self._clock = clock or (lambda: int(time.time() * 1000))
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="dedupe-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._pending: list[_Op] = []
+        self._flushing = False
+        self._idle: asyncio.Event | None = None  # set when nothing is queued or flushing
+        self._sweep_from = ("", "")  # (grp, key) where the expiry sweep goes on
+        self.transactions = 0  # flushes applied (for benchmarks and tests)
+
+    # ------------------------------------------------------------------ KeyStore
+
+    def claim(self, group: str, keys: Sequence[str], owner: str,
+              lease_ms: int) -> Awaitable[list[Claim]]:
+        return self._submit("claim", group, keys, owner, lease_ms)
+
+    def finish(self, group: str, keys: Sequence[str], owner: str,
+               consumed: bool) -> Awaitable[None]:
+        return self._submit("consumed" if consumed else "release", group, keys, owner, 0)
+
+    def renew(self, group: str, keys: Sequence[str], owner: str,
+              lease_ms: int) -> Awaitable[None]:
+        return self._submit("renew", group, keys, owner, lease_ms)
+
+    async def close(self) -> None:
+        """Wait for queued writes, then close the connection and the worker thread."""
+        if self._flushing:
+            self._idle = asyncio.Event()
+            await self._idle.wait()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        self._executor.shutdown(wait=True)
+
+    # ------------------------------------------------------------------ batching
+
+    def _submit(self, kind: str, group: str, keys: Sequence[str], owner: str,
+                lease_ms: int) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if not keys:
+            future.set_result([] if kind == "claim" else None)
+            return future
+        self._pending.append(_Op(kind, group, keys, owner, lease_ms, future))
+        if not self._flushing:
+            self._flushing = True
+            loop.call_later(self.linger, self._flush, loop)
+        return future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        ops, self._pending = self._pending, []
+        done: asyncio.Future[list[list[Claim] | None]] = loop.create_future()
+        try:
+            done.set_result(self._apply(ops))
+        except Exception as exc:
+            done.set_exception(exc)
+        self._flushed(loop, ops, done)
+
+    def _flushed(self, loop: asyncio.AbstractEventLoop, ops: list[_Op],
+                 done: asyncio.Future[list[list[Claim] | None]]) -> None:
+        exc = done.exception()
+        for i, op in enumerate(ops):
+            if op.future.done():
+                continue
+            if exc is not None:
+                op.future.set_exception(exc)
+            else:
+                op.future.set_result(done.result()[i])
+        if self._pending:
+            self._flush(loop)
+        else:
+            self._flushing = False
+            if self._idle is not None:
+                self._idle.set()
+
+    # ------------------------------------------------------------------ the worker thread
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            ensure_schema(conn)
+            self._conn = conn
+        return self._conn
+
+    def _apply(self, ops: list[_Op]) -> list[list[Claim] | None]:
+        """One transaction for a flush: finishes first (they only concern keys their owner
+        already holds), then every claim, one SELECT per group and chunk of keys."""
+        conn = self._connection()
+        now = self._clock()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._finish(conn, ops, now)
+            out: list[list[Claim] | None] = [None] * len(ops)
+            claims: dict[str, list[int]] = {}
+            for i, op in enumerate(ops):
+                if op.kind == "claim":
+                    claims.setdefault(op.group, []).append(i)
+            for group, indexes in claims.items():
+                self._claim(conn, group, [ops[i] for i in indexes], now, out, indexes)
+            self._sweep(conn, now, SWEEP_PER_OP * len(ops))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        self.transactions += 1
+        return out
+
+    def _sweep(self, conn: sqlite3.Connection, now: int, rows: int) -> None:
+        """Delete expired rows among the next `rows` in key order, wrapping around.  Sweeping
+        a few rows per operation keeps the table near (rate x window) rows without an index
+        on `until`, which would double the cost of every write."""
+        seen = conn.execute(
+            "SELECT grp, key, until FROM consumed_keys WHERE (grp, key) > (?, ?) "
+            "ORDER BY grp, key LIMIT ?", (*self._sweep_from, rows)).fetchall()
+        expired = [(g, k, now) for g, k, until in seen if until <= now]
+        if expired:
+            conn.executemany("DELETE FROM consumed_keys WHERE grp = ? AND key = ? "
+                             "AND until <= ?", expired)
+        self._sweep_from = (seen[-1][0], seen[-1][1]) if len(seen) == rows else ("", "")
+
+    def _finish(self, conn: sqlite3.Connection, ops: list[_Op], now: int) -> None:
+        consumed = [(op.group, k, CONSUMED, op.owner, now + self.window_ms)
+                    for op in ops if op.kind == "consumed" for k in op.keys]
+        released = [(op.group, k, op.owner) for op in ops if op.kind == "release"
+                    for k in op.keys]
+        renewed = [(now + op.lease_ms, op.group, k, op.owner) for op in ops
+                   if op.kind == "renew" for k in op.keys]
+        if consumed:
+            conn.executemany(UPSERT, consumed)
+        if released:
+            conn.executemany(RELEASE, released)
+        if renewed:
+            conn.executemany(RENEW, renewed)
+
+    def _claim(self, conn: sqlite3.Connection, group: str, ops: list[_Op], now: int,
+               out: list[list[Claim] | None], indexes: list[int]) -> None:
+        """Claim the keys of `ops` (all of `group`) in order, results into `out`."""
+        live: dict[str, int] = {}
+        keys = list(dict.fromkeys(k for op in ops for k in op.keys))
+        for i in range(0, len(keys), CHUNK):
+            part = keys[i:i + CHUNK]
+            marks = ",".join("?" * len(part))
+            for key, state in conn.execute(
+                    f"SELECT key, state FROM consumed_keys WHERE grp = ? AND until > ? "
+                    f"AND key IN ({marks})", (group, now, *part)):
+                live[key] = state
+        new: list[tuple[str, str, int, str, int]] = []
+        for index, op in zip(indexes, ops, strict=True):
+            result: list[Claim] = []
+            for key in op.keys:
+                state = live.get(key)
+                if state is None:
+                    result.append(Claim.NEW)
+                    live[key] = CONSUMING  # the same key twice in one flush: one runs
+                    new.append((group, key, CONSUMING, op.owner, now + op.lease_ms))
+                else:
+                    result.append(Claim.CONSUMED if state == CONSUMED else Claim.BUSY)
+            out[index] = result
+        conn.executemany(UPSERT, new)
