@@ -134,6 +134,8 @@ class LitePullConsumer(ConsumerSupport):
         await self.offset_store.persist_all(self.rebalancer.table, final=True)
         self.rebalancer.drop_all()
         self.cache.clear()
+        if self._guard is not None:
+            await self._guard.close()
         await self._stop_member()
 
     async def _apply_assignment(self) -> None:

@@ -89,6 +89,8 @@ class PushConsumer(ConsumerSupport):
         self.started_ms = 0
         self._pulls: dict[MessageQueue, asyncio.Task[None]] = {}
         self._topic_limits: dict[str, tuple[int, int]] = {}
+        self._guard = (None if self.options.dedupe is None else dedupe.Guard(
+            self.options.dedupe, group, dedupe.new_owner(self.instance.client_id)))
 
     # ------------------------------------------------------------------ setup
 
@@ -103,20 +105,14 @@ class PushConsumer(ConsumerSupport):
         self._subs.pop(topic, None)
 
     def register_concurrently(self, listener: ConcurrentListener) -> None:
-        guard = self._dedupe_guard()
+        guard = self._guard
         self.consume_service = ConsumeConcurrentlyService(
             self, listener if guard is None else dedupe.concurrently(listener, guard))
 
     def register_orderly(self, listener: OrderlyListener) -> None:
-        guard = self._dedupe_guard()
+        guard = self._guard
         self.consume_service = ConsumeOrderlyService(
             self, listener if guard is None else dedupe.orderly(listener, guard))
-
-    def _dedupe_guard(self) -> dedupe.Guard | None:
-        options = self.options.dedupe
-        if options is None:
-            return None
-        return dedupe.Guard(options, self.group, dedupe.new_owner(self.instance.client_id))
 
     @property
     def orderly(self) -> bool:
@@ -178,6 +174,8 @@ class PushConsumer(ConsumerSupport):
         assert self.consume_service is not None
         await self.consume_service.shutdown()
         await self.settle(self.options.await_termination_millis / 1000)
+        if self._guard is not None:
+            await self._guard.close()
         if self.orderly and self.options.message_model is MessageModel.CLUSTERING:
             await self.unlock_all(oneway=False)
         await self.offset_store.persist_all(self.rebalancer.table, final=True)

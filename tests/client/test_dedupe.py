@@ -59,7 +59,7 @@ class WatchedStore(SqliteKeyStore):
         self.changed.set()
         return out
 
-    async def wait_for(self, key: str, claim: Claim, timeout: float = 15.0) -> None:
+    async def wait_for(self, key: str, claim: Claim, timeout: float = 30.0) -> None:
         async with asyncio.timeout(timeout):
             while (key, claim) not in self.claims:
                 self.changed.clear()
@@ -179,7 +179,7 @@ async def test_a_failure_releases_the_key_and_the_retry_runs_it(
     consumer.register_concurrently(fail_first)
     await consumer.start()
     await send_to(producer, 0, "refund-3", "try")
-    await inbox.wait_for(1)
+    await inbox.wait_for(1, timeout=30)
     assert calls == [0, 1]
 
 
