@@ -219,7 +219,10 @@ class LitePullConsumer(ConsumerSupport):
                     batch = self.cache.popleft()
                     if batch.pq.dropped or self.rebalancer.table.get(batch.mq) is not batch.pq:
                         continue
-                    msgs = batch.msgs if self._guard is None else await self._claim(batch)
+                    if self._guard is None:
+                        self._polled[batch.mq] = batch.pq.remove(batch.msgs)
+                        return batch.msgs
+                    msgs = await self._claim(batch)
                     if msgs:
                         return msgs
         except TimeoutError:
