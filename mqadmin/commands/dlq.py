@@ -103,6 +103,7 @@ def export(
     limit: LimitOpt = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Write a group's dead letters to a JSON Lines file: every field and property, the
@@ -121,7 +122,8 @@ def export(
             raise UsageProblem(f"cannot write {file}: {exc.strerror or exc}.") from None
         finally:
             partial.unlink(missing_ok=True)
-        render.note(f"{count} dead letters of {group} written to {file}")
+        render.render([{"group": group, "file": str(file), "exported": count}], output,
+                      columns=("group", "file", "exported"))
 
 
 @app.command("import")
