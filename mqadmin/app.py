@@ -11,6 +11,7 @@ from mqadmin import render
 from mqadmin.commands import (
     cluster,
     consumer,
+    dashboard,
     dev,
     dlq,
     group,
@@ -40,6 +41,7 @@ for module in (topic, cluster, group, consumer, message, stream, namesrv, store,
     app.add_typer(module.app)
 app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
 app.add_typer(dev.app, name="dev", rich_help_panel="mqadmin itself")
+app.add_typer(dashboard.app)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""The terminal dashboard (`mqadmin dashboard`): Textual screens over mqadmin's operations."""

@@ -1,0 +1,201 @@
+"""The dashboard app: one mode per screen, k9s's keys, the header's health loop, read-only.
+
+How this works: each screen is a Textual mode (its own stack), reached by a number key or
+the `:` command line; `Esc` closes the filter, then pops a drill-down, then goes back to
+the previous screen.  The app owns the `Backend` (the thread that talks to the cluster),
+the header's state (context, health, last refresh) and `--readonly`: every screen asks
+`allow_change` before opening a change dialog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+
+from mqadmin.config import Endpoint, resolve
+from mqadmin.exit_codes import message_for
+from mqadmin.tui.backend import Backend
+from mqadmin.tui.data.health import read_health
+from mqadmin.tui.messages import HealthChanged
+from mqadmin.tui.screens.audit import AuditScreen
+from mqadmin.tui.screens.base import DashScreen
+from mqadmin.tui.screens.cleanup import CleanupScreen
+from mqadmin.tui.screens.cluster import ClusterScreen
+from mqadmin.tui.screens.groups import GroupsScreen
+from mqadmin.tui.screens.replication import ReplicationScreen
+from mqadmin.tui.screens.topics import TopicsScreen
+from mqadmin.tui.widgets.dialogs import CommandLine, KeyList
+
+#: Screen name -> (palette words, number key).
+SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
+    "cluster": (("cluster", "brokers"), "1"),
+    "topics": (("topics", "topic", "tp"), "2"),
+    "groups": (("groups", "group", "cg", "consumers", "lag"), "3"),
+    "ha": (("replication", "ha"), "5"),
+    "cleanup": (("cleanup", "clean"), "6"),
+    "audit": (("audit",), "7"),
+}
+HEALTH_EVERY = 5.0
+
+
+class Dashboard(App[None]):
+    """`mqadmin dashboard`."""
+
+    TITLE = "mqadmin dashboard"
+    CSS_PATH = "dashboard.tcss"
+    MODES: ClassVar[dict[str, type[DashScreen]]] = {  # type: ignore[assignment]
+        "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
+        "ha": ReplicationScreen, "cleanup": CleanupScreen, "audit": AuditScreen,
+    }
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("colon", "command_line", "Command", key_display=":"),
+        Binding("question_mark", "keys", "Keys", key_display="?"),
+        Binding("escape", "go_back", "Back", show=False),
+        Binding("q", "quit", "Quit"),
+        *(Binding(key, f"show('{name}')", f"show {label}", show=False)
+          for name, ((label, *_), key) in SCREENS.items()),
+    ]
+
+    health: reactive[Text | str] = reactive("")
+    refreshed_at: reactive[str] = reactive("")
+    where: reactive[str] = reactive("")
+    readonly: reactive[bool] = reactive(False)
+
+    def __init__(self, endpoint: Endpoint, *, readonly: bool = False,
+                 start: str = "cluster") -> None:
+        super().__init__()
+        self.backend = Backend(endpoint)
+        self.set_reactive(Dashboard.readonly, readonly)
+        self.set_reactive(Dashboard.where, self._where_text(endpoint))
+        self.start_mode = start
+        self._history: list[str] = []
+        self._health_wake = asyncio.Event()
+
+    @staticmethod
+    def _where_text(endpoint: Endpoint) -> str:
+        context = f"context {endpoint.context}" if endpoint.context else "no context"
+        return f"{context}  ·  name servers {endpoint.text}"
+
+    def on_mount(self) -> None:
+        self.switch_mode(self.start_mode)
+        self.health_loop()
+
+    def on_unmount(self) -> None:
+        self.backend.close()
+
+    # ------------------------------------------------------------------ navigation
+
+    def action_show(self, name: str) -> None:
+        if name not in self.MODES or name == self.current_mode:
+            return
+        self._history.append(self.current_mode)
+        self.switch_mode(name)
+
+    def action_go_back(self) -> None:
+        screen = self.screen
+        if isinstance(screen, DashScreen) and screen.back():
+            return
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+        elif self._history:
+            self.switch_mode(self._history.pop())
+
+    def action_command_line(self) -> None:
+        words = sorted({w for names, _ in SCREENS.values() for w in names} |
+                       {"quit", "context "})
+        hint = ("screens: " + "  ".join(f":{names[0]}" for names, _ in SCREENS.values())
+                + "   :context NAME   :quit")
+        self.push_screen(CommandLine(words, hint), self.run_command)
+
+    def run_command(self, command: str | None) -> None:
+        if not command:
+            return
+        word, _, rest = command.partition(" ")
+        word = word.lower()
+        if word in ("q", "quit", "q!"):
+            self.exit()
+            return
+        if word in ("context", "ctx"):
+            self.use_context(rest.strip())
+            return
+        for name, (words, _) in SCREENS.items():
+            if word in words:
+                self.action_show(name)
+                return
+        self.notify(f"unknown command ':{command}'. Type : and Tab through the suggestions, "
+                    "or press ? for the keys.", severity="error")
+
+    def action_keys(self) -> None:
+        screen = self.screen
+        keys: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        for active in screen.active_bindings.values():
+            b = active.binding
+            label = b.key_display or b.key
+            if label in seen or not b.description:
+                continue
+            seen.add(label)
+            keys.append((label, b.description))
+        title = getattr(screen, "TITLE", "") or self.current_mode
+        self.push_screen(KeyList(title, keys))
+
+    # ------------------------------------------------------------------ context
+
+    @work(exclusive=True, group="context")
+    async def use_context(self, name: str) -> None:
+        if not name:
+            self.notify("usage: :context NAME (the contexts of `mqadmin context list`)",
+                        severity="error")
+            return
+        try:
+            endpoint = await self.backend.blocking(lambda: resolve(None, name))
+        except Exception as exc:
+            self.notify(message_for(exc), severity="error")
+            return
+        await self.backend.switch(endpoint)
+        self.where = self._where_text(endpoint)
+        self.notify(f"now on context {name} ({endpoint.text})")
+        self._health_wake.set()
+        screen = self.screen
+        if isinstance(screen, DashScreen):
+            screen.action_refresh_now()
+
+    # ------------------------------------------------------------------ header
+
+    def refreshed(self) -> None:
+        self.refreshed_at = time.strftime("%H:%M:%S")
+
+    @work(exclusive=True, group="health")
+    async def health_loop(self) -> None:
+        while True:
+            self._health_wake.clear()
+            try:
+                text, ok = await self.backend.call(read_health), True
+            except Exception as exc:
+                text, ok = Text(f"cluster unreachable: {message_for(exc)}", style="bold red"), \
+                    False
+            self.post_message(HealthChanged(text, ok))  # type: ignore[arg-type]
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._health_wake.wait(),
+                                       HEALTH_EVERY if ok else HEALTH_EVERY * 2)
+
+    def on_health_changed(self, message: HealthChanged) -> None:
+        self.health = message.text
+
+    # ------------------------------------------------------------------ changes
+
+    def allow_change(self, what: str) -> bool:
+        """False (and says why) in read-only mode."""
+        if self.readonly:
+            self.notify(f"read-only mode: {what} refused. Restart the dashboard without "
+                        "--readonly to change the cluster.", severity="error")
+            return False
+        return True

@@ -1,0 +1,88 @@
+"""The Consumer groups screen's data: every group's lag, topics and online clients (one
+consume-stats request per broker, one client list per group), and one group's queues with
+their lag in time and its clients (consumerProgress and consumerConnection)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.client.admin import MQAdmin
+from engine.client.errors import ClientError
+from mqadmin.operations import consumer as consumer_ops
+from mqadmin.operations.times import format_time
+from mqadmin.tui.data.consume import masters, read_lags
+
+Row = dict[str, Any]
+#: Client-list requests in flight at once.
+CONCURRENCY = 32
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsView:
+    rows: list[Row]
+    failures: list[str] = field(default_factory=list)
+
+
+async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]) -> dict[str, int]:
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(group: str) -> int:
+        async with gate:
+            for addr in addrs:
+                try:
+                    return len(await admin.broker.consumer_ids(addr, group))
+                except ClientError:
+                    continue
+        return 0
+
+    counts = await asyncio.gather(*(one(g) for g in groups))
+    return dict(zip(groups, counts, strict=True))
+
+
+async def read_groups(admin: MQAdmin) -> GroupsView:
+    addrs = list((await masters(admin)).values())
+    lags, failures = await read_lags(admin, addrs)
+    per: dict[str, Row] = {}
+    topics: dict[str, set[str]] = defaultdict(set)
+    for lag in lags:
+        row = per.setdefault(lag.group, {"group": lag.group, "lag": 0, "tps": 0.0,
+                                         "last": 0, "queues": 0})
+        row["lag"] += lag.diff
+        row["queues"] += 1
+        row["last"] = max(row["last"], lag.last_timestamp)
+        if not lag.topic.startswith("%RETRY%"):
+            topics[lag.group].add(lag.topic)
+    tps: dict[tuple[str, str], float] = {(lag.group, lag.topic): lag.group_tps for lag in lags}
+    online = await _online(admin, addrs, sorted(per))
+    rows = []
+    for group, row in sorted(per.items()):
+        clients = online.get(group, 0)
+        rows.append({**row, "tps": round(sum(v for (g, _), v in tps.items() if g == group), 2),
+                     "topics": ",".join(sorted(topics[group])), "clients": clients,
+                     "state": "ONLINE" if clients else "OFFLINE",
+                     "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None})
+    return GroupsView(rows, failures)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDetail:
+    queues: list[Row]
+    clients: list[Row]
+    consume_tps: float
+    topics: list[str]
+    error: str = ""
+
+
+async def read_group(admin: MQAdmin, group: str) -> GroupDetail:
+    """consumerProgress (lag in messages and time per queue) and consumerConnection."""
+    rows, tps = await consumer_ops.consumer_progress(admin, group)
+    try:
+        clients = await consumer_ops.consumer_connection(admin, group)
+    except ClientError:
+        clients = []
+    queues = [r for r in rows if r["topic"] != consumer_ops.TOTAL]
+    topics = sorted({str(r["topic"]) for r in queues if not str(r["topic"]).startswith("%")})
+    return GroupDetail(rows, clients, tps, topics)

@@ -1,0 +1,46 @@
+"""The header's cluster health: name servers and brokers up, masters without a slave."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+
+from engine.client.admin import MQAdmin
+from engine.protocol.body.route import ClusterInfo
+from mqadmin.operations import ha
+
+
+def _part(text: Text, label: str, value: str, bad: bool) -> None:
+    if text.plain:
+        text.append("  ·  ", style="dim")
+    text.append(f"{label} ")
+    text.append(value, style="bold red" if bad else "bold green")
+
+
+async def read_health(admin: MQAdmin) -> Text:
+    """One line of health; raises when no name server answers (the header says so)."""
+    outcomes = await admin.namesrv.on_each(lambda ns: admin.namesrv.cluster_info(addr=ns))
+    answered = [o for o in outcomes if o.ok]
+    if not answered:
+        error = outcomes[0].error
+        assert error is not None
+        raise error
+    info: ClusterInfo = answered[0].value  # type: ignore[assignment]
+    names = sorted(info.broker_addr_table)
+    found = await asyncio.gather(*(ha.members(admin, name) for name in names))
+    members = [m for group in found for m in group]
+    up = [m for m in members if m.status is not None]
+    lonely = [m.name for m in up if m.status is not None and m.status.master
+              and not m.status.ha_connection_info]
+    no_master = [name for name, group in zip(names, found, strict=True)
+                 if not any(m.status is not None and m.status.master for m in group)]
+    text = Text()
+    _part(text, "name servers", f"{len(answered)}/{len(outcomes)} up",
+          len(answered) < len(outcomes))
+    _part(text, "brokers", f"{len(up)}/{len(members)} up", len(up) < len(members))
+    _part(text, "masters without a slave", str(len(lonely)) + (
+        f" ({', '.join(lonely)})" if lonely else ""), bool(lonely))
+    if no_master:
+        _part(text, "no master", ", ".join(no_master), True)
+    return text

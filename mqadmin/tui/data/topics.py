@@ -1,0 +1,113 @@
+"""The Topics screen's data: every topic with its queues, permission, brokers, consuming
+groups and backlog, from one topic-config and one consume-stats request per master."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.client.admin import MQAdmin
+from engine.protocol.body.topic import TopicConfig
+from engine.protocol.perm import perm_to_string
+from mqadmin.operations import topic as topic_ops
+from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
+from mqadmin.tui.data.consume import masters, read_lags
+
+Row = dict[str, Any]
+SYSTEM_TOPICS = ("TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_", "BenchmarkTest", "OFFSET_MOVED",
+                 "SELF_TEST_TOPIC", "TRANS_", "rmq_sys_")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsView:
+    rows: list[Row]
+    clusters: list[str]
+    brokers: dict[str, str]  # broker name -> address asked
+    failures: list[str] = field(default_factory=list)
+
+
+def kind_of(topic: str, broker_names: set[str], clusters: set[str]) -> str:
+    if topic.startswith(RETRY_PREFIX):
+        return "retry"
+    if topic.startswith(DLQ_PREFIX):
+        return "dlq"
+    if (topic.startswith(SYSTEM_TOPICS) or topic.endswith("_REPLY_TOPIC")
+            or topic in broker_names or topic in clusters):
+        return "system"
+    return "normal"
+
+
+async def read_topics(admin: MQAdmin) -> TopicsView:
+    found = await masters(admin)
+    addrs = list(found.values())
+    info, listed, configs, (lags, lag_failures) = await asyncio.gather(
+        admin.namesrv.cluster_info(), topic_ops.topic_list(admin),
+        admin.on_brokers(addrs, admin.broker.all_topic_config), read_lags(admin, addrs))
+    name_of = {addr: name for name, addr in found.items()}
+    per_topic: dict[str, list[tuple[str, TopicConfig]]] = defaultdict(list)
+    for outcome in configs:
+        if outcome.value is not None:
+            for topic, config in outcome.value.topic_config_table.items():
+                per_topic[topic].append((name_of[outcome.addr], config))
+    backlog: dict[str, int] = defaultdict(int)
+    groups: dict[str, set[str]] = defaultdict(set)
+    offsets: dict[tuple[str, str, int], int] = {}
+    for lag in lags:
+        backlog[lag.topic] += lag.diff
+        groups[lag.topic].add(lag.group)
+        offsets[(lag.topic, lag.broker_name, lag.queue_id)] = lag.broker_offset
+    produced: dict[str, int] = defaultdict(int)
+    for (topic, _, _), offset in offsets.items():
+        produced[topic] += offset
+    clusters = set(info.cluster_addr_table)
+    cluster_of = {b: c for c, names in info.cluster_addr_table.items() for b in names}
+    rows: list[Row] = []
+    for topic in sorted({r["topic"] for r in listed} | set(per_topic)):
+        on = sorted(per_topic.get(topic, []), key=lambda p: p[0])
+        perms = {c.perm for _, c in on}
+        rows.append({
+            "topic": topic, "kind": kind_of(topic, set(found), clusters),
+            "read": sum(c.read_queue_nums for _, c in on) if on else None,
+            "write": sum(c.write_queue_nums for _, c in on) if on else None,
+            "perm": perm_to_string(perms.pop()) if len(perms) == 1 else
+            ("mixed" if perms else None),
+            "order": any(c.order for _, c in on),
+            "brokers": ",".join(name for name, _ in on) or "(route only)",
+            "cluster": ",".join(sorted({cluster_of.get(name, "?") for name, _ in on})),
+            "groups": len(groups.get(topic, ())),
+            "backlog": backlog.get(topic, 0) if topic in groups else None,
+            "produced": produced.get(topic),
+        })
+    failures = [f"{o.addr}: {str(o.error).splitlines()[0]}" for o in configs if o.error]
+    return TopicsView(rows, sorted(clusters), found, failures + lag_failures)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDetail:
+    routes: list[Row]
+    queues: list[Row]
+    groups: list[Row]
+    failures: list[str] = field(default_factory=list)
+
+
+async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
+    """A topic's routes and per-queue status (topicRoute, topicStatus) and its groups' lag."""
+    routes, status, (lags, failed) = await asyncio.gather(
+        topic_ops.topic_route(admin, topic), topic_ops.topic_status(admin, topic),
+        _topic_lags(admin, topic))
+    per_group: dict[str, Row] = {}
+    for lag in lags:
+        row = per_group.setdefault(lag.group, {"group": lag.group, "lag": 0, "queues": 0,
+                                               "tps": lag.group_tps})
+        row["lag"] += lag.diff
+        row["queues"] += 1
+    failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in status.failures]
+    return TopicDetail(routes, status.rows, sorted(per_group.values(), key=lambda r: r["group"]),
+                       failures + failed)
+
+
+async def _topic_lags(admin: MQAdmin, topic: str) -> tuple[list[Any], list[str]]:
+    lags, failed = await read_lags(admin, list((await masters(admin)).values()))
+    return [lag for lag in lags if lag.topic == topic], failed

@@ -1,0 +1,49 @@
+"""The messages workers post to screens: small dataclasses, never widgets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from textual.message import Message
+
+
+@dataclass
+class Loaded(Message):
+    """A screen's refresh finished: `data` is whatever its `fetch` returned."""
+
+    data: Any
+    elapsed: float  # seconds the fetch took
+
+
+@dataclass
+class Failed(Message):
+    """A screen's refresh failed: what happened, what to check, when it is tried again."""
+
+    error: str
+    retry_in: float
+
+
+@dataclass
+class HealthChanged(Message):
+    """The header's cluster health was read again (or could not be)."""
+
+    text: str
+    ok: bool
+
+
+@dataclass
+class Step(Message):
+    """One step of a running change (a switchover's timeline, a progress tick)."""
+
+    text: str
+
+
+@dataclass
+class Done(Message):
+    """A change finished: its result rows, how it ended, and an error message if any."""
+
+    rows: list[dict[str, Any]]
+    columns: tuple[str, ...]
+    outcome: str
+    error: str = ""

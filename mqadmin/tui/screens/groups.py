@@ -1,0 +1,147 @@
+"""Consumer groups: every group's lag (with a sparkline of the last refreshes), clients and
+state; a group's queues with lag in time and its online clients; reset offsets with a plan."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Static
+
+from engine.client.admin import MQAdmin
+from engine.client.broker_admin import RESET_TO_MAX
+from mqadmin.operations import group as group_ops
+from mqadmin.tui.data.changes import MutationChange
+from mqadmin.tui.data.groups import GroupDetail, GroupsView, read_group, read_groups
+from mqadmin.tui.screens.base import DashScreen
+from mqadmin.tui.screens.change import ChangeScreen
+from mqadmin.tui.screens.reset_form import ResetForm, ResetRequest
+from mqadmin.tui.widgets.cells import count, verdict
+from mqadmin.tui.widgets.spark import History, spark
+from mqadmin.tui.widgets.table import Col, Row, RowTable
+
+
+def _lag_ms(value: object) -> str:
+    if not isinstance(value, int):
+        return ""
+    seconds = value / 1000
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+class GroupsScreen(DashScreen):
+    TITLE: ClassVar[str] = "Consumer groups"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "Queues & clients", show=False),
+        Binding("r", "reset", "Reset offsets"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lag_history = History()
+
+    def body(self) -> ComposeResult:
+        yield RowTable([
+            Col("group", "group"), Col("state", "state", verdict), Col("clients", "clients"),
+            Col("topics", "topics"), Col("lag", "lag (msgs)", count),
+            Col("trend", "lag trend", of_row=lambda r: spark(self.lag_history.get(r["group"]))),
+            Col("tps", "consume TPS"), Col("lastConsumed", "last consumed"),
+        ], key=lambda r: str(r["group"]), sort_by="lag", reverse=True, id="groups")
+        yield Static("", id="summary", classes="panel")
+
+    async def fetch(self, admin: MQAdmin) -> GroupsView:
+        return await read_groups(admin)
+
+    def present(self, data: GroupsView) -> None:
+        for row in data.rows:
+            self.lag_history.add(row["group"], row["lag"])
+        self.lag_history.keep(r["group"] for r in data.rows)
+        self.query_one(RowTable).show(data.rows)
+        offline = sum(1 for r in data.rows if r["state"] == "OFFLINE" and r["lag"])
+        text = (f"{len(data.rows)} groups, {offline} offline with lag.  Enter: queues, lag in "
+                "time and clients · r reset offsets · / filter · s sort.  The trend is the "
+                "lag at each refresh since the screen opened.")
+        if data.failures:
+            text += "\nNot answering: " + "; ".join(data.failures)
+        self.query_one("#summary", Static).update(text)
+
+    def action_open(self) -> None:
+        row = self.query_one(RowTable).selected
+        if row is not None:
+            self.app.push_screen(GroupScreen(str(row["group"])))
+
+    def on_data_table_row_selected(self) -> None:
+        self.action_open()
+
+    def action_reset(self) -> None:
+        if not self.dashboard.allow_change("resetting offsets"):
+            return
+        row = self.query_one(RowTable).selected
+        if row is not None:
+            reset_offsets(self, str(row["group"]),
+                          [t for t in str(row["topics"]).split(",") if t])
+
+
+def reset_offsets(screen: DashScreen, group: str, topics: list[str]) -> None:
+    """Ask for the topic and time, then plan / confirm / apply resetOffsetByTime."""
+    if not topics:
+        screen.notify(f"{group} consumes no topic yet: nothing to reset.", severity="warning")
+        return
+
+    def planned(request: ResetRequest | None) -> None:
+        if request is None:
+            return
+        topic, ms = request.topic, request.timestamp
+        change = MutationChange(
+            lambda admin: group_ops.reset_offset(admin, group, topic, ms, force=True),
+            {"group": group, "topic": topic,
+             "timestamp": "now" if ms == RESET_TO_MAX else ms},
+            action="resetOffsetByTime", target=f"{topic}@{group}")
+        screen.app.push_screen(ChangeScreen(change, f"resetOffsetByTime {topic}@{group}"),
+                               lambda _: screen.action_refresh_now())
+
+    screen.app.push_screen(ResetForm(group, topics), planned)
+
+
+class GroupScreen(DashScreen):
+    """One group: each queue's lag in messages and time, and its online clients."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "reset", "Reset offsets")]
+
+    def __init__(self, group: str) -> None:
+        super().__init__()
+        self.group = group
+        self.topics: list[str] = []
+
+    def heading(self) -> str:
+        return f"Consumer group {self.group}  (Esc: back)"
+
+    def body(self) -> ComposeResult:
+        yield Static("Queues", classes="section")
+        yield RowTable([
+            Col("topic", "topic"), Col("brokerName", "broker"), Col("queueId", "queue"),
+            Col("brokerOffset", "broker offset"), Col("consumerOffset", "committed"),
+            Col("diff", "lag (msgs)", count), Col("lagMs", "lag (time)", _lag_ms),
+            Col("clientIP", "client"), Col("oldestUnconsumed", "oldest unconsumed"),
+        ], key=lambda r: f"{r['topic']}/{r['brokerName']}/{r['queueId']}", id="queues")
+        yield Static("Online clients", classes="section")
+        yield RowTable([Col(c, c) for c in ("clientId", "clientAddr", "language", "version",
+                                            "consumeType", "messageModel", "subscriptions")],
+                       key=lambda r: str(r["clientId"]), id="clients")
+
+    async def fetch(self, admin: MQAdmin) -> GroupDetail:
+        return await read_group(admin, self.group)
+
+    def present(self, data: GroupDetail) -> None:
+        self.topics = data.topics
+        rows: list[Row] = [dict(r, topic=r["topic"] if r["topic"] else "") for r in data.queues]
+        self.query_one("#queues", RowTable).show(rows)
+        self.query_one("#clients", RowTable).show(data.clients)
+
+    def action_reset(self) -> None:
+        if self.dashboard.allow_change("resetting offsets"):
+            reset_offsets(self, self.group, self.topics)

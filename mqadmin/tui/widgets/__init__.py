@@ -1,0 +1,1 @@
+"""Widgets of the dashboard: no data access, only drawing what screens hand them."""

@@ -1,0 +1,58 @@
+"""Small modal screens: the `:` command line and the `?` key list."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import DataTable, Input, Static
+
+
+class CommandLine(ModalScreen[str | None]):
+    """k9s's `:` prompt: returns the command typed (or None on Esc)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Close")]
+
+    def __init__(self, commands: Sequence[str], hint: str) -> None:
+        super().__init__()
+        self.commands = list(commands)
+        self.hint = hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="command-box"):
+            yield Input(placeholder="command", id="command",
+                        suggester=SuggestFromList(self.commands, case_sensitive=False))
+            yield Static(self.hint, id="command-hint")
+
+    @on(Input.Submitted, "#command")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip().lstrip(":"))
+
+
+class KeyList(ModalScreen[None]):
+    """`?`: every key of the screen below, with what it does."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q", "dismiss(None)", "Close")]
+
+    def __init__(self, title: str, keys: Sequence[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.keys = list(keys)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="keys-box"):
+            yield Static(f"Keys of {self.title_text}   (Esc closes)", id="keys-title")
+            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one("#keys", DataTable)
+        table.add_columns("key", "does")
+        for key, what in self.keys:
+            table.add_row(key, what)

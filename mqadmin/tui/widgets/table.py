@@ -1,0 +1,173 @@
+"""`RowTable`: a DataTable of row dicts, sortable by any column, filterable, that keeps the
+cursor on the same row (by key) across refreshes.
+
+How this works: screens hand it every row they have (`show`); it filters them with the
+current filter text (any cell containing it, case-insensitively), sorts them by the sort
+column, and formats their cells.  When the keys come out in the same order as last time
+only the cells that changed are updated, so a refresh neither flickers nor moves the
+cursor; otherwise the rows are rebuilt and the cursor put back on the row it was on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable
+
+Row = dict[str, Any]
+Cell = str | Text
+
+
+def plain(value: Any) -> Cell:
+    """The default cell: empty for None, the value as text otherwise."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return value if isinstance(value, Text) else str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Col:
+    """A column: the row key it shows, its heading, how a value is drawn."""
+
+    key: str
+    label: str
+    fmt: Callable[[Any], Cell] = plain
+    #: Draws the cell from the whole row instead of the value (e.g. a sparkline).
+    of_row: Callable[[Row], Cell] | None = None
+
+    def cell(self, row: Row) -> Cell:
+        return self.of_row(row) if self.of_row is not None else self.fmt(row.get(self.key))
+
+
+def sort_key(value: Any) -> tuple[int, Any]:
+    """Numbers before text, None last, whatever the mix in a column."""
+    if value is None:
+        return (2, 0)
+    if isinstance(value, bool):
+        return (0, int(value))
+    if isinstance(value, int | float):
+        return (0, value)
+    return (1, str(value).lower())
+
+
+class RowTable(DataTable[Cell]):
+    """Rows as dicts with a stable key; `s` sorts by the next column, `S` reverses."""
+
+    BINDINGS = [  # noqa: RUF012 (Textual reads class-level bindings)
+        Binding("s", "sort_next", "Sort"),
+        Binding("S", "sort_reverse", "Reverse sort", show=False),
+    ]
+
+    class Resorted(Message):
+        """The sort column or direction changed (the screen may say so)."""
+
+    def __init__(self, columns: Sequence[Col], key: Callable[[Row], str], *,
+                 sort_by: str | None = None, reverse: bool = False,
+                 id: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
+        self.spec = list(columns)
+        self.key_of = key
+        keys = [c.key for c in self.spec]
+        self.sort_index = keys.index(sort_by) if sort_by in keys else 0
+        self.reverse = reverse
+        self.filter_text = ""
+        self.all_rows: list[Row] = []
+        self._shown: list[str] = []
+        self._cells: dict[str, tuple[Cell, ...]] = {}
+        self._by_key: dict[str, Row] = {}
+
+    def on_mount(self) -> None:
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        for i, col in enumerate(self.spec):
+            mark = (" ▼" if self.reverse else " ▲") if i == self.sort_index else ""
+            self.add_column(col.label + mark, key=col.key)
+
+    # ------------------------------------------------------------------ data
+
+    def show(self, rows: Sequence[Row]) -> None:
+        """Replace the rows (filter, sort and cursor are kept)."""
+        self.all_rows = list(rows)
+        self._draw()
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.strip().lower()
+        self._draw()
+
+    def shown_rows(self) -> list[Row]:
+        """The rows shown, filtered and sorted."""
+        rows = self.all_rows
+        if self.filter_text:
+            needle = self.filter_text
+            rows = [r for r in rows if any(needle in str(c.cell(r)).lower() for c in self.spec)]
+        col = self.spec[self.sort_index]
+        return sorted(rows, key=lambda r: sort_key(r.get(col.key)), reverse=self.reverse)
+
+    @property
+    def selected_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        row = self.cursor_coordinate.row
+        return self._shown[row] if 0 <= row < len(self._shown) else None
+
+    @property
+    def selected(self) -> Row | None:
+        key = self.selected_key
+        return self._by_key.get(key) if key is not None else None
+
+    def row_by_key(self, key: str) -> Row | None:
+        return self._by_key.get(key)
+
+    def _draw(self, *, columns_changed: bool = False) -> None:
+        keep = self.selected_key
+        rows = self.shown_rows()
+        keys = [self.key_of(r) for r in rows]
+        cells = {k: tuple(c.cell(r) for c in self.spec) for k, r in zip(keys, rows, strict=True)}
+        self._by_key = dict(zip(keys, rows, strict=True))
+        if keys == self._shown and not columns_changed:
+            for k in keys:
+                old, new = self._cells.get(k), cells[k]
+                if old == new:
+                    continue
+                for i, col in enumerate(self.spec):
+                    if old is None or old[i] != new[i]:
+                        self.update_cell(k, col.key, new[i])
+        else:
+            self.clear(columns=columns_changed)
+            if columns_changed:
+                self._add_columns()
+            for k in keys:
+                self.add_row(*cells[k], key=k)
+            if keep in keys:
+                self.move_cursor(row=keys.index(keep), animate=False)
+        self._shown = keys
+        self._cells = cells
+
+    # ------------------------------------------------------------------ actions
+
+    def action_sort_next(self) -> None:
+        self.sort_index = (self.sort_index + 1) % len(self.spec)
+        self.reverse = False
+        self._draw(columns_changed=True)
+        self.post_message(self.Resorted())
+
+    def action_sort_reverse(self) -> None:
+        self.reverse = not self.reverse
+        self._draw(columns_changed=True)
+        self.post_message(self.Resorted())
+
+    @property
+    def sort_label(self) -> str:
+        return f"{self.spec[self.sort_index].label} {'▼' if self.reverse else '▲'}"
