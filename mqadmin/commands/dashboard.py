@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from mqadmin.commands import endpoint, guarded
+from mqadmin.exit_codes import UsageProblem
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt
 
 app = typer.Typer()
@@ -25,6 +27,9 @@ def dashboard(
     and the audit log, with the CLI's plan / confirm / apply / verify for every change.
     Press ? in it for the keys; q quits (the cluster keeps running)."""
     with guarded(debug):
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise UsageProblem("the dashboard needs a terminal (stdin and stdout): run it in "
+                               "one, over SSH with `ssh -t`; scripts use the other commands.")
         where = endpoint(namesrv, context)
         from mqadmin.tui.app import Dashboard  # textual loads only for this command
 
