@@ -16,6 +16,7 @@ from mqadmin.commands import (
     dlq,
     group,
     ha,
+    lag,
     local,
     message,
     namesrv,
@@ -40,6 +41,7 @@ app = typer.Typer(
 for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha):
     app.add_typer(module.app)
 app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
+app.add_typer(lag.app, name="lag", rich_help_panel="Consumer lag")
 app.add_typer(dev.app, name="dev", rich_help_panel="mqadmin itself")
 app.add_typer(dashboard.app)
 

@@ -34,7 +34,8 @@ def dev_up(
     slave_port: Annotated[int, typer.Option("--slave-port",
                                             help="Slave's listen port (0: a free one).")] = 0,
     traffic: Annotated[bool, typer.Option("--traffic/--no-traffic",
-                                          help="Run the demo producer and consumers.")] = True,
+                                          help="Run the demo producer and consumers, and a "
+                                               "lag collector.")] = True,
     rate: Annotated[float, typer.Option("--rate", min=0.1,
                                         help="Demo orders a second.")] = 5.0,
     output: OutputOpt = OutputFormat.TABLE,
@@ -42,8 +43,9 @@ def dev_up(
 ) -> None:
     """Start the local cluster, or what of it is not running, and print how to reach it.
 
-    Processes: namesrv, broker-a-n1 (first started as the master), broker-a-n2 (its slave)
-    and traffic.  A second `up` restarts only the processes that died, on their ports.
+    Processes: namesrv, broker-a-n1 (first started as the master), broker-a-n2 (its slave),
+    traffic and lag (`mqadmin lag collect` every 5 s: see `mqadmin lag status --context
+    dev`).  A second `up` restarts only the processes that died, on their ports.
 
     Demo data: topics DemoOrders and DemoPayments; group demo-consumer fails every order
     whose key ends in 7, so %DLQ%demo-consumer fills within a minute; group demo-laggard

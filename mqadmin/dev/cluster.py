@@ -9,9 +9,10 @@ it last had (its store keeps it), so `status` asks the cluster for each one's cu
 `up` starts what the state file does not show running, each as a detached process (its own
 session, so it outlives the command) on the port it had, and waits until it serves (the name
 server accepts connections, a broker is registered); on a first start it also creates the
-demo topics and groups and starts the demo traffic (dev/traffic.py).  So a second `up`
-restarts only what died, and `restart NAME` stops and starts one process.  `down` stops
-every process (traffic first, the name server last).  A pid is only signalled while its
+demo topics and groups and starts the demo traffic (dev/traffic.py) and a lag collector
+(``mqadmin lag collect``).  So a second `up` restarts only what died, and `restart NAME`
+stops and starts one process.  `down` stops every process (the lag collector and traffic
+first, the name server last).  A pid is only signalled while its
 command line still names the data directory, so a reused pid is safe.
 """
 
@@ -49,7 +50,11 @@ DEMO_GROUPS = {"demo-consumer": 2, "demo-laggard": 2}
 #: Broker process -> whether it starts as the slave (brokerId 1) the very first time.
 BROKERS = {"broker-a-n1": False, "broker-a-n2": True}
 #: Start order; `down` stops in the reverse order.
-PROCESSES = ("namesrv", *BROKERS, "traffic")
+PROCESSES = ("namesrv", *BROKERS, "traffic", "lag")
+#: The demo parts (`--no-traffic` leaves them out): traffic and the lag collector watching it.
+DEMO_PROCESSES = ("traffic", "lag")
+#: The lag collector samples every 5 s under the name of the context `dev up` saves.
+LAG_ARGS = ("--name", "dev", "--interval", "5s")
 #: Process names of earlier versions (state files, ports and store folders of a data dir).
 LEGACY_NAMES = {"broker-a-master": "broker-a-n1", "broker-a-slave": "broker-a-n2"}
 READY_TIMEOUT = 30.0
@@ -156,6 +161,9 @@ def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float) -
     elif name == "traffic":
         args = ["-m", "mqadmin.dev.traffic", "-n", state.namesrv, "--data-dir", str(data_dir),
                 "--rate", str(rate)]
+    elif name == "lag":
+        args = ["-m", "mqadmin.app", "lag", "collect", "-n", state.namesrv, *LAG_ARGS,
+                "--data-dir", str(data_dir)]
     else:
         raise DevError(f"no way to start {name!r}; `mqadmin dev down` and `up` again")
     state.pids[name] = processes.spawn(name, args, data_dir)
@@ -203,7 +211,7 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
     step = on_step or (lambda _: None)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    wanted = [n for n in PROCESSES if n != "traffic" or traffic]
+    wanted = [n for n in PROCESSES if n not in DEMO_PROCESSES or traffic]
     old = read_state(data_dir)
     alive = {n: pid for n, pid in (old.pids if old else {}).items() if is_ours(pid, data_dir)}
     dead = [n for n in wanted if n not in alive]

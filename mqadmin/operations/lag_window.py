@@ -6,8 +6,8 @@ many groups) to ``mqadmin.db``, and keeps only the newest `KEEP_CYCLES` cycles p
 cluster.  `read_window` gives the CLI and the dashboard each queue's last N samples;
 `latest_cycle` says whether a collector is running (its last cycle is recent).  The
 verdict each group was last alerted with is kept in ``lag_state``, so a restarted
-collector does not alert twice.  WAL mode and a busy timeout let the collector, the CLI
-and the dashboard share the file.
+collector does not alert twice; the latest retention forecasts in ``lag_risks``.  WAL
+mode and a busy timeout let the collector, the CLI and the dashboard share the file.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqadmin import history
 from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
+from mqadmin.operations.lag_retention import Risk
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -27,6 +28,7 @@ SAMPLES = "lag_samples"
 CYCLES = "lag_cycles"
 GAPS = "lag_gaps"
 STATE = "lag_state"
+RISKS = "lag_risks"
 #: Cycles kept per cluster (the default window is 10; sparklines show up to this many).
 KEEP_CYCLES = 60
 
@@ -77,6 +79,12 @@ def open_db(path: Path | None = None) -> Database:
         db.table(GAPS).create({"cluster": str, "ts": int, "consumer_group": str,
                                "broker": str, "reason": str})
         db.table(GAPS).create_index(["cluster", "ts"])
+    if RISKS not in names:
+        db.table(RISKS).create({"cluster": str, "ts": int, "consumer_group": str, "topic": str,
+                                "broker": str, "queue_id": int, "deletes_at": int,
+                                "segment": str, "at_risk": int, "messages": int,
+                                "consume_rate": float, "needed_rate": float})
+        db.table(RISKS).create_index(["cluster"])
     if STATE not in names:
         db.table(STATE).create({"cluster": str, "consumer_group": str, "status": str,
                                 "risk": int, "ts": int}, pk=("cluster", "consumer_group"))
@@ -179,3 +187,24 @@ def save_state(db: Database, cluster: str, ts: int,
     db.table(STATE).upsert_all(({"cluster": cluster, "consumer_group": g, "status": s,
                                  "risk": int(r), "ts": ts} for g, s, r in states),
                                pk=("cluster", "consumer_group"))
+
+
+def save_risks(db: Database, cluster: str, ts: int, risks: Iterable[Risk]) -> None:
+    """Replace the cluster's retention forecasts with those of the cycle at `ts`."""
+    with db.conn:
+        db.execute(f"DELETE FROM {RISKS} WHERE cluster = ?", [cluster])
+        db.table(RISKS).insert_all(
+            {"cluster": cluster, "ts": ts, "consumer_group": r.key[0], "topic": r.key[1],
+             "broker": r.key[2], "queue_id": r.key[3], "deletes_at": r.deletes_at_ms,
+             "segment": r.segment, "at_risk": r.at_risk, "messages": r.messages,
+             "consume_rate": r.consume_rate,
+             "needed_rate": r.needed_rate if r.needed_rate != float("inf") else -1.0}
+            for r in risks)
+
+
+def read_risks(db: Database, cluster: str) -> list[Risk]:
+    """The cluster's latest retention forecasts."""
+    return [Risk((r["consumer_group"], r["topic"], r["broker"], r["queue_id"]),
+                 r["deletes_at"], r["segment"], r["at_risk"], r["messages"],
+                 r["consume_rate"], r["needed_rate"] if r["needed_rate"] >= 0 else float("inf"))
+            for r in db.table(RISKS).rows_where("cluster = ?", [cluster])]

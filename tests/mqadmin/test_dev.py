@@ -47,7 +47,7 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     up = invoke("dev", "up", "--data-dir", str(data_dir), "-o", "json")
     assert up.exit_code == 0, up.stderr
     processes = {r["process"]: r for r in rows_of(up)}
-    assert set(processes) == {"namesrv", "broker-a-n1", "broker-a-n2", "traffic"}
+    assert set(processes) == {"namesrv", "broker-a-n1", "broker-a-n2", "traffic", "lag"}
     assert all(r["running"] for r in processes.values())
     assert [(processes[n]["role"], processes[n]["brokerId"]) for n in ("broker-a-n1",
             "broker-a-n2")] == [("ASYNC_MASTER", 0), ("SLAVE", 1)]
@@ -73,7 +73,7 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     down = invoke("dev", "down", "--data-dir", str(data_dir), "-o", "json")
     assert down.exit_code == 0, down.stderr
     assert [(r["process"], r["result"]) for r in rows_of(down)] == [
-        ("traffic", "stopped"), ("broker-a-n2", "stopped"),
+        ("lag", "stopped"), ("traffic", "stopped"), ("broker-a-n2", "stopped"),
         ("broker-a-n1", "stopped"), ("namesrv", "stopped")]
     assert all(gone(r["pid"]) for r in processes.values())
     assert not (data_dir / dev.STATE_FILE).exists()

@@ -1,0 +1,238 @@
+"""``mqadmin lag collect | status | watch``: the consumer-lag monitor and its views."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import httpx
+import typer
+
+from engine.client.admin import MQAdmin
+from engine.remoting import loop
+from mqadmin import config, render
+from mqadmin.commands import endpoint, guarded, with_admin
+from mqadmin.config import Endpoint
+from mqadmin.exit_codes import UsageProblem
+from mqadmin.operations import lag_status as st
+from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag_verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW
+from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
+from mqadmin.render import OutputFormat
+
+app = typer.Typer(help="Consumer lag: a monitor with history, verdicts, forecasts and "
+                       "retention risk.", no_args_is_help=True)
+
+LOG_FILE = "lag-collect.log"
+COLLECT_COLUMNS = ("cluster", "cycles", "groups", "queues", "historyFiles",
+                   "eventsDelivered", "eventsFailed", "log")
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
+
+GroupOpt = Annotated[str | None, typer.Option("-g", "--group", help="Only this group.")]
+WindowOpt = Annotated[int, typer.Option(
+    "--window", min=2, max=60, help="Samples a verdict looks at (Burrow's window).")]
+AllowedOpt = Annotated[int, typer.Option(
+    "--allowed-lag", min=0, help="Lag (messages) at or below which a queue is OK.")]
+IntervalOpt = Annotated[str, typer.Option(
+    "--interval", metavar="DURATION", help="Sampling interval: 500ms, 10s, 1m, 1h.")]
+
+
+def parse_duration(text: str) -> int:
+    """``500ms`` / ``10s`` / ``1m`` / ``1h`` in milliseconds.
+
+    Raises:
+        UsageProblem: anything else, or under 100 ms.
+    """
+    m = _DURATION.match(text)
+    if m is None:
+        raise UsageProblem(f"--interval {text!r} is not a duration: write it as 500ms, 10s, "
+                           "1m or 1h.")
+    ms = int(float(m.group(1)) * _UNITS[m.group(2)])
+    if ms < 100:
+        raise UsageProblem(f"--interval {text!r} is too short: 100ms at least.")
+    return ms
+
+
+def check_webhook(url: str) -> str:
+    """An absolute http(s) URL.
+
+    Raises:
+        UsageProblem: anything else.
+    """
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UsageProblem(f"--webhook {url!r} is not an http(s) URL: write it as "
+                           "https://host/path.")
+    return url
+
+
+def cluster_key(where: Endpoint) -> str:
+    """Samples are kept under the context name, else the name-server list."""
+    return where.context or where.text
+
+
+def _setup_log(path: Path) -> logging.Handler:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    return handler
+
+
+async def run_collector(collector: LagCollector) -> None:
+    """Run until SIGTERM or SIGINT, then stop after the current cycle."""
+    done = asyncio.Event()
+    running = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        running.add_signal_handler(sig, done.set)
+    try:
+        await collector.start_collecting()
+        await done.wait()
+        logging.getLogger("mqadmin.lag").info("signal received: finishing the cycle")
+    finally:
+        await collector.stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            running.remove_signal_handler(sig)
+
+
+@app.command("collect")
+def collect(
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    interval: IntervalOpt = "10s",
+    webhook: Annotated[list[str] | None, typer.Option(
+        "--webhook", metavar="URL", help="POST alerts here (repeatable).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        "--data-dir", help="Where the Parquet history and the log go (default: mqadmin's "
+                           "home, $MQADMIN_HOME).")] = None,
+    name: Annotated[str | None, typer.Option(
+        "--name", help="Name the samples are kept under (default: the context name, else "
+                       "the name-server list).")] = None,
+    window: WindowOpt = DEFAULT_WINDOW,
+    allowed_lag: AllowedOpt = DEFAULT_ALLOWED_LAG,
+    concurrency: Annotated[int, typer.Option(
+        "--concurrency", min=1, max=512, help="Requests in flight at once.")] = 32,
+    log_file: Annotated[Path | None, typer.Option(
+        "--log-file", help="Log here (default: DATA_DIR/logs/lag-collect.log).")] = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Sample every consumer group's queues every interval until SIGTERM/Ctrl-C: the recent
+    window goes to mqadmin's database (for `lag status`, `lag watch`, the dashboard), every
+    sample to DATA_DIR/lag-history (Parquet, by date); verdict changes and retention risks
+    are POSTed to each --webhook.  At stop it prints what it did."""
+    with guarded(debug):
+        ms = parse_duration(interval)
+        hooks = tuple(check_webhook(u) for u in webhook or ())
+        where = endpoint(namesrv, context)
+        root = (data_dir or config.home()).expanduser().resolve()
+        log_path = log_file or root / "logs" / LOG_FILE
+        handler = _setup_log(log_path)
+        cfg = CollectorConfig(tuple(where.addrs), name or cluster_key(where), ms, root, hooks,
+                              window, allowed_lag, concurrency)
+        render.note(f"collecting '{cfg.cluster}' every {interval}: window in "
+                    f"{config.home() / 'mqadmin.db'}, history in {root / 'lag-history'}, "
+                    f"log in {log_path}.  Stop with Ctrl-C or SIGTERM.")
+        logging.getLogger("mqadmin.lag").info("collector for %s (%s) every %d ms, pid %d",
+                                              cfg.cluster, where.text, ms, os.getpid())
+        collector = LagCollector(cfg)
+        try:
+            loop.run(run_collector(collector))
+        finally:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+        last = collector.last_cycle
+        render.render([{"cluster": cfg.cluster, "cycles": collector.cycles,
+                        "groups": len(last.groups) if last else 0,
+                        "queues": len(last.samples) if last else 0,
+                        "historyFiles": len(collector.history.files),
+                        "eventsDelivered": collector.webhooks.delivered,
+                        "eventsFailed": collector.webhooks.failed, "log": str(log_path)}],
+                      output, columns=COLLECT_COLUMNS)
+
+
+def _report(namesrv: str | None, context: str | None, group: str | None, window: int,
+            allowed_lag: int) -> st.LagReport:
+    where = endpoint(namesrv, context)
+    keys = [cluster_key(where), where.text]
+    for key in keys:
+        found = st.report_from_window(key, group=group, window=window,
+                                      allowed_lag=allowed_lag)
+        if found is not None:
+            return found
+
+    async def work(admin: MQAdmin) -> st.LagReport:
+        return await st.sample_report(admin, keys[0], group=group, window=window,
+                                      allowed_lag=allowed_lag)
+
+    return with_admin(where, work)
+
+
+@app.command("status")
+def status(
+    group: GroupOpt = None,
+    window: WindowOpt = DEFAULT_WINDOW,
+    allowed_lag: AllowedOpt = DEFAULT_ALLOWED_LAG,
+    queues: Annotated[bool, typer.Option("--queues", help="One row per queue.")] = False,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Each group's verdict (Burrow's rules: STOP, REWIND, STALL, WARNING, OK), the rule
+    that fired, lag in messages and time, net drain rate, catch-up ETA and retention risk;
+    from a running collector's window, else from three samples taken half a second apart."""
+    with guarded(debug):
+        report = _report(namesrv, context, group, window, allowed_lag)
+        if group is not None and not report.groups:
+            raise UsageProblem(f"no samples of group '{group}': check the name with "
+                               "`mqadmin consumerProgress`.")
+        if queues:
+            render.render(st.queue_rows(report), output, columns=st.QUEUE_COLUMNS)
+        else:
+            render.render(st.group_rows(report), output, columns=st.GROUP_COLUMNS)
+        source = ("the collector's window" if report.source == "collector"
+                  else "a quick sampling (no collector runs for this cluster)")
+        render.note(f"{len(report.groups)} group(s) of '{report.cluster}' from {source}"
+                    + (f"; {report.gaps} gap(s) in the last cycle" if report.gaps else ""))
+
+
+@app.command("watch")
+def watch(
+    group: GroupOpt = None,
+    window: WindowOpt = DEFAULT_WINDOW,
+    allowed_lag: AllowedOpt = DEFAULT_ALLOWED_LAG,
+    interval: Annotated[str | None, typer.Option(
+        "--interval", metavar="DURATION",
+        help="Refresh period (default: the collector's interval, else 2s).")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """A live table of every group, worst first, with sparklines of lag over the window,
+    refreshed every interval until Ctrl-C (with -o json or csv: the rows of each refresh,
+    one document after the other)."""
+    from mqadmin.commands.lag_watch import run_watch
+
+    with guarded(debug):
+        every = parse_duration(interval) / 1000 if interval else None
+        where = endpoint(namesrv, context)
+        try:
+            loop.run(run_watch(where, [cluster_key(where), where.text], group=group,
+                               window=window, allowed_lag=allowed_lag, every=every,
+                               stream=sys.stdout, output=output))
+        except KeyboardInterrupt:
+            return  # Ctrl-C is how a watch ends

@@ -1,0 +1,128 @@
+"""The lag history as a Parquet dataset partitioned by date (pyarrow), for the Spark reports.
+
+How this works: the collector hands every cycle to `HistoryWriter.add`, which keeps the
+rows in columns; every `flush_cycles` cycles, past `max_rows` rows, and at stop, the
+buffer is written as one file per date, ``<dir>/date=YYYY-MM-DD/part-<start>-<pid>-<seq>
+.parquet``, in row groups of up to `row_group_rows` rows.  A file is written under a dot
+name and renamed into place, so readers (Spark skips dot files) never see half a file and
+a crash loses only the unflushed buffer (the SQLite window still holds the last cycles).
+The schema is the contract with the report job (docs/lag.md): column order, Arrow types,
+and gap rows (``ok = false``, queue -1, empty topic, nulls) for group x broker pairs that
+could not be sampled.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from mqadmin.operations.lag_model import Cycle
+
+DIR_NAME = "lag-history"
+SCHEMA = pa.schema([
+    pa.field("ts", pa.timestamp("ms", tz="UTC"), nullable=False),
+    pa.field("cluster", pa.string(), nullable=False),
+    pa.field("group", pa.string(), nullable=False),
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("broker", pa.string(), nullable=False),
+    pa.field("queue_id", pa.int32(), nullable=False),
+    pa.field("broker_offset", pa.int64()),
+    pa.field("consumer_offset", pa.int64()),
+    pa.field("lag", pa.int64()),
+    pa.field("lag_ms", pa.int64()),
+    pa.field("produce_rate", pa.float64()),
+    pa.field("consume_rate", pa.float64()),
+    pa.field("interval_ms", pa.int32(), nullable=False),
+    pa.field("ok", pa.bool_(), nullable=False),
+    pa.field("retention_risk", pa.bool_(), nullable=False),
+    pa.field("risk_messages", pa.int64(), nullable=False),
+])
+FLUSH_CYCLES = 30
+MAX_ROWS = 200_000
+ROW_GROUP_ROWS = 100_000
+
+
+def day_of(ts_ms: int) -> str:
+    return dt.datetime.fromtimestamp(ts_ms / 1000, dt.UTC).strftime("%Y-%m-%d")
+
+
+class HistoryWriter:
+    """Buffers cycles and appends them to the dataset under `root` (``.../lag-history``)."""
+
+    def __init__(self, root: Path, *, started_ms: int, pid: int | None = None,
+                 flush_cycles: int = FLUSH_CYCLES, max_rows: int = MAX_ROWS,
+                 row_group_rows: int = ROW_GROUP_ROWS) -> None:
+        self.root = root
+        self.stamp = dt.datetime.fromtimestamp(started_ms / 1000, dt.UTC).strftime(
+            "%Y%m%dT%H%M%SZ")
+        self.pid = os.getpid() if pid is None else pid
+        self.flush_cycles = flush_cycles
+        self.max_rows = max_rows
+        self.row_group_rows = row_group_rows
+        self.seq = 0
+        self.cycles = 0
+        self.files: list[Path] = []
+        self._cols: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
+
+    @property
+    def buffered(self) -> int:
+        return len(self._cols["ts"])
+
+    def add(self, cycle: Cycle) -> list[Path]:
+        """Buffer one cycle; returns the files written when that made a flush due."""
+        c = self._cols
+        for s in cycle.samples:
+            for name, value in (
+                    ("ts", cycle.ts), ("cluster", cycle.cluster), ("group", s.group),
+                    ("topic", s.topic), ("broker", s.broker), ("queue_id", s.queue_id),
+                    ("broker_offset", s.broker_offset), ("consumer_offset", s.consumer_offset),
+                    ("lag", s.lag), ("lag_ms", s.lag_ms), ("produce_rate", s.produce_rate),
+                    ("consume_rate", s.consume_rate), ("interval_ms", cycle.interval_ms),
+                    ("ok", True), ("retention_risk", s.retention_risk),
+                    ("risk_messages", s.risk_messages)):
+                c[name].append(value)
+        for g in cycle.gaps:
+            for name, value in (
+                    ("ts", cycle.ts), ("cluster", cycle.cluster), ("group", g.group),
+                    ("topic", ""), ("broker", g.broker), ("queue_id", -1),
+                    ("broker_offset", None), ("consumer_offset", None), ("lag", None),
+                    ("lag_ms", None), ("produce_rate", None), ("consume_rate", None),
+                    ("interval_ms", cycle.interval_ms), ("ok", False),
+                    ("retention_risk", False), ("risk_messages", 0)):
+                c[name].append(value)
+        self.cycles += 1
+        if self.cycles >= self.flush_cycles or self.buffered >= self.max_rows:
+            return self.flush()
+        return []
+
+    def flush(self) -> list[Path]:
+        """Write what is buffered, one file per date; returns the files written."""
+        self.cycles = 0
+        if not self.buffered:
+            return []
+        table = pa.table(self._cols, schema=SCHEMA)
+        self._cols = {f.name: [] for f in SCHEMA}
+        days = [day_of(t) for t in table.column("ts").cast(pa.int64()).to_pylist()]
+        written = []
+        for day in sorted(set(days)):
+            part = table if len(set(days)) == 1 else table.filter(
+                pa.array([d == day for d in days]))
+            written.append(self._write(day, part))
+        self.files += written
+        return written
+
+    def _write(self, day: str, table: pa.Table) -> Path:
+        folder = self.root / f"date={day}"
+        folder.mkdir(parents=True, exist_ok=True)
+        self.seq += 1
+        name = f"part-{self.stamp}-{self.pid}-{self.seq:05d}.parquet"
+        tmp = folder / f".{name}.tmp"
+        pq.write_table(table, tmp, row_group_size=self.row_group_rows, compression="zstd")
+        final = folder / name
+        tmp.replace(final)
+        return final

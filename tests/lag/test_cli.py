@@ -1,0 +1,93 @@
+"""``mqadmin lag status`` (quick sampling) and ``lag collect`` as a real process: SIGTERM
+finishes the cycle, writes the history, prints its summary; `lag status` then reads the
+collector's window."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mqadmin.exit_codes import ExitCode
+from tests.mqadmin.cli import invoke
+from tests.mqadmin.conftest import BackgroundCluster, start_cluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[BackgroundCluster]:
+    running = start_cluster(tmp_path)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def lagging_group(cluster: BackgroundCluster) -> None:
+    cluster.create_topic("%RETRY%laggard", queues=1)
+    cluster.create_topic("Orders", queues=2)
+    for _ in range(4):
+        cluster.send("Orders", queue_id=0)
+    cluster.commit("laggard", "Orders", 0, 1)
+    cluster.call(cluster.broker.registration.register_all())  # type: ignore[union-attr]
+
+
+def test_status_samples_when_no_collector_runs(cluster: BackgroundCluster) -> None:
+    lagging_group(cluster)
+    result = invoke("lag", "status", "-n", cluster.ns, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    [row] = json.loads(result.stdout)
+    assert (row["group"], row["verdict"], row["lag"]) == ("laggard", "ERROR", 3)
+    assert row["rule"].startswith("STOP") and row["eta"] == "never at the current rate"
+    assert "quick sampling" in result.stderr
+    queues = json.loads(invoke("lag", "status", "-n", cluster.ns, "--queues", "-g", "laggard",
+                               "-o", "json").stdout)
+    assert [(q["queueId"], q["verdict"]) for q in queues] == [(0, "STOP"), (1, "OK")]
+    missing = invoke("lag", "status", "-n", cluster.ns, "-g", "nobody")
+    assert missing.exit_code == ExitCode.USAGE and "no samples of group" in missing.stderr
+
+
+def test_bad_options_are_usage_errors() -> None:
+    bad = invoke("lag", "collect", "-n", "127.0.0.1:9", "--interval", "10 parsecs")
+    assert bad.exit_code == ExitCode.USAGE and "500ms, 10s, 1m" in bad.stderr
+    hook = invoke("lag", "collect", "-n", "127.0.0.1:9", "--webhook", "ftp://x")
+    assert hook.exit_code == ExitCode.USAGE and "http(s) URL" in hook.stderr
+
+
+def test_collect_process_stops_cleanly_on_sigterm(cluster: BackgroundCluster,
+                                                  tmp_path: Path, mqadmin_home: Path) -> None:
+    lagging_group(cluster)
+    data = tmp_path / "data"
+    env = {**os.environ, "MQADMIN_HOME": str(mqadmin_home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mqadmin.app", "lag", "collect", "-n", cluster.ns,
+         "--interval", "200ms", "--data-dir", str(data), "-o", "json"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        log = data / "logs" / "lag-collect.log"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if log.exists() and "cycle 3:" in log.read_text():
+                break
+            time.sleep(0.1)
+        status = invoke("lag", "status", "-n", cluster.ns, "-o", "json")
+        assert status.exit_code == 0 and "collector's window" in status.stderr
+        assert json.loads(status.stdout)[0]["group"] == "laggard"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    [summary] = json.loads(out)
+    assert summary["cycles"] >= 3 and summary["historyFiles"] == 1
+    assert summary["cluster"] == cluster.ns
+    assert "signal received" in log.read_text() and "stopped after" in log.read_text()
+    assert list((data / "lag-history").glob("date=*/part-*.parquet"))

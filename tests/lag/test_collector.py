@@ -1,0 +1,93 @@
+"""The collector against a real broker: window, Parquet history, webhook events, duties,
+a broker restart (gaps, then samples again), resume after a restart of the collector."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from engine.broker.controller import BrokerController
+from mqadmin.operations import lag_window as win
+from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag_history import SCHEMA
+from mqadmin.operations.lag_model import Cycle
+from tests.broker.conftest import broker_configs
+from tests.lag.conftest import Lab
+from tests.lag.webhook_server import WebhookServer
+
+
+def config(lab: Lab, tmp_path: Path, hooks: tuple[str, ...] = ()) -> CollectorConfig:
+    return CollectorConfig((lab.ns,), "test", 200, tmp_path / "data", hooks, window=4)
+
+
+async def test_collector_window_history_webhook_and_duty(lab: Lab, tmp_path: Path) -> None:
+    await lab.group("g1", "T1")
+    await lab.send("T1", 6, queue_id=0)
+    await lab.commit("g1", "T1", 0, 1)  # nobody online: STOP once commits stop
+    duty_runs: list[int] = []
+
+    async def duty(collector: LagCollector, cycle: Cycle) -> None:
+        duty_runs.append(len(cycle.samples))
+
+    with WebhookServer(fail_first=1) as hook:
+        collector = LagCollector(config(lab, tmp_path, (hook.url,)))
+        collector.add_duty("count", duty)
+        await collector.start_collecting()
+        try:
+            for _ in range(3):
+                await collector.next_cycle()
+            collector.post_event("report_done", {"path": "x.html"})
+            event = await asyncio.to_thread(hook.take, "verdict_changed")
+            assert event["group"] == "g1" and event["to"] == "ERROR"
+            assert event["rule"].startswith("STOP") and event["cluster"] == "test"
+            assert (await asyncio.to_thread(hook.take, "report_done"))["path"] == "x.html"
+        finally:
+            await collector.stop()
+    assert duty_runs and all(n == 2 for n in duty_runs)
+    db = win.open_db()
+    series = win.read_window(db, "test")
+    assert {s.key for s in series} == {("g1", "T1", "broker-a", 0), ("g1", "T1", "broker-a", 1)}
+    assert win.load_state(db, "test")["g1"][0] == "ERROR"
+    files = list((tmp_path / "data" / "lag-history").glob("date=*/part-*.parquet"))
+    assert len(files) == 1
+    table = pq.read_table(files[0], partitioning=None)
+    assert table.schema.equals(SCHEMA)
+    rows = table.to_pylist()
+    assert len(rows) == 2 * collector.cycles and all(r["ok"] for r in rows)
+    assert {r["lag"] for r in rows if r["queue_id"] == 0} == {5}
+
+
+async def test_collector_survives_a_broker_restart(lab: Lab, tmp_path: Path) -> None:
+    await lab.group("g1", "T1")
+    await lab.send("T1", 3, queue_id=0)
+    await lab.commit("g1", "T1", 0, 1)
+    collector = LagCollector(config(lab, tmp_path))
+    await collector.start_collecting()
+    again: BrokerController | None = None
+    try:
+        assert (await collector.next_cycle()).samples
+        await lab.broker.stop()
+        gap = await collector.next_cycle()
+        assert not gap.samples and [(g.group, g.broker) for g in gap.gaps] == [
+            ("g1", "broker-a")]
+        broker_cfg, store_cfg = broker_configs(tmp_path, lab.ns)
+        again = BrokerController(broker_cfg, store_cfg)
+        await again.start()
+        for _ in range(20):
+            back = await collector.next_cycle()
+            if back.samples:
+                break
+        assert {s.lag for s in back.samples if s.queue_id == 0} == {2}
+    finally:
+        await collector.stop()
+        if again is not None:
+            await again.stop()
+    rows = pq.read_table(tmp_path / "data" / "lag-history", partitioning=None).to_pylist()
+    gaps = [r for r in rows if not r["ok"]]
+    assert gaps and all(r["queue_id"] == -1 and r["lag"] is None and r["topic"] == ""
+                        for r in gaps)
+    resumed = LagCollector(config(lab, tmp_path))
+    await asyncio.to_thread(resumed._resume)
+    assert resumed.sampler.previous and resumed.window
