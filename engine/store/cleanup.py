@@ -160,7 +160,7 @@ class CleanupService(Service):
                     (mf.file_from_offset + mf.wrote_position) // CQ_STORE_UNIT_SIZE,
                     0, mf.last_modified_ms() if not mf.closed else 0, mf.file_size,
                 ))  # fmt: skip
-            if gone and not dry_run:
+            if not dry_run:  # as Apache's deleteExpiredFile: a kept segment may start below
                 cq.correct_min_offset(new_min)
         for f in self.index.delete_expired(new_min, dry_run=dry_run):
             out.append(FileReport(

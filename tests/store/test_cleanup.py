@@ -180,3 +180,33 @@ async def test_index_files_and_expired_queues_go_too(
         assert s.get_max_offset_in_queue("Late", 0) == 20
     finally:
         await s.shutdown()
+
+
+async def test_min_offsets_move_when_a_kept_queue_segment_points_below(
+    make_store: Callable[..., MessageStore],
+) -> None:
+    """Commit-log segments go while the consume-queue segment that indexes them stays (it
+    also indexes newer messages): the queue's min offset still moves past them, so reads at
+    old offsets get OFFSET_TOO_SMALL and the next valid offset."""
+    clock, disk = Clock(_local_ms(10)), Disk()
+    s = await _filled(make_store, clock, disk, n=60, mapped_file_size_consume_queue=20 * 1000)
+    try:
+        files = list(s.commit_log.mfq.files)
+        assert len(files) > 3
+        _age_files(s, 73 * HOUR, clock.now, count=2)
+        r = await s.delete_expired_files(manual=True)
+        assert [f.path for f in r.files if f.kind == "commitlog"] == [
+            mf.file_name for mf in files[:2]]
+        assert not [f for f in r.files if f.kind == "consumequeue"]
+        for queue_id in (0, 1):
+            low = s.get_min_offset_in_queue("TopicTest", queue_id)
+            assert low > 0
+            g = s.get_message("g", "TopicTest", queue_id, 0, 32)
+            assert g.status is GetMessageStatus.OFFSET_TOO_SMALL and g.next_begin_offset == low
+            found = s.get_message("g", "TopicTest", queue_id, low, 1)
+            assert found.status is GetMessageStatus.FOUND
+            phys = s.get_commit_log_offset_in_queue("TopicTest", queue_id, low)
+            assert phys >= files[2].file_from_offset
+            assert s.get_commit_log_offset_in_queue("TopicTest", queue_id, low - 1) < phys
+    finally:
+        await s.shutdown()
