@@ -9,6 +9,7 @@ import typer
 
 from mqadmin import render
 from mqadmin.commands import (
+    acl,
     cluster,
     consumer,
     dashboard,
@@ -38,7 +39,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
 )
-for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha):
+for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha,
+               acl):
     app.add_typer(module.app)
 app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
 app.add_typer(lag.app, name="lag", rich_help_panel="Consumer lag")

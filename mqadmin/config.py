@@ -26,6 +26,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.protocol.signature import Credentials
 from engine.remoting.address import parse_addr_list
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
 
@@ -136,6 +137,8 @@ class Endpoint:
 
     addrs: list[str]
     context: str | None = None
+    #: Signs every request (access control); from the context or MQADMIN_ACCESS/SECRET_KEY.
+    credentials: Credentials | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
@@ -143,12 +146,21 @@ class Endpoint:
 
 
 def resolve(namesrv: str | None, context: str | None) -> Endpoint:
-    """The name servers from ``-n``, ``--context``, NAMESRV_ADDR or the current context.
+    """The name servers from ``-n``, ``--context``, NAMESRV_ADDR or the current context,
+    with the credentials of MQADMIN_ACCESS_KEY/MQADMIN_SECRET_KEY or of the context.
 
     Raises:
-        UsageProblem: none of them is set, or an address is malformed.
+        UsageProblem: none of them is set, an address is malformed, or the credentials file
+            is readable by others.
         TargetNotFound: ``--context`` names no saved context.
     """
+    from mqadmin import credentials
+
+    found = _resolve(namesrv, context)
+    return Endpoint(found.addrs, found.context, credentials.for_context(found.context))
+
+
+def _resolve(namesrv: str | None, context: str | None) -> Endpoint:
     if namesrv is not None and namesrv.strip():
         return Endpoint(check_addrs(namesrv))
     if context:

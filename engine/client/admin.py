@@ -25,6 +25,7 @@ from engine.protocol.body.message_queue import MessageQueue, Topic
 from engine.protocol.body.route import BrokerAddr, BrokerData, BrokerName, ClusterName
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
+from engine.protocol.signature import Credentials
 from engine.remoting.client import RemotingClient
 
 T = TypeVar("T")
@@ -74,18 +75,21 @@ class MQAdmin:
     """Name servers and brokers behind one object: ``async with MQAdmin(addrs) as admin``."""
 
     def __init__(self, namesrv_addrs: str | Sequence[str], *,
-                 timeout: float = DEFAULT_TIMEOUT, client: RemotingClient | None = None) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, client: RemotingClient | None = None,
+                 credentials: Credentials | None = None) -> None:
         """
         Args:
             namesrv_addrs: ``host:port`` addresses, or one ``;``-separated string.
             timeout: seconds to connect, and to wait for each answer.
             client: a client to share; by default the admin opens (and closes) its own.
+            credentials: sign every request with them (brokers with access control on).
 
         Raises:
             InvalidAddressError: a name-server address is not ``host:port``, or none given.
         """
         self._own_client = client is None
-        self.client = client if client is not None else RemotingClient(connect_timeout=timeout)
+        self.client = client if client is not None else RemotingClient(
+            connect_timeout=timeout, credentials=credentials)
         self.namesrv = NamesrvAdmin(namesrv_addrs, timeout=timeout, client=self.client)
         self.broker = BrokerAdmin(self.client, timeout)
 

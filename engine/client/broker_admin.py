@@ -11,6 +11,7 @@ calls come in families, one module each, all built on `BrokerCalls` (broker_call
     MessageCalls        messages by key, unique key, id, queue entry   broker_admin_messages
     PullCalls           a queue read as tools read it (no commit)      broker_admin_pull
     BrokerConfigCalls   settings, runtime info, statistics, store      broker_admin_config
+    AuthCalls           users, ACL rules, ACL 1.0 accounts             broker_admin_auth
 
 Errors: `UnreachableError` (role "broker") when the broker cannot be reached or does not
 answer within `timeout`, the `ServerError` registered for the answer's code (errors.py),
@@ -22,6 +23,7 @@ differ), answers are read leniently (fastjson forms, unknown fields ignored).
 
 from __future__ import annotations
 
+from engine.client.broker_admin_auth import AuthCalls
 from engine.client.broker_admin_config import BrokerConfigCalls
 from engine.client.broker_admin_consumers import RESET_TO_MAX, ConsumerCalls
 from engine.client.broker_admin_messages import (
@@ -49,7 +51,7 @@ __all__ = [
 
 
 class BrokerAdmin(TopicGroupCalls, ConsumerCalls, OffsetCalls, MessageCalls, PullCalls,
-                  BrokerConfigCalls):
+                  BrokerConfigCalls, AuthCalls):
     """Admin calls to brokers by address: ``await BrokerAdmin(client).topic_stats(addr, t)``.
 
     Args:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from engine.client.ids import local_ip
+from engine.protocol.signature import Credentials
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
 #: Java's `rocketmq.namesrv.domain` and `rocketmq.namesrv.domain.subgroup` defaults.
@@ -38,6 +39,8 @@ class ClientConfig:
     fetch_namesrv_interval: int = 120_000
     rebalance_interval: int = 20_000
     mq_client_api_timeout: int = 3_000
+    #: Sign every request with these (brokers with access control on); None: unsigned.
+    credentials: Credentials | None = None
 
     def resolved_namesrv_addr(self) -> str | None:
         """`namesrv_addr`, else ``NAMESRV_ADDR``; None means "ask the address server"."""

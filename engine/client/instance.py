@@ -54,7 +54,8 @@ class ClientInstance:
         self.config = config or ClientConfig()
         self.client_id = self.config.client_id()
         timeout = self.config.mq_client_api_timeout / 1000
-        self.remoting = RemotingClient(router, self, connect_timeout=timeout)
+        self.remoting = RemotingClient(router, self, connect_timeout=timeout,
+                                       credentials=self.config.credentials)
         self.api = ClientAPI(self.remoting, timeout)
         self.routes = RouteTable()
         self.producers: dict[str, ProducerMember] = {}

@@ -40,6 +40,7 @@ from engine.protocol.message import (
     decode_offset_msg_id,
     decode_record,
 )
+from engine.protocol.signature import sign
 from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.connection import Connection
 
@@ -153,4 +154,5 @@ class TransactionProducer(Producer):
             log.warning("connection to %s closed before the check of %s was answered",
                         conn.remote_addr, header.transaction_id)
             return
-        conn.send_oneway(answer)
+        credentials = self.instance.config.credentials
+        conn.send_oneway(answer if credentials is None else sign(answer, credentials))

@@ -33,6 +33,8 @@ S = TypeVar("S")
 
 #: Parameters that do not belong in the audit log's record of a command.
 NOT_AUDITED = frozenset({"output", "debug", "yes", "dry_run"})
+#: Parameters recorded only as "******" (secrets never reach the audit log).
+SECRET_ARGS = frozenset({"password", "password_file", "secret_key", "secret_key_file"})
 
 
 @contextlib.contextmanager
@@ -67,7 +69,7 @@ def with_admin(where: Endpoint, work: Callable[[MQAdmin], Awaitable[T]]) -> T:
     """Run `work` with an `MQAdmin` over the name servers of `where` on a fresh loop."""
 
     async def main() -> T:
-        async with MQAdmin(where.addrs) as admin:
+        async with MQAdmin(where.addrs, credentials=where.credentials) as admin:
             admin.namesrv.on_failover = _failover_warning
             return await work(admin)
 
@@ -108,7 +110,8 @@ def audit(where: Endpoint | None, command: str, args: Mapping[str, Any], target:
     """Append to the audit log; a log that cannot be written is a warning, never a failure
     (the change has been made by then)."""
     record = history.AuditRecord(
-        command, {k: v for k, v in args.items() if k not in NOT_AUDITED}, target, outcome,
+        command, {k: ("******" if k in SECRET_ARGS and v else v) for k, v in args.items()
+                  if k not in NOT_AUDITED}, target, outcome,
         int(exit_code), plan, result, where.context if where else None,
         where.text if where else "", message)
     try:

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from mqadmin import config, history, render
+from engine.protocol.signature import Credentials
+from mqadmin import config, credentials, history, render
 from mqadmin.commands import guarded
-from mqadmin.exit_codes import TargetNotFound
+from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.options import DebugOpt, OutputOpt
 from mqadmin.render import OutputFormat
 
@@ -18,7 +19,7 @@ contexts = typer.Typer(help="Saved clusters: `mqadmin <command> --context NAME` 
 app.add_typer(contexts, name="context", rich_help_panel="mqadmin itself")
 
 PANEL = "mqadmin itself"
-CONTEXT_COLUMNS = ("current", "name", "namesrv", "description")
+CONTEXT_COLUMNS = ("current", "name", "namesrv", "accessKey", "description")
 
 NameArg = Annotated[str, typer.Argument(help="Context name.")]
 
@@ -48,7 +49,9 @@ def audit(
 
 def _show(saved: config.Contexts, output: OutputFormat) -> None:
     """The saved contexts, as rows (what add, use and remove leave)."""
+    keys = credentials.load_all()
     rows = [{"current": name == saved.current, "name": name, "namesrv": c.namesrv,
+             "accessKey": keys[name].access_key if name in keys else "",
              "description": c.description} for name, c in sorted(saved.contexts.items())]
     render.render(rows, output, columns=CONTEXT_COLUMNS)
 
@@ -60,12 +63,23 @@ def context_add(
                                          help="The cluster's name servers.")],
     description: Annotated[str, typer.Option("--description", help="A note.")] = "",
     use: Annotated[bool, typer.Option("--use", help="Make it the current context.")] = False,
+    access_key: Annotated[str | None, typer.Option(
+        "--access-key", help="Sign requests with this AccessKey (brokers with ACL on).")] = None,
+    secret_key_file: Annotated[str | None, typer.Option(
+        "--secret-key-file", metavar="FILE",
+        help="File holding the SecretKey ('-' reads stdin); stored mode 0600.")] = None,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Save (or replace) a context: a name for a cluster's name servers."""
+    """Save (or replace) a context: a name for a cluster's name servers (and its keys)."""
     with guarded(debug):
         config.check_addrs(namesrv)
+        if bool(access_key) != bool(secret_key_file):
+            raise UsageProblem("give --access-key and --secret-key-file together (the secret "
+                               "is read from a file so it stays out of shell history).")
+        creds = (Credentials(access_key, credentials.read_secret_file(secret_key_file))
+                 if access_key and secret_key_file else None)
+        credentials.set_context(name, creds)
         saved = config.load()
         saved.contexts[name] = config.Context(name, namesrv.strip(), description)
         if use or saved.current is None:
@@ -111,5 +125,6 @@ def context_remove(name: NameArg, output: OutputOpt = OutputFormat.TABLE,
         if saved.current == name:
             saved.current = None
         config.save(saved)
+        credentials.set_context(name, None)
         _show(saved, output)
         render.note(f"context '{name}' removed")
