@@ -23,9 +23,10 @@ def test_contexts_add_use_list_remove(mqadmin_home: Path) -> None:
     assert invoke("context", "add", "dev", "-n", "127.0.0.1:9876").exit_code == 0
     rows = json_rows("context", "list")
     assert rows == [
-        {"current": False, "name": "dev", "namesrv": "127.0.0.1:9876", "description": ""},
+        {"current": False, "name": "dev", "namesrv": "127.0.0.1:9876", "accessKey": "",
+         "description": ""},
         {"current": True, "name": "prod", "namesrv": "10.0.0.1:9876;10.0.0.2:9876",
-         "description": 'the "real" one'}]
+         "accessKey": "", "description": 'the "real" one'}]
     assert invoke("context", "use", "dev").exit_code == 0
     doc = tomllib.loads((mqadmin_home / "config.toml").read_text())
     assert doc["current-context"] == "dev"
