@@ -11,6 +11,10 @@ Usage:
                                                                 (comma-separated) and the msg id
   python cpp_client.py produce-large NAMESRV TOPIC COUNT SIZE   bodies of SIZE bytes (compressed
                                                                 by the C++ client over 4 KiB)
+  python cpp_client.py produce-try NAMESRV TOPIC COUNT        sync sends; a refused send is
+                                                                reported as {"refused": ...}
+With CPP_ACCESS_KEY and CPP_SECRET_KEY set, producers and consumers sign their requests
+(`set_session_credentials`).
 Each message i has body "cpp-<MODE>-<i>", tags "Tag<i % 2>", keys "key-<i>", property
 seq=<i>.  Prints one JSON line per sent or received message and a final {"done": ...} line;
 the C++ client writes its logs under $HOME/logs.
@@ -19,6 +23,7 @@ the C++ client writes its logs under $HOME/logs.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -32,6 +37,35 @@ def _emit(record: dict[str, object]) -> None:
     with _OUT:
         sys.stdout.write(line)
         sys.stdout.flush()
+
+
+def _signed(client: object) -> object:
+    """Give the client the session credentials of the environment, if any."""
+    ak, sk = os.environ.get("CPP_ACCESS_KEY"), os.environ.get("CPP_SECRET_KEY")
+    if ak is not None and sk is not None:
+        client.set_session_credentials(ak, sk, "")  # type: ignore[attr-defined]
+    return client
+
+
+def produce_try(namesrv: str, topic: str, count: int) -> int:
+    from rocketmq.client import Message, Producer
+
+    producer = _signed(Producer("CompatTryProducer"))
+    producer.set_namesrv_addr(namesrv)  # type: ignore[attr-defined]
+    producer.start()  # type: ignore[attr-defined]
+    try:
+        for i in range(count):
+            msg = Message(topic)
+            msg.set_body(f"cpp-try-{i}")
+            try:
+                result = producer.send_sync(msg)  # type: ignore[attr-defined]
+                _emit({"sent": i, "status": int(result.status)})
+            except Exception as exc:
+                _emit({"refused": i, "error": str(exc)[-500:]})
+    finally:
+        producer.shutdown()  # type: ignore[attr-defined]
+    _emit({"done": "produce-try"})
+    return 0
 
 
 def _text(value: object) -> str:
@@ -90,8 +124,8 @@ def _received(msg: object) -> dict[str, object]:
 def push(namesrv: str, topic: str, group: str, count: int) -> int:
     from rocketmq.client import PushConsumer
 
-    consumer = PushConsumer(group)
-    consumer.set_namesrv_addr(namesrv)
+    consumer = _signed(PushConsumer(group))
+    consumer.set_namesrv_addr(namesrv)  # type: ignore[attr-defined]
     seen: set[str] = set()
     lock = threading.Lock()
     all_in = threading.Event()
@@ -249,8 +283,8 @@ def push_props(namesrv: str, topic: str, group: str, count: int, names: str) -> 
     """`push`, reporting the named properties and the message id as well."""
     from rocketmq.client import PushConsumer
 
-    consumer = PushConsumer(group)
-    consumer.set_namesrv_addr(namesrv)
+    consumer = _signed(PushConsumer(group))
+    consumer.set_namesrv_addr(namesrv)  # type: ignore[attr-defined]
     seen: set[str] = set()
     lock = threading.Lock()
     all_in = threading.Event()
@@ -313,6 +347,8 @@ def main() -> int:
         return push_orderly(namesrv, topic, sys.argv[4], int(sys.argv[5]))
     if command == "push-props":
         return push_props(namesrv, topic, sys.argv[4], int(sys.argv[5]), sys.argv[6])
+    if command == "produce-try":
+        return produce_try(namesrv, topic, int(sys.argv[4]))
     if command == "produce-large":
         return produce_large(namesrv, topic, int(sys.argv[4]), int(sys.argv[5]))
     raise SystemExit(f"unknown command {command!r}")
