@@ -11,7 +11,6 @@ sync, role changes).  With authentication on and no user at all the broker does 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -19,8 +18,9 @@ from typing import Any
 
 from engine.auth.errors import AuthConfigError, AuthError, AuthInputError
 from engine.auth.guard import AccessGuard, AuthTables
-from engine.auth.model import User, UserType
+from engine.auth.model import UserType
 from engine.auth.needs import broker_needs
+from engine.auth.settings import parse_credentials, super_users
 from engine.auth.store import AuthStore
 from engine.broker.config import BrokerConfig
 from engine.broker.services import PeriodicService
@@ -32,42 +32,13 @@ log = logging.getLogger("engine.auth")
 RELOAD_INTERVAL_S = 5.0  # 4.9.7 AclFileWatchService polls every 5 s
 
 
-def _json_object(text: str, key: str) -> dict[str, object]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise AuthConfigError(f"{key} is not a JSON object like "
-                              '{"accessKey":"...","secretKey":"..."}')
-    return value
-
-
 def inner_credentials(config: BrokerConfig) -> Credentials | None:
     """The credential this broker signs its own requests with (None when not configured).
 
     Raises:
         AuthConfigError: the setting is not JSON with accessKey and secretKey.
     """
-    text = (config.inner_client_authentication_credentials or "").strip()
-    if not text:
-        return None
-    doc = _json_object(text, "innerClientAuthenticationCredentials")
-    ak, sk = str(doc.get("accessKey") or ""), str(doc.get("secretKey") or "")
-    if not ak or not sk:
-        raise AuthConfigError("innerClientAuthenticationCredentials needs accessKey and secretKey")
-    return Credentials(ak, sk)
-
-
-def _init_user(config: BrokerConfig) -> User | None:
-    text = (config.init_authentication_user or "").strip()
-    if not text:
-        return None
-    doc = _json_object(text, "initAuthenticationUser")
-    name, password = str(doc.get("username") or ""), str(doc.get("password") or "")
-    if not name or not password:
-        raise AuthConfigError("initAuthenticationUser needs username and password")
-    return User(name, password, UserType.SUPER)
+    return parse_credentials(config.inner_client_authentication_credentials)
 
 
 class BrokerAccess:
@@ -107,10 +78,9 @@ class BrokerAccess:
                                   "is read from $ROCKETMQ_HOME/conf/plain_acl.yml and "
                                   "$ROCKETMQ_HOME/conf/acl/*.yml")
         self.store.load()
-        inner = inner_credentials(cfg)
-        for user in (_init_user(cfg),
-                     User(inner.access_key, inner.secret_key, UserType.SUPER) if inner else None):
-            if user is not None and self.store.user(user.username) is None:
+        for user in super_users(cfg.init_authentication_user,
+                                cfg.inner_client_authentication_credentials):
+            if self.store.user(user.username) is None:
                 self.store.create_user(user)
                 log.info("created SUPER user %r from the broker settings", user.username)
         if self.authentication and not self.store.tables().users:

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 
 from engine.common import config as configlib
+from engine.common.config import secret_key
 
 _HOME = os.path.expanduser("~")
 
@@ -50,10 +51,18 @@ class NamesrvConfig:
     scan_not_active_broker_interval: int = 10_000  # ms between expiry scans
     broker_channel_expired_time: int = 120_000  # ms of silence before a broker is dropped
     logs_dir: str = os.path.join(_HOME, "logs", "rocketmqlogs")
+    # ------------------------------------------------------------- access control (this engine)
+    #: On: changes (KV config, settings, write perms, broker (un)registration) need a signed
+    #: request of a SUPER user: the two users below; reads stay open.
+    authentication_enabled: bool = False
+    init_authentication_user: str | None = secret_key("initAuthenticationUser")
+    inner_client_authentication_credentials: str | None = secret_key(
+        "innerClientAuthenticationCredentials")
 
 
 #: Keys UPDATE_NAMESRV_CONFIG must refuse (NO_PERMISSION), as 4.9.7 does.
-PROTECTED_KEYS = frozenset({"kvConfigPath", "configStorePath"})
+PROTECTED_KEYS = frozenset({"kvConfigPath", "configStorePath", "authenticationEnabled",
+                            "initAuthenticationUser", "innerClientAuthenticationCredentials"})
 
 
 def load_namesrv_config(path: str | None) -> tuple[NamesrvConfig, list[str]]:

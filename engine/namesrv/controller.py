@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
+from engine.namesrv.access import NamesrvGuard
 from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.handlers import build_router
 from engine.namesrv.routes import Clock, wall_clock_ms
@@ -67,6 +68,8 @@ class NamesrvController:
             on_connection_closed=self._on_connection_closed,
             idle_timeout=float(idle) if idle > 0 else None,
         )
+        if config.authentication_enabled:  # AuthConfigError: refuse to start
+            self.server.set_guard(NamesrvGuard(config))
         self.scanner = ExpiryScanService(self.state)
         #: Called after the routes forgot a closed connection's broker (tests await this).
         self.connection_closed_listeners: list[Callable[[Connection], None]] = []

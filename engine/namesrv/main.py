@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 
+from engine.auth.errors import AuthError
 from engine.common import process, properties
 from engine.common.config import ConfigError
 from engine.common.config import items as config_items
@@ -36,7 +37,10 @@ def _error(message: str) -> int:
 
 async def serve(config: NamesrvConfig, extra: dict[str, str]) -> int:
     """Run the name server until SIGTERM or SIGINT; returns the exit code."""
-    controller = NamesrvController(config, extra_properties=extra)
+    try:
+        controller = NamesrvController(config, extra_properties=extra)
+    except AuthError as exc:
+        return _error(f"access control: {exc}")
     try:
         await controller.start()
     except PortInUseError as exc:
