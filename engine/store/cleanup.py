@@ -187,8 +187,11 @@ class CleanupService(Service):
 
     # ---- actions
     def request_manual_delete(self) -> None:
-        """DELETE_EXPIRED_COMMITLOG: the next rounds delete regardless of deleteWhen."""
+        """DELETE_EXPIRED_COMMITLOG: the next rounds delete regardless of deleteWhen; the
+        first of them starts now rather than a cleanResourceInterval later."""
         self.manual_rounds = MANUAL_DELETE_ROUNDS
+        if self.running:
+            self.wakeup()
 
     async def clean(self, manual: bool = False) -> CleanupReport:
         """One round: commit-log segments first, then what depended on them."""

@@ -56,6 +56,9 @@ def delete_expired_commit_log(
     wait: Annotated[float, typer.Option(
         "--wait", min=0, help="Seconds to wait for the broker to delete the files.")
     ] = ops.DEFAULT_WAIT,
+    accept_loss: Annotated[bool, typer.Option(
+        "--accept-loss", help="Delete even segments holding unconsumed messages (the audit "
+                              "log keeps who lost what).")] = False,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     yes: YesOpt = False,
@@ -65,11 +68,16 @@ def delete_expired_commit_log(
 ) -> None:
     """Have a broker (-b) or a cluster's masters (-c) delete expired commit-log files now,
     whatever deleteWhen says.  --dry-run lists the files, offset ranges and bytes that would
-    go (files older than fileReservedTime, oldest first, never the one being written)."""
+    go (files older than fileReservedTime, oldest first, never the one being written) and,
+    next to each, the consumer groups (retry and dead-letter topics included) that would
+    lose unconsumed messages and how many.  Such a loss is refused (exit code 4) unless
+    --accept-loss."""
     with guarded(debug):
         b, c = one_target(broker_addr, cluster)
+        refuse = not (dry_run or accept_loss)
         mutate(endpoint(namesrv, context),
-               lambda admin: ops.delete_expired_commit_log(admin, b, c, wait=wait),
+               lambda admin: ops.delete_expired_commit_log(admin, b, c, wait=wait,
+                                                           refuse_loss=refuse),
                yes=yes, dry_run=dry_run, output=output, args=params(ctx))
 
 

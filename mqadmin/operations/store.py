@@ -10,7 +10,9 @@ when the next one starts, so the store time of the first message of the next seg
 (VIEW_MESSAGE_BY_ID at its start offset) stands in for its modification time, which the
 broker compares with fileReservedTime.  The broker deletes the expired segments in its
 next cleanup rounds, oldest first, never the segment being written; verification waits for
-the commit log's min offset to pass them.
+the commit log's min offset to pass them.  The plan also names, per segment, the consumer
+groups that would lose unconsumed messages with it (cleanup_loss), and the run is refused
+unless the operator accepts that loss.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
+from mqadmin.exit_codes import CliError, ExitCode
+from mqadmin.operations import cleanup_loss
+from mqadmin.operations.cleanup_loss import Loss, SegmentRange
 from mqadmin.operations.mutation import Mutation
 from mqadmin.operations.targets import brokers_of
 from mqadmin.operations.times import format_time
@@ -31,7 +36,7 @@ Row = dict[str, Any]
 
 DECIDED = "(decided by the broker)"
 FILE_COLUMNS = ("broker", "file", "fromOffset", "toOffset", "bytes", "lastWritten",
-                "expired")
+                "expired", "unconsumed", "losses")
 SEGMENT_KEYS = ("mappedFileSizeCommitLog", "mapedFileSizeCommitLog")
 #: Seconds deleteExpiredCommitLog waits, by default, for the broker to delete the files.
 DEFAULT_WAIT = 60.0
@@ -83,6 +88,7 @@ class CommitLog:
     segment_size: int
     reserved_hours: int
     segments: list[Segment] = field(default_factory=list)
+    losses: tuple[Loss, ...] = ()  # unconsumed messages in the doomed segments, by group
 
     @property
     def doomed(self) -> list[Segment]:
@@ -110,8 +116,11 @@ class CommitLog:
         if not doomed:
             return "nothing expired (fileReservedTime " f"{self.reserved_hours} h)"
         size = sum(s.to_offset - s.from_offset for s in doomed)
-        return (f"{len(doomed)} segment(s) go: offsets {doomed[0].from_offset}.."
+        text = (f"{len(doomed)} segment(s) go: offsets {doomed[0].from_offset}.."
                 f"{doomed[-1].to_offset} ({human(size)})")
+        if self.losses:
+            text += f"; unconsumed messages lost: {cleanup_loss.summary(self.losses)}"
+        return text
 
 
 def human(n: int) -> str:
@@ -123,9 +132,11 @@ def human(n: int) -> str:
     return f"{n} B"
 
 
-async def commit_log(admin: MQAdmin, addr: str, now_ms: int | None = None) -> CommitLog:
+async def commit_log(admin: MQAdmin, addr: str, now_ms: int | None = None, *,
+                     with_losses: bool = False) -> CommitLog:
     """The broker's commit-log segments and which of them have expired (estimated as the
-    module docstring says)."""
+    module docstring says); with `with_losses`, also what each consumer group loses with
+    the segments that would go (cleanup_loss)."""
     settings, runtime = await asyncio.gather(admin.broker.broker_config(addr),
                                              admin.broker.runtime_info(addr))
     size = next((int(settings[k]) for k in SEGMENT_KEYS if settings.get(k, "").isdigit()),
@@ -149,26 +160,69 @@ async def commit_log(admin: MQAdmin, addr: str, now_ms: int | None = None) -> Co
     segments = [Segment(f"{s:020d}", s, e, t,
                         t is not None and now >= t + reserved * 3_600_000)
                 for s, e, t in zip(starts, ends, times, strict=True)]
-    return CommitLog(low, high, size, reserved, segments)
+    state = CommitLog(low, high, size, reserved, segments)
+    if with_losses and state.doomed:
+        found = await cleanup_loss.losses(admin, addr, [
+            SegmentRange(s.name, max(s.from_offset, low), s.to_offset) for s in state.doomed])
+        state = CommitLog(low, high, size, reserved, segments, tuple(found))
+    return state
+
+
+class LossRefused(CliError):
+    """deleteExpiredCommitLog would delete unconsumed messages and --accept-loss is absent."""
+
+    code = ExitCode.REJECTED
+
+
+def refuse_losses(states: list[CommitLog]) -> None:
+    """`Mutation.validate`: refuse when any group would lose unconsumed messages.
+
+    Raises:
+        LossRefused: naming who loses what.
+    """
+    found = [loss for state in states for loss in state.losses]
+    if found:
+        total = sum(loss.messages for loss in found)
+        raise LossRefused(
+            f"deleteExpiredCommitLog would delete {total:,} unconsumed message(s): "
+            f"{cleanup_loss.summary(found)}. Nothing was changed. Let the groups catch up "
+            "(`mqadmin lag status`), see the segments with --dry-run, or pass --accept-loss "
+            "to delete them anyway (the audit log keeps the loss).")
 
 
 def delete_expired_commit_log(admin: MQAdmin, broker_addr: str | None, cluster: str | None, *,
-                              wait: float = DEFAULT_WAIT) -> Mutation[CommitLog]:
+                              wait: float = DEFAULT_WAIT,
+                              refuse_loss: bool = True) -> Mutation[CommitLog]:
     """Have the broker(s) delete expired commit-log segments now, whatever deleteWhen says;
-    waits up to `wait` seconds for the min offset to move past them."""
+    waits up to `wait` seconds for the min offset to move past them.  The plan names the
+    groups losing unconsumed messages with each segment; with `refuse_loss`, such a plan
+    is refused (`LossRefused`)."""
+    planned: set[str] = set()
+
+    async def read(addr: str) -> CommitLog:
+        first = addr not in planned  # the plan's read; later ones only verify
+        planned.add(addr)
+        return await commit_log(admin, addr, with_losses=first)
+
     async def change(addr: str) -> str:
         await admin.broker.delete_expired_commit_log(addr)
         return "cleanup started"
 
     def details(addr: str, state: CommitLog) -> list[Row]:
-        return [{"broker": addr, "file": s.name, "fromOffset": s.from_offset,
-                 "toOffset": s.to_offset, "bytes": s.to_offset - s.from_offset,
-                 "lastWritten": format_time(s.last_written), "expired": s.expired}
-                for s in state.doomed]
+        rows = []
+        for s in state.doomed:
+            lost = [loss for loss in state.losses if loss.segment == s.name]
+            rows.append({"broker": addr, "file": s.name, "fromOffset": s.from_offset,
+                         "toOffset": s.to_offset, "bytes": s.to_offset - s.from_offset,
+                         "lastWritten": format_time(s.last_written), "expired": s.expired,
+                         "unconsumed": sum(loss.messages for loss in lost),
+                         "losses": cleanup_loss.summary(lost) or None})
+        return rows
 
     return Mutation("deleteExpiredCommitLog", "commitlog",
                     servers=brokers_of(admin, broker_addr, cluster),
-                    read=lambda addr: commit_log(admin, addr), show=CommitLog.show,
+                    read=read, show=CommitLog.show,
                     done=lambda before, after: after.min_offset >= before.new_min,
                     apply=change, after=CommitLog.promise, role="broker", settle=wait,
-                    details=details, detail_columns=FILE_COLUMNS)
+                    details=details, detail_columns=FILE_COLUMNS,
+                    validate=refuse_losses if refuse_loss else None)
