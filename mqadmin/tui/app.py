@@ -29,6 +29,7 @@ from mqadmin.tui.screens.audit import AuditScreen
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
+from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupsScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
@@ -39,6 +40,7 @@ SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
     "cluster": (("cluster", "brokers"), "1"),
     "topics": (("topics", "topic", "tp"), "2"),
     "groups": (("groups", "group", "cg", "consumers", "lag"), "3"),
+    "dlq": (("dlq", "deadletters", "dead"), "4"),
     "ha": (("replication", "ha"), "5"),
     "cleanup": (("cleanup", "clean"), "6"),
     "audit": (("audit",), "7"),
@@ -53,7 +55,7 @@ class Dashboard(App[None]):
     CSS_PATH = "dashboard.tcss"
     MODES: ClassVar[dict[str, type[DashScreen]]] = {  # type: ignore[assignment]
         "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
-        "ha": ReplicationScreen, "cleanup": CleanupScreen, "audit": AuditScreen,
+        "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen, "audit": AuditScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("colon", "command_line", "Command", key_display=":"),

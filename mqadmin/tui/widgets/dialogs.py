@@ -56,3 +56,32 @@ class KeyList(ModalScreen[None]):
         table.add_columns("key", "does")
         for key, what in self.keys:
             table.add_row(key, what)
+
+
+class Prompt(ModalScreen[str | None]):
+    """One line of text asked for (a discard reason, a file name); None on Esc."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(self, title: str, hint: str, value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.hint = hint
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="form-box"):
+            yield Static(self.title_text, id="form-title")
+            yield Input(self.value, id="answer")
+            yield Static(self.hint, classes="hint")
+            yield Static("", id="form-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#answer", Input).focus()
+
+    @on(Input.Submitted, "#answer")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if not event.value.strip():
+            self.query_one("#form-error", Static).update("Type something, or Esc to cancel.")
+            return
+        self.dismiss(event.value.strip())
