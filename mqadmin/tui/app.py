@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from typing import ClassVar
 
@@ -23,7 +24,7 @@ from textual.reactive import reactive
 from mqadmin.config import Endpoint, resolve
 from mqadmin.exit_codes import message_for
 from mqadmin.tui.backend import Backend
-from mqadmin.tui.data.health import read_health
+from mqadmin.tui.data.health import read_extra, read_health
 from mqadmin.tui.messages import HealthChanged
 from mqadmin.tui.screens.audit import AuditScreen
 from mqadmin.tui.screens.base import DashScreen
@@ -46,6 +47,8 @@ SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
     "audit": (("audit",), "7"),
 }
 HEALTH_EVERY = 5.0
+#: The slower half of the header (lag verdicts, dead letters) every this many rounds.
+EXTRA_EVERY = 3
 
 
 class Dashboard(App[None]):
@@ -177,6 +180,8 @@ class Dashboard(App[None]):
 
     @work(exclusive=True, group="health")
     async def health_loop(self) -> None:
+        extra = Text()
+        rounds = 0
         while True:
             self._health_wake.clear()
             try:
@@ -184,7 +189,14 @@ class Dashboard(App[None]):
             except Exception as exc:
                 text, ok = Text(f"cluster unreachable: {message_for(exc)}", style="bold red"), \
                     False
-            self.post_message(HealthChanged(text, ok))  # type: ignore[arg-type]
+            if ok and rounds % EXTRA_EVERY == 0:
+                try:
+                    extra = await self.backend.call(
+                        functools.partial(read_extra, endpoint=self.backend.endpoint))
+                except Exception as exc:
+                    extra = Text(f"  ·  dead letters / lag: {message_for(exc)}", style="dim")
+            rounds += 1
+            self.post_message(HealthChanged(text + extra if ok else text, ok))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._health_wake.wait(),
                                        HEALTH_EVERY if ok else HEALTH_EVERY * 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.text import Text
 from textual.message import Message
 
 
@@ -28,7 +29,7 @@ class Failed(Message):
 class HealthChanged(Message):
     """The header's cluster health was read again (or could not be)."""
 
-    text: str
+    text: Text
     ok: bool
 
 

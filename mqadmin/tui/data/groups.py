@@ -11,9 +11,13 @@ from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
+from mqadmin.config import Endpoint
 from mqadmin.operations import consumer as consumer_ops
+from mqadmin.operations import lag_status as st
+from mqadmin.operations.lag_sample import now_ms
 from mqadmin.operations.times import format_time
 from mqadmin.tui.data.consume import masters, read_lags
+from mqadmin.tui.data.lag import lag_report
 
 Row = dict[str, Any]
 #: Client-list requests in flight at once.
@@ -24,6 +28,7 @@ CONCURRENCY = 32
 class GroupsView:
     rows: list[Row]
     failures: list[str] = field(default_factory=list)
+    source: str = ""  # where the verdicts come from: "collector" or "sampled"
 
 
 async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]) -> dict[str, int]:
@@ -42,9 +47,12 @@ async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]) -> dict[s
     return dict(zip(groups, counts, strict=True))
 
 
-async def read_groups(admin: MQAdmin) -> GroupsView:
+async def read_groups(admin: MQAdmin, endpoint: Endpoint) -> GroupsView:
+    """Every group with its lag, clients and state, and the lag monitor's verdict, rule,
+    lag in time, drain ETA, retention risk and lag history."""
     addrs = list((await masters(admin)).values())
-    lags, failures = await read_lags(admin, addrs)
+    (lags, failures), report = await asyncio.gather(read_lags(admin, addrs),
+                                                    lag_report(admin, endpoint))
     per: dict[str, Row] = {}
     topics: dict[str, set[str]] = defaultdict(set)
     for lag in lags:
@@ -57,14 +65,22 @@ async def read_groups(admin: MQAdmin) -> GroupsView:
             topics[lag.group].add(lag.topic)
     tps: dict[tuple[str, str], float] = {(lag.group, lag.topic): lag.group_tps for lag in lags}
     online = await _online(admin, addrs, sorted(per))
+    judged = {r["group"]: r for r in st.group_rows(report, now_ms())}
+    reports = {g.group: g for g in report.groups}
     rows = []
     for group, row in sorted(per.items()):
         clients = online.get(group, 0)
+        verdict = judged.get(group, {})
         rows.append({**row, "tps": round(sum(v for (g, _), v in tps.items() if g == group), 2),
                      "topics": ",".join(sorted(topics[group])), "clients": clients,
                      "state": "ONLINE" if clients else "OFFLINE",
-                     "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None})
-    return GroupsView(rows, failures)
+                     "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None,
+                     "verdict": verdict.get("verdict"), "rule": verdict.get("rule"),
+                     "lagTime": verdict.get("lagTime"), "eta": verdict.get("eta"),
+                     "drainRate": verdict.get("drainRate"),
+                     "risk": verdict.get("retentionRisk"),
+                     "history": list(reports[group].lags) if group in reports else []})
+    return GroupsView(rows, failures, report.source)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""The header's cluster health: name servers and brokers up, masters without a slave."""
+"""The header's cluster health: name servers and brokers up, masters without a slave,
+groups in ERROR/STOP and unhandled dead letters."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ from rich.text import Text
 
 from engine.client.admin import MQAdmin
 from engine.protocol.body.route import ClusterInfo
-from mqadmin.operations import ha
+from mqadmin.commands.dlq_options import scope
+from mqadmin.config import Endpoint
+from mqadmin.operations import dlq_list, ha
+from mqadmin.operations.dlq_ledger import Ledger
+from mqadmin.tui.data.lag import collector_report
 
 
-def _part(text: Text, label: str, value: str, bad: bool) -> None:
-    if text.plain:
+def _part(text: Text, label: str, value: str, bad: bool, *, first: bool = False) -> None:
+    if not first:
         text.append("  ·  ", style="dim")
     text.append(f"{label} ")
     text.append(value, style="bold red" if bad else "bold green")
@@ -37,10 +42,34 @@ async def read_health(admin: MQAdmin) -> Text:
                  if not any(m.status is not None and m.status.master for m in group)]
     text = Text()
     _part(text, "name servers", f"{len(answered)}/{len(outcomes)} up",
-          len(answered) < len(outcomes))
+          len(answered) < len(outcomes), first=True)
     _part(text, "brokers", f"{len(up)}/{len(members)} up", len(up) < len(members))
     _part(text, "masters without a slave", str(len(lonely)) + (
         f" ({', '.join(lonely)})" if lonely else ""), bool(lonely))
     if no_master:
         _part(text, "no master", ", ".join(no_master), True)
     return text
+
+
+async def read_extra(admin: MQAdmin, endpoint: Endpoint) -> Text:
+    """The slower part of the header: groups in ERROR/STOP (from the lag monitor's window,
+    when a collector runs) and unhandled dead letters (dlq list with the ledger)."""
+    report, dead = await asyncio.gather(asyncio.to_thread(collector_report, endpoint),
+                                        _unhandled(admin, endpoint))
+    text = Text()
+    if report is None:
+        text.append("  ·  ", style="dim")
+        text.append("lag verdicts: no `mqadmin lag collect` for this cluster", style="dim")
+    else:
+        bad = sorted(g.group for g in report.groups
+                     if g.verdict.status.value in ("ERROR", "STOP"))
+        _part(text, "groups in ERROR/STOP", str(len(bad)) + (
+            f" ({', '.join(bad[:3])}{'…' if len(bad) > 3 else ''})" if bad else ""), bool(bad))
+    _part(text, "unhandled dead letters", f"{dead:,}", dead > 0)
+    return text
+
+
+async def _unhandled(admin: MQAdmin, endpoint: Endpoint) -> int:
+    with Ledger(scope(endpoint)) as ledger:
+        rows = await dlq_list.list_groups(admin, ledger, sample=0)
+    return sum(int(r["unhandled"] or 0) for r in rows)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
@@ -20,6 +21,19 @@ from mqadmin.tui.screens.reset_form import ResetForm, ResetRequest
 from mqadmin.tui.widgets.cells import count, verdict
 from mqadmin.tui.widgets.spark import History, spark
 from mqadmin.tui.widgets.table import Col, Row, RowTable
+
+#: Sorting by verdict puts the worst first.
+SEVERITY = {"STOP": 5, "ERROR": 4, "REWIND": 3, "STALL": 3, "WARNING": 2, "OK": 1}
+
+
+def _clients(row: Row) -> Text | str:
+    n = row.get("clients") or 0
+    return f"{n} online" if n else Text("none online", style="bold red" if row.get("lag")
+                                        else "dim")
+
+
+def _risk(value: object) -> Text | str:
+    return Text(str(value), style="bold red") if value else ""
 
 
 def _lag_ms(value: object) -> str:
@@ -46,25 +60,33 @@ class GroupsScreen(DashScreen):
 
     def body(self) -> ComposeResult:
         yield RowTable([
-            Col("group", "group"), Col("state", "state", verdict), Col("clients", "clients"),
-            Col("topics", "topics"), Col("lag", "lag (msgs)", count),
-            Col("trend", "lag trend", of_row=lambda r: spark(self.lag_history.get(r["group"]))),
-            Col("tps", "consume TPS"), Col("lastConsumed", "last consumed"),
-        ], key=lambda r: str(r["group"]), sort_by="lag", reverse=True, id="groups")
+            Col("group", "group"), Col("verdict", "verdict", verdict, sort_on="severity"),
+            Col("state", "clients", of_row=_clients), Col("lag", "lag (msgs)", count),
+            Col("lagTime", "lag (time)"), Col("trend", "lag trend", of_row=self._trend),
+            Col("eta", "drain ETA"), Col("tps", "consume TPS"), Col("topics", "topics"),
+            Col("risk", "retention risk", _risk), Col("rule", "rule"),
+        ], key=lambda r: str(r["group"]), sort_by="verdict", reverse=True,
+           id="groups")
         yield Static("", id="summary", classes="panel")
 
+    def _trend(self, row: Row) -> str:
+        history = row.get("history") or self.lag_history.get(row["group"])
+        return spark(history, 16)
+
     async def fetch(self, admin: MQAdmin) -> GroupsView:
-        return await read_groups(admin)
+        return await read_groups(admin, self.dashboard.backend.endpoint)
 
     def present(self, data: GroupsView) -> None:
         for row in data.rows:
             self.lag_history.add(row["group"], row["lag"])
+            row["severity"] = SEVERITY.get(str(row.get("verdict")), 0)
         self.lag_history.keep(r["group"] for r in data.rows)
         self.query_one(RowTable).show(data.rows)
-        offline = sum(1 for r in data.rows if r["state"] == "OFFLINE" and r["lag"])
-        text = (f"{len(data.rows)} groups, {offline} offline with lag.  Enter: queues, lag in "
-                "time and clients · r reset offsets · / filter · s sort.  The trend is the "
-                "lag at each refresh since the screen opened.")
+        bad = sum(1 for r in data.rows if r.get("verdict") in ("ERROR", "STOP", "WARNING"))
+        source = ("the lag monitor's window" if data.source == "collector" else
+                  "a quick sampling (no `mqadmin lag collect` runs for this cluster)")
+        text = (f"{len(data.rows)} groups, {bad} not OK; verdicts from {source}.  Enter: "
+                "queues, lag in time and clients · r reset offsets · / filter · s sort")
         if data.failures:
             text += "\nNot answering: " + "; ".join(data.failures)
         self.query_one("#summary", Static).update(text)

@@ -45,6 +45,8 @@ class Col:
     fmt: Callable[[Any], Cell] = plain
     #: Draws the cell from the whole row instead of the value (e.g. a sparkline).
     of_row: Callable[[Row], Cell] | None = None
+    #: The row key to sort on instead of `key` (e.g. a verdict's severity).
+    sort_on: str | None = None
 
     def cell(self, row: Row) -> Cell:
         return self.of_row(row) if self.of_row is not None else self.fmt(row.get(self.key))
@@ -113,7 +115,8 @@ class RowTable(DataTable[Cell]):
             needle = self.filter_text
             rows = [r for r in rows if any(needle in str(c.cell(r)).lower() for c in self.spec)]
         col = self.spec[self.sort_index]
-        return sorted(rows, key=lambda r: sort_key(r.get(col.key)), reverse=self.reverse)
+        field = col.sort_on or col.key
+        return sorted(rows, key=lambda r: sort_key(r.get(field)), reverse=self.reverse)
 
     @property
     def selected_key(self) -> str | None:

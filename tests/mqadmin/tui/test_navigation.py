@@ -39,7 +39,9 @@ async def test_every_screen_by_key_and_by_command(cluster: BackgroundCluster) ->
     async with app.run_test(size=SIZE) as pilot:
         shown = await loaded(pilot, ClusterScreen)
         assert keys_of(pilot) == [cluster.broker_addr]
-        assert "brokers 1/1 up" in str(app.health)
+        await until(pilot, lambda: "brokers 1/1 up" in str(app.health), what="the header")
+        await until(pilot, lambda: "unhandled dead letters 0" in str(app.health),
+                    what="the header's dead letters")
         for key, kind in SCREEN_KEYS:
             await pilot.press(key)
             await loaded(pilot, kind)
@@ -86,6 +88,9 @@ async def test_drill_down_into_a_topic_and_a_group_and_back(
         await loaded(pilot, GroupsScreen)
         row = table(pilot).row_by_key("billing")
         assert row is not None and row["lag"] == 2 and row["state"] == "ONLINE"
+        # the lag monitor's verdict (a quick sampling: no collector runs here)
+        assert row["verdict"] in ("OK", "WARNING", "ERROR") and row["rule"] is not None
+        assert len(row["history"]) == 2
         table(pilot).move_cursor(row=keys_of(pilot).index("billing"))
         await pilot.press("enter")
         await loaded(pilot, GroupScreen)
