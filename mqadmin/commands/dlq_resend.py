@@ -93,9 +93,14 @@ def resend(
         where = endpoint(namesrv, context)
         args: dict[str, Any] = params(ctx)
         if resume:
+            def planned(outcome: dlq_resend.ResendOutcome, to_send: int) -> None:
+                render.note(f"resuming batch {outcome.batch}: {outcome.sent} sent before, "
+                            f"{outcome.found} found on the target, {to_send} to send")
+
             with ledger_of(where) as ledger, render.progress("dlq resend") as update:
                 outcome = with_admin(where, lambda admin: dlq_resend.resume(
-                    admin, ledger, resume.strip(), rate=rate, on_progress=update))
+                    admin, ledger, resume.strip(), rate=rate, on_progress=update,
+                    on_plan=planned))
             audit(where, "dlq resend", args, resume, outcome="partial" if outcome.failed
                   else "applied", exit_code=ExitCode.PARTIAL if outcome.failed else 0,
                   result=[outcome.row()])

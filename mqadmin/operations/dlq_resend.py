@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,7 +209,7 @@ async def _send(admin: MQAdmin, ledger: Ledger, batch: str,
 
 async def resend(admin: MQAdmin, ledger: Ledger, plan: ResendPlan, *, rate: float | None = None,
                  on_progress: Progress | None = None,
-                 on_batch: Any = None) -> ResendOutcome:
+                 on_batch: Callable[[str], None] | None = None) -> ResendOutcome:
     """Send the plan's copies through a new ledger batch (`on_batch(batch_id)` is called once
     the batch is written, before any send)."""
     batch_id = new_batch_id()
@@ -252,8 +252,10 @@ async def _on_target(admin: MQAdmin, row: Row) -> dict[str, Any] | None:
 
 
 async def resume(admin: MQAdmin, ledger: Ledger, batch_id: str, *, rate: float | None = None,
-                 on_progress: Progress | None = None) -> ResendOutcome:
-    """Finish a resend batch (see the module docstring).
+                 on_progress: Progress | None = None,
+                 on_plan: Callable[[ResendOutcome, int], None] | None = None) -> ResendOutcome:
+    """Finish a resend batch (see the module docstring); `on_plan(outcome, to_send)` is
+    called once the unsure rows are settled, before any send.
 
     Raises:
         TargetNotFound: no such batch in this cluster's ledger.
@@ -280,5 +282,7 @@ async def resume(admin: MQAdmin, ledger: Ledger, batch_id: str, *, rate: float |
     gone = "dead letter no longer in the DLQ (expired or deleted)"
     ledger.record([{"id": r["id"], "state": FAILED, "status": gone} for r in lost])
     outcome.failed += [_failure(r, None, gone) for r in lost]
+    if on_plan is not None:
+        on_plan(outcome, len(work))
     await _send(admin, ledger, batch_id, work, outcome, rate, on_progress)
     return outcome
