@@ -19,15 +19,17 @@ from engine.client.admin import MQAdmin
 from engine.client.broker_admin import BrokerAdmin
 from engine.client.broker_call import RELAYED_TIMEOUT_FACTOR
 from engine.client.errors import ClientError
+from engine.client.message import Message
 from engine.client.namesrv import ServerOutcome
 from engine.protocol.body.admin import BrokerStatsData
-from mqadmin.operations.messaging import send
+from engine.protocol.body.message_queue import MessageQueue
 from mqadmin.operations.mutation import (
     Gathered,
     Mutation,
     Progress,
     failures_of,
 )
+from mqadmin.operations.sending import producer
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX, brokers_of, cluster_brokers
 from mqadmin.operations.times import format_time
 
@@ -288,26 +290,27 @@ async def cluster_rt(admin: MQAdmin, *, amount: int = 100, size: int = 128,
     targets = [(c, name) for c in clusters for name in sorted(info.cluster_addr_table.get(c, ()))]
     body = b"a" * size
     rows: list[Row] = []
-    for i, (cluster_name, name) in enumerate(targets):
-        data = info.broker_addr_table.get(name)
-        addr = data.master_addr() if data is not None else None
-        ok = failed = 0
-        elapsed = 0.0
-        for n in range(amount):
-            started = time.perf_counter()
-            try:
-                if addr is None:
-                    raise ClientError(f"broker {name} has no master online")
-                await send(admin.client, addr, name, name, body)
-                ok += 1
-            except ClientError:
-                failed += 1
-            if n:
-                elapsed += (time.perf_counter() - started) * 1000
-        rows.append({"time": time.strftime("%Y-%m-%d %H:%M:%S"), "machineRoom": machine_room,
-                     "cluster": cluster_name, "brokerName": name,
-                     "rtMs": round(elapsed / max(amount - 1, 1), 2), "successCount": ok,
-                     "failCount": failed})
-        if on_progress is not None:
-            on_progress(i + 1, len(targets))
+    async with producer(admin, retries=0) as p:
+        for i, (cluster_name, name) in enumerate(targets):
+            data = info.broker_addr_table.get(name)
+            addr = data.master_addr() if data is not None else None
+            ok = failed = 0
+            elapsed = 0.0
+            for n in range(amount):
+                started = time.perf_counter()
+                try:
+                    if addr is None:
+                        raise ClientError(f"broker {name} has no master online")
+                    await p.send_to_queue(Message(name, body), MessageQueue(name, name, 0))
+                    ok += 1
+                except ClientError:
+                    failed += 1
+                if n:
+                    elapsed += (time.perf_counter() - started) * 1000
+            rows.append({"time": time.strftime("%Y-%m-%d %H:%M:%S"),
+                         "machineRoom": machine_room, "cluster": cluster_name,
+                         "brokerName": name, "rtMs": round(elapsed / max(amount - 1, 1), 2),
+                         "successCount": ok, "failCount": failed})
+            if on_progress is not None:
+                on_progress(i + 1, len(targets))
     return rows

@@ -18,12 +18,12 @@ from typing import Any
 
 from engine.client.admin import MQAdmin, merge_consume_stats
 from engine.client.errors import ClientError, ServerSystemError
+from engine.client.results import PullStatus
 from engine.protocol.body.admin import ConsumerRunningInfo
 from engine.protocol.body.heartbeat import ConsumeType
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import TargetNotFound
-from mqadmin.operations.messaging import PullStatus, pull
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.targets import RETRY_PREFIX, retry_topic, route_brokers
 from mqadmin.operations.times import format_time
@@ -90,13 +90,12 @@ async def _holders(admin: MQAdmin, group: str) -> dict[MessageQueue, str]:
 async def _oldest_store_time(admin: MQAdmin, addr: str, mq: MessageQueue,
                              offset: int) -> int | None:
     try:
-        result = await pull(admin.client, addr, mq.topic, mq.queue_id, offset, max_nums=1,
-                            broker_name=mq.broker_name)
+        result = await admin.broker.pull_records(addr, mq, offset, max_nums=1)
     except ClientError:
         return None
     if result.status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset > offset:
         return await _oldest_store_time(admin, addr, mq, result.next_begin_offset)
-    return result.messages[0].store_timestamp if result.messages else None
+    return result.records[0].store_timestamp if result.records else None
 
 
 async def consumer_progress(admin: MQAdmin, group: str, topic: str | None = None

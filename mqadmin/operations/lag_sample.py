@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin, select_addr
 from engine.client.errors import ClientError, ServerSystemError
+from engine.client.results import PullStatus
 from engine.protocol.body.admin import OffsetWrapper
 from engine.protocol.body.message_queue import MessageQueue
 from mqadmin.operations.lag_model import Cycle, Gap, QueueKey, QueueSample
-from mqadmin.operations.messaging import PullStatus, pull
 from mqadmin.operations.targets import RETRY_PREFIX
 
 #: Requests in flight at once, by default.
@@ -57,12 +57,11 @@ async def oldest_unconsumed(admin: MQAdmin, addr: str, mq: MessageQueue,
     there is none or the broker does not answer."""
     for _ in range(2):
         try:
-            result = await pull(admin.client, addr, mq.topic, mq.queue_id, offset,
-                                max_nums=1, broker_name=mq.broker_name)
+            result = await admin.broker.pull_records(addr, mq, offset, max_nums=1)
         except Errors:
             return None
-        if result.messages:
-            m = result.messages[0]
+        if result.records:
+            m = result.records[0]
             return Oldest(m.store_timestamp, m.physical_offset)
         if result.status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset > offset:
             offset = result.next_begin_offset

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,14 +26,20 @@ from engine.client.errors import (
     QueryNotFoundError,
     TopicNotExistError,
 )
+from engine.client.message import Message
+from engine.client.results import PullStatus
 from engine.protocol.body.heartbeat import ConsumeType
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.perm import is_readable
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
-from mqadmin.operations.messaging import PullStatus, pull
 from mqadmin.operations.mutation import Progress
-from mqadmin.operations.produce import Producer
+from mqadmin.operations.sending import (
+    SYSTEM_PROPERTIES,
+    producer,
+    require_topic,
+    send_row,
+)
 from mqadmin.operations.targets import broker_addr_by_name, broker_names, route_brokers
 from mqadmin.operations.times import format_time
 
@@ -52,13 +59,6 @@ CQ_COLUMNS = ("index", "physicOffset", "physicSize", "tagsCode", "extendDataJson
 DIRECT_COLUMNS = ("clientId", "consumeResult", "remark", "spentTimeMillis", "order",
                   "autoCommit")
 PULL_BATCH = 32
-#: Properties a broker or client sets itself; a resend leaves them out.
-SYSTEM_PROPERTIES = frozenset({
-    "UNIQ_KEY", "TAGS", "KEYS", "WAIT", "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME",
-    "REAL_TOPIC", "REAL_QID", "DELAY", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "PGROUP",
-    "TRAN_MSG", "CLUSTER", "MAX_RECONSUME_TIMES", "TRAN_PREPARED_QUEUE_OFFSET",
-    "TRANSACTION_CHECK_TIMES",
-})
 
 
 def check_charset(name: str | None) -> str:
@@ -226,10 +226,10 @@ async def resend(admin: MQAdmin, msg_id: str, topic: str | None = None) -> Row:
     """Send a stored message again to its topic (body, tags, keys and user properties)."""
     record = (await find_by_id(admin, msg_id, topic))[0].record
     props = {k: v for k, v in record.properties().items() if k not in SYSTEM_PROPERTIES}
-    producer = await Producer.of(admin, record.topic)
-    sent = await producer.send(record.body, tags=record.tags, keys=" ".join(record.keys) or None,
-                               properties=props)
-    return send_row(sent)
+    msg = Message(record.topic, record.body, tags=record.tags, keys=record.keys,
+                  flag=record.flag, properties=props)
+    async with producer(admin) as p:
+        return send_row(await p.send(msg))
 
 
 # ---------------------------------------------------------------------------- by key
@@ -295,14 +295,14 @@ async def read_queue(admin: MQAdmin, addr: str, mq: MessageQueue, start: int, en
             offset = after
             continue
         try:
-            result = await pull(admin.client, addr, mq.topic, mq.queue_id, offset,
-                                max_nums=min(PULL_BATCH, end - offset),
-                                subscription=subscription, broker_name=mq.broker_name)
+            result = await admin.broker.pull_records(addr, mq, offset,
+                                                     max_nums=min(PULL_BATCH, end - offset),
+                                                     expression=subscription)
         except NoPermissionError:
             readable = False
             continue
         if result.status is PullStatus.FOUND:
-            out.extend(m for m in result.messages if m.queue_offset < end)
+            out.extend(m for m in result.records if m.queue_offset < end)
         elif result.status is not PullStatus.NO_MATCHED_MSG:
             break
         if result.next_begin_offset <= offset:
@@ -430,51 +430,49 @@ async def consume_message(admin: MQAdmin, topic: str, *, broker_name: str | None
 # ---------------------------------------------------------------------------- sending
 
 
-def send_row(sent: Any) -> Row:
-    return {"brokerName": sent.broker_name, "queueId": sent.queue_id,
-            "sendResult": sent.status, "msgId": sent.msg_id,
-            "offsetMsgId": sent.offset_msg_id, "queueOffset": sent.queue_offset}
-
-
 async def send_message(admin: MQAdmin, topic: str, body: bytes, *, keys: str | None = None,
                        tags: str | None = None, broker_name: str | None = None,
                        queue_id: int | None = None) -> Row:
     """Send one message (to a broker, or a queue of it, when named)."""
     if queue_id is not None and broker_name is None:
         raise UsageProblem("-i needs -b: name the broker of the queue.")
-    try:
-        producer = await Producer.of(admin, topic)
-    except TopicNotExistError:
-        raise TargetNotFound(f"topic '{topic}' does not exist; create it with `mqadmin "
-                             "updateTopic`.") from None
-    sent = await producer.send(body, tags=tags, keys=keys, broker_name=broker_name,
-                               queue_id=queue_id)
-    return send_row(sent)
+    await require_topic(admin, topic)
+    msg = Message(topic, body, tags=tags, keys=keys)
+    async with producer(admin) as p:
+        if broker_name is None:
+            return send_row(await p.send(msg))
+        queues = [q for q in await p.fetch_publish_queues(topic)
+                  if q.broker_name == broker_name and queue_id in (None, q.queue_id)]
+        if not queues:
+            where = f"broker '{broker_name}'" + (f" queue {queue_id}" if queue_id is not None
+                                                 else "")
+            raise TargetNotFound(f"{where} is not a writable queue of topic '{topic}' (see "
+                                 f"`mqadmin topicRoute -t {topic}`).")
+        return send_row(await p.send_to_queue(msg, queues[0]))
 
 
 async def check_send_rt(admin: MQAdmin, topic: str, *, amount: int = 100, size: int = 128,
                         on_progress: Progress | None = None) -> tuple[list[Row], float]:
-    """Send `amount` messages of `size` bytes round robin and time each; the average leaves
-    the first out, as Apache's checkMsgSendRT does."""
-    try:
-        producer = await Producer.of(admin, topic)
-    except TopicNotExistError:
-        raise TargetNotFound(f"topic '{topic}' does not exist; create it with `mqadmin "
-                             "updateTopic`.") from None
+    """Send `amount` messages of `size` bytes round robin over the topic's writable queues
+    and time each; the average leaves the first out, as Apache's checkMsgSendRT does."""
+    await require_topic(admin, topic)
     body = b"a" * size
     rows: list[Row] = []
-    for i in range(amount):
-        queue = producer.pick()
-        try:
-            sent = await producer.send(body, broker_name=queue.broker_name,
-                                       queue_id=queue.queue_id)
-            rows.append({"brokerName": sent.broker_name, "queueId": sent.queue_id,
-                         "sendResult": sent.status, "rtMs": round(sent.rt_ms, 3)})
-        except ClientError as exc:
-            rows.append({"brokerName": queue.broker_name, "queueId": queue.queue_id,
-                         "sendResult": f"FAILED: {exc}", "rtMs": None})
-        if on_progress is not None:
-            on_progress(i + 1, amount)
+    async with producer(admin) as p:
+        queues = await p.fetch_publish_queues(topic)
+        for i in range(amount):
+            mq = queues[i % len(queues)]
+            started = time.perf_counter()
+            try:
+                sent = await p.send_to_queue(Message(topic, body), mq)
+                rows.append({"brokerName": mq.broker_name, "queueId": mq.queue_id,
+                             "sendResult": sent.status.name,
+                             "rtMs": round((time.perf_counter() - started) * 1000, 3)})
+            except ClientError as exc:
+                rows.append({"brokerName": mq.broker_name, "queueId": mq.queue_id,
+                             "sendResult": f"FAILED: {exc}", "rtMs": None})
+            if on_progress is not None:
+                on_progress(i + 1, amount)
     timed = [r["rtMs"] for r in rows[1:] if r["rtMs"] is not None]
     return rows, (sum(timed) / len(timed) if timed else 0.0)
 

@@ -19,6 +19,23 @@ from engine.client.producer import Producer, ProducerOptions
 from mqadmin.exit_codes import TargetNotFound
 
 PRODUCER_GROUP = "MQADMIN_PRODUCER"
+#: Properties brokers and clients set themselves (`MessageConst.STRING_HASH_SET` of 4.9.7
+#: and 5.x, and the other internal names); a copy of a message leaves them out, and
+#: everything else is a user property.
+SYSTEM_PROPERTIES = frozenset({
+    "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC",
+    "REAL_QID", "TRAN_MSG", "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID",
+    "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME",
+    "UNIQ_KEY", "EXTEND_UNIQ_INFO", "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "INNER_NUM",
+    "INNER_BASE", "DUP_INFO", "CHECK_IMMUNITY_TIME_IN_SECONDS", "TRAN_PREPARED_QUEUE_OFFSET",
+    "__transactionId__", "TRANSACTION_CHECK_TIMES", "INSTANCE_ID", "CORRELATION_ID",
+    "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE",
+    "POP_CK", "POP_CK_OFFSET", "1ST_POP_TIME", "PROPERTY_FORWARD_QUEUE_ID", "REDIRECT",
+    "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET", "TRACE_CONTEXT", "TIMER_DELAY_SEC",
+    "TIMER_DELIVER_MS", "__BORNHOST", "BORN_TIMESTAMP", "TIMER_ENQUEUE_MS",
+    "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY",
+    "TIMER_DELAY_LEVEL",
+})
 SEND_TIMEOUT_MS = 5000
 
 

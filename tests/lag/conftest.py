@@ -15,9 +15,9 @@ from engine.client.admin import MQAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting.client import RemotingClient
-from mqadmin.operations import messaging
 from tests.broker.conftest import running_broker
 from tests.conftest import addr_of
+from tests.sending import send_one
 
 
 @pytest.fixture(autouse=True)
@@ -58,8 +58,8 @@ class Lab:
 
     async def send(self, topic: str, n: int = 1, queue_id: int = 0, body: bytes = b"x") -> None:
         for _ in range(n):
-            await messaging.send(self.client, self.addr, "broker-a", topic, body,
-                                 queue_id=queue_id)
+            await send_one(self.client, self.addr, "broker-a", topic, body,
+                           queue_id=queue_id)
 
     async def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         await self.admin.broker.update_consumer_offset(self.addr, group, topic, queue_id,

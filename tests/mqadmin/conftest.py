@@ -19,6 +19,7 @@ import pytest
 from engine.broker.controller import BrokerController
 from engine.client.admin import MQAdmin
 from engine.client.broker_admin import BrokerAdmin
+from engine.client.results import SendResult
 from engine.namesrv.controller import NamesrvController
 from engine.protocol import fastjson
 from engine.protocol.body.admin import (
@@ -37,9 +38,9 @@ from engine.protocol.command import RemotingCommand
 from engine.protocol.wire import to_json
 from engine.remoting.client import RemotingClient
 from engine.remoting.router import RequestContext, Router
-from mqadmin.operations import messaging
 from tests.broker.conftest import broker_configs
 from tests.conftest import addr_of, namesrv_config
+from tests.sending import heartbeat, send_one
 
 T = TypeVar("T")
 
@@ -101,9 +102,8 @@ class OnlineConsumer:
         return router
 
     async def start(self) -> None:
-        await messaging.heartbeat(self.client, self.broker_addr, self.client_id,
-                                  consumer_group=self.group,
-                                  topics={t: "*" for t in self.topics})
+        await heartbeat(self.client, self.broker_addr, self.client_id,
+                        consumer_group=self.group, topics=self.topics)
 
     async def stop(self) -> None:
         await self.client.close()
@@ -188,10 +188,10 @@ class BackgroundCluster:
         self.admin_call(create)
 
     def send(self, topic: str, body: bytes = b"hello", *, queue_id: int = 0,
-             tags: str | None = None, keys: str | None = None) -> messaging.SendResult:
+             tags: str | None = None, keys: str | None = None) -> SendResult:
         assert self.client is not None
-        return self.call(messaging.send(self.client, self.broker_addr, "broker-a", topic, body,
-                                        queue_id=queue_id, tags=tags, keys=keys))
+        return self.call(send_one(self.client, self.broker_addr, "broker-a", topic, body,
+                                  queue_id=queue_id, tags=tags, keys=keys))
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         assert self.client is not None
@@ -208,8 +208,7 @@ class BackgroundCluster:
 
     def producer_online(self, group: str, client_id: str = "127.0.0.1@producer") -> None:
         assert self.client is not None
-        self.call(messaging.heartbeat(self.client, self.broker_addr, client_id,
-                                      producer_group=group))
+        self.call(heartbeat(self.client, self.broker_addr, client_id, producer_group=group))
 
 
 def start_cluster(root: Path, **broker_changes: Any) -> BackgroundCluster:

@@ -9,7 +9,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import pytest
 from engine.client.admin import MQAdmin
 from engine.client.errors import TopicNotExistError
 from mqadmin.dev import cluster as dev
-from mqadmin.dev.traffic import Consumer
+from mqadmin.dev.traffic import Counts, PoisonRule, order_consumer
 from mqadmin.exit_codes import ExitCode
 
 from .cli import invoke, json_rows, rows_of, rows_of_any
@@ -180,29 +180,45 @@ def short_retries(tmp_path: Path) -> Iterator[BackgroundCluster]:
         running.stop()
 
 
-def test_demo_consumer_fills_its_dead_letter_queue(short_retries: BackgroundCluster) -> None:
+def test_demo_consumer_dead_letter_resend_consumed(short_retries: BackgroundCluster) -> None:
+    """The demo's whole story: a poison order fails into the DLQ, `dlq resend` redrives it,
+    and the demo consumer consumes it."""
     cluster = short_retries
     cluster.create_topic("DemoOrders", queues=1)
     cluster.create_group("demo-consumer", retry_max_times=1)
     cluster.send("DemoOrders", b"fine", keys="order-1")
     cluster.send("DemoOrders", b"poison", keys="order-7")
-    consumer = Consumer("demo-consumer", ["DemoOrders"],
-                        lambda r: any(k.endswith("7") for k in r.keys), max_retries=1)
+    counts = Counts()
+    consumer = order_consumer(cluster.ns, counts, PoisonRule(times=2), max_retries=1)
 
-    async def rounds(admin: MQAdmin) -> int:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            await consumer.refresh(admin)
-            await consumer.round(admin)
-            with contextlib.suppress(TopicNotExistError):  # until the first dead letter
-                stats = await admin.broker.topic_stats(cluster.broker_addr,
-                                                       "%DLQ%demo-consumer")
-                if any(o.max_offset for o in stats.offset_table.values()):
-                    return consumer.failed
-            await asyncio.sleep(0.05)  # retries come back by the clock: poll
-        raise AssertionError("no dead letter within 30 s")
+    async def until(done: Callable[[MQAdmin], Awaitable[bool]]) -> None:
+        async with MQAdmin(cluster.ns) as admin:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if await done(admin):
+                    return
+                await asyncio.sleep(0.05)  # retries come back by the clock: poll
+        raise AssertionError("not within 30 s")
 
-    assert cluster.admin_call(rounds) == 2  # the first delivery and one retry
-    [dead] = json_rows("printMsg", "-t", "%DLQ%demo-consumer", "-n", cluster.ns)
-    assert (dead["body"], dead["keys"]) == ("poison", "order-7")
-    assert consumer.consumed == 1
+    async def buried(admin: MQAdmin) -> bool:
+        with contextlib.suppress(TopicNotExistError):  # until the first dead letter
+            stats = await admin.broker.topic_stats(cluster.broker_addr, "%DLQ%demo-consumer")
+            return any(o.max_offset for o in stats.offset_table.values())
+        return False
+
+    async def redriven(admin: MQAdmin) -> bool:
+        return counts.redriven == 1
+
+    cluster.call(consumer.start())
+    try:
+        cluster.call(until(buried), timeout=60)
+        assert (counts.failed, counts.consumed) == (2, 1)  # first delivery and one retry
+        [dead] = json_rows("dlq", "show", "-g", "demo-consumer", "-n", cluster.ns)
+        assert (dead["body"], dead["keys"], dead["originTopic"]) == (
+            "poison", "order-7", "DemoOrders")
+        assert invoke("dlq", "resend", "-g", "demo-consumer", "-n", cluster.ns,
+                      "--yes").exit_code == 0
+        cluster.call(until(redriven), timeout=60)
+        assert counts.consumed == 2
+    finally:
+        cluster.call(consumer.shutdown())

@@ -11,7 +11,6 @@ import pytest
 from engine.protocol.body.message_queue import MessageQueue
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations.consumer import allocate_averagely
-from mqadmin.operations.messaging import unique_id
 from mqadmin.operations.store import CommitLog, Segment, human
 from mqadmin.operations.times import format_time, parse_timestamp
 from mqadmin.render import OutputFormat, render
@@ -46,12 +45,6 @@ def test_parse_timestamp_forms() -> None:
         parse_timestamp("last tuesday")
     assert format_time(0) is None
     assert format_time(int(local.timestamp() * 1000)) == "2024-05-01 12:30:05.250"
-
-
-def test_unique_ids_are_distinct_32_hex_digits() -> None:
-    ids = {unique_id() for _ in range(1000)}
-    assert len(ids) == 1000
-    assert all(len(i) == 32 and int(i, 16) >= 0 and i == i.upper() for i in ids)
 
 
 def test_commit_log_plan_stops_at_the_first_unexpired_segment() -> None:
