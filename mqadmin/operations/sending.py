@@ -42,9 +42,11 @@ SEND_TIMEOUT_MS = 5000
 @contextlib.asynccontextmanager
 async def producer(admin: MQAdmin, *, retries: int = 2, group: str = PRODUCER_GROUP,
                    timeout_ms: int = SEND_TIMEOUT_MS) -> AsyncIterator[Producer]:
-    """A started producer of the admin's name servers; shut down on exit."""
+    """A started producer of the admin's name servers (signing with its credentials, if
+    any); shut down on exit."""
     config = ClientConfig(namesrv_addr=";".join(admin.namesrv.addrs),
-                          mq_client_api_timeout=timeout_ms)
+                          mq_client_api_timeout=timeout_ms,
+                          credentials=admin.client.credentials)
     options = ProducerOptions(send_msg_timeout=timeout_ms, retry_times_when_send_failed=retries,
                               retry_times_when_send_async_failed=retries)
     p = Producer(group, config, options=options)
