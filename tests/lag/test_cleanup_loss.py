@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from engine.client.admin import MQAdmin, select_addr
+from engine.client.results import PullStatus
+from engine.protocol.body.message_queue import MessageQueue
 from mqadmin import history
 from mqadmin.exit_codes import ExitCode
 from mqadmin.operations.lag_model import Series
 from mqadmin.operations.lag_retention import RetentionForecaster, Risk
 from mqadmin.operations.lag_sample import Sampler
-from mqadmin.operations.messaging import PullStatus, pull
 from tests.mqadmin.cli import invoke
 from tests.mqadmin.conftest import BackgroundCluster, start_cluster
 
@@ -107,6 +108,7 @@ def test_forecast_matches_what_cleanup_deletes(expiring: BackgroundCluster) -> N
     assert f"laggard {risk.messages + 2}" in record["plan"][0]["after"]
 
     async def old_offset(admin: MQAdmin) -> tuple[PullStatus, int]:
-        result = await pull(admin.client, expiring.broker_addr, "Bulk", 0, 3, max_nums=1)
+        result = await admin.broker.pull_records(
+            expiring.broker_addr, MessageQueue("Bulk", "broker-a", 0), 3, max_nums=1)
         return result.status, result.next_begin_offset
     assert expiring.admin_call(old_offset) == (PullStatus.OFFSET_ILLEGAL, lost + 3)
