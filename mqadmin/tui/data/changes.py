@@ -80,11 +80,13 @@ class MutationChange:
     """A `Mutation` from the operations: plan, then apply and verify on every server."""
 
     def __init__(self, build: Callable[[MQAdmin], mut.Mutation[Any]], args: Mapping[str, Any],
-                 *, action: str, target: str) -> None:
+                 *, action: str, target: str,
+                 risk: Callable[[mut.Plan[Any]], str] | None = None) -> None:
         self.build = build
         self.args = dict(args)
         self.action = action
         self.target = target
+        self.risk = risk
         self._planned: mut.Plan[Any] | None = None
 
     async def plan(self, backend: Backend) -> PlanView:
@@ -92,7 +94,9 @@ class MutationChange:
         self._planned = planned
         m = planned.mutation
         self.action, self.target = m.action, m.target
-        return PlanView(planned.rows, m.plan_columns, planned.detail_rows, m.detail_columns)
+        risk = self.risk(planned) if self.risk is not None else ""
+        return PlanView(planned.rows, m.plan_columns, planned.detail_rows, m.detail_columns,
+                        risk)
 
     async def apply(self, backend: Backend, say: Say) -> Outcome:
         planned = self._planned

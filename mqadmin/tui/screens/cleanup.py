@@ -1,5 +1,6 @@
 """Cleanup: every broker's commit-log segments, which have expired and would be deleted,
-and the run (deleteExpiredCommitLog through the plan / confirm / apply / verify dialog)."""
+which groups would lose unconsumed messages with them, and the run (deleteExpiredCommitLog
+through the plan / confirm / apply / verify dialog; a loss needs an explicit acceptance)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
-from mqadmin.operations import store
+from mqadmin.operations import cleanup_loss, store
+from mqadmin.operations.mutation import Plan
 from mqadmin.tui.data.changes import MutationChange
 from mqadmin.tui.data.cleanup import read_segments
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.change import ChangeScreen
-from mqadmin.tui.widgets.cells import flag
+from mqadmin.tui.widgets.cells import count, flag
 from mqadmin.tui.widgets.table import Col, RowTable
 
 Row = dict[str, Any]
@@ -25,6 +27,17 @@ RUN_WAIT = 10.0
 
 def _size(value: Any) -> str:
     return store.human(value) if isinstance(value, int) else ""
+
+
+def _loss(planned: Plan[Any]) -> str:
+    """The plan's loss, which the operator must accept explicitly (the CLI's --accept-loss);
+    "" when no group loses anything."""
+    found = [loss for o in planned.before if o.ok for loss in planned.state(o.addr).losses]
+    if not found:
+        return ""
+    total = sum(loss.messages for loss in found)
+    return (f"This deletes {total:,} unconsumed message(s): {cleanup_loss.summary(found)}. "
+            "Letting the groups catch up first loses nothing (see Consumer groups).")
 
 
 class CleanupScreen(DashScreen):
@@ -38,6 +51,7 @@ class CleanupScreen(DashScreen):
             Col("fromOffset", "from"), Col("toOffset", "to"), Col("bytes", "size", _size),
             Col("lastWritten", "last written"), Col("expired", "expired", flag),
             Col("deleted", "deleted by a run", lambda v: flag(v, bad_when=True)),
+            Col("unconsumed", "unconsumed lost", count), Col("losses", "who loses what"),
         ], key=lambda r: str(r["key"]), sort_by="file", id="segments")
         yield Static("", id="summary", classes="panel")
 
@@ -62,7 +76,9 @@ class CleanupScreen(DashScreen):
             return
         addr = str(row["addr"])
         change = MutationChange(
-            lambda admin: store.delete_expired_commit_log(admin, addr, None, wait=RUN_WAIT),
-            {"broker_addr": addr}, action="deleteExpiredCommitLog", target="commitlog")
+            lambda admin: store.delete_expired_commit_log(admin, addr, None, wait=RUN_WAIT,
+                                                          refuse_loss=False),
+            {"broker_addr": addr, "accept_loss": True}, action="deleteExpiredCommitLog",
+            target="commitlog", risk=_loss)
         self.app.push_screen(ChangeScreen(change, f"deleteExpiredCommitLog on {addr}"),
                              lambda _: self.action_refresh_now())

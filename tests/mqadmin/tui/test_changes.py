@@ -3,6 +3,7 @@ is verified and audited as the CLI's; topics, offsets and cleanup."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from textual.widgets import Input
@@ -16,7 +17,8 @@ from mqadmin.tui.screens.groups import GroupsScreen
 from mqadmin.tui.screens.reset_form import ResetForm
 from mqadmin.tui.screens.topic_form import TopicForm
 from mqadmin.tui.screens.topics import TopicsScreen
-from tests.mqadmin.conftest import BackgroundCluster
+from tests.lag.test_cleanup_loss import EVERY_HOUR, fill, queue_min
+from tests.mqadmin.conftest import BackgroundCluster, start_cluster
 from tests.mqadmin.tui.pilot import SIZE, dashboard, keys_of, loaded, table, type_text, until
 
 
@@ -141,3 +143,35 @@ async def test_cleanup_plans_and_runs(cluster: BackgroundCluster) -> None:
         assert dialog.state == "done", dialog.outcome
         assert "nothing expired" in dialog.plan_view.rows[0]["after"]  # type: ignore[union-attr]
     assert [r["command"] for r in history.records()] == ["deleteExpiredCommitLog"]
+
+
+async def test_cleanup_that_loses_messages_needs_an_explicit_acceptance(
+        tmp_path: Path) -> None:
+    expiring = start_cluster(tmp_path, file_reserved_time=0, delete_when=EVERY_HOUR,
+                             clean_resource_interval=3_600_000)
+    try:
+        fill(expiring)
+        app = dashboard(expiring.ns, start="cleanup")
+        async with app.run_test(size=SIZE) as pilot:
+            await loaded(pilot, CleanupScreen)
+            doomed = [r for r in table(pilot).shown_rows() if r["deleted"]]
+            assert doomed and doomed[0]["unconsumed"] > 0
+            assert "laggard" in doomed[0]["losses"]
+            await pilot.press("x")
+            await until(pilot, lambda: isinstance(app.screen, ChangeScreen)
+                        and app.screen.state == "planned", what="the plan")
+            dialog = app.screen
+            assert dialog.plan_view is not None and "laggard" in dialog.plan_view.risk
+            await pilot.press("y")  # refused until the loss is accepted
+            assert dialog.state == "planned"
+            assert queue_min(expiring, "Bulk") == 0
+            await pilot.press("A", "y")
+            await until(pilot, lambda: dialog.state in ("done", "failed"), timeout=60,
+                        what="the outcome")
+            assert dialog.state == "done", dialog.outcome
+        assert queue_min(expiring, "Bulk") > 0
+        record = history.records(detail=True)[-1]
+        assert record["command"] == "deleteExpiredCommitLog"
+        assert record["args"]["accept_loss"] is True
+    finally:
+        expiring.stop()
