@@ -26,6 +26,7 @@ from mqadmin.exit_codes import message_for
 from mqadmin.tui.backend import Backend
 from mqadmin.tui.data.health import read_extra, read_health
 from mqadmin.tui.messages import HealthChanged
+from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.cleanup import CleanupScreen
@@ -45,6 +46,7 @@ SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
     "ha": (("replication", "ha"), "5"),
     "cleanup": (("cleanup", "clean"), "6"),
     "audit": (("audit",), "7"),
+    "access": (("access", "acl", "users"), "8"),
 }
 HEALTH_EVERY = 5.0
 #: The slower half of the header (lag verdicts, dead letters) every this many rounds.
@@ -58,7 +60,8 @@ class Dashboard(App[None]):
     CSS_PATH = "dashboard.tcss"
     MODES: ClassVar[dict[str, type[DashScreen]]] = {  # type: ignore[assignment]
         "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
-        "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen, "audit": AuditScreen,
+        "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen,
+        "audit": AuditScreen, "access": AccessScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("colon", "command_line", "Command", key_display=":"),

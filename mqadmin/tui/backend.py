@@ -2,7 +2,8 @@
 
 How this works: the Textual app never talks to a cluster on its own loop.  Screens' workers
 hand a coroutine function ``work(admin)`` to `Backend.call`, which runs it on the backend
-loop (a daemon thread started with the app) over one long-lived `MQAdmin`, and await the
+loop (a daemon thread started with the app) over one long-lived `MQAdmin` (signing with the
+endpoint's credentials when access control is on), and await the
 result through `asyncio.wrap_future`.  The UI loop thus only waits; decoding a thousand
 topic configs never delays a key press by more than a GIL switch.  `switch` points the
 admin at other name servers (``:context NAME``); `close` closes the connections and stops
@@ -46,7 +47,8 @@ class Backend:
 
     async def _admin_now(self) -> MQAdmin:
         if self._admin is None:
-            self._admin = MQAdmin(self.endpoint.addrs, timeout=self.timeout)
+            self._admin = MQAdmin(self.endpoint.addrs, timeout=self.timeout,
+                                  credentials=self.endpoint.credentials)
         return self._admin
 
     async def _run(self, work: Work[T]) -> T:

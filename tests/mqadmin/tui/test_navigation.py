@@ -6,10 +6,12 @@ from __future__ import annotations
 from textual.widgets import Input
 
 from mqadmin import history
+from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
 from mqadmin.tui.screens.change import ChangeScreen
 from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
+from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupScreen, GroupsScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicScreen, TopicsScreen
@@ -28,7 +30,8 @@ from tests.mqadmin.tui.pilot import (
 )
 
 SCREEN_KEYS = [("1", ClusterScreen), ("2", TopicsScreen), ("3", GroupsScreen),
-               ("5", ReplicationScreen), ("6", CleanupScreen), ("7", AuditScreen)]
+               ("4", DlqScreen), ("5", ReplicationScreen), ("6", CleanupScreen),
+               ("7", AuditScreen), ("8", AccessScreen)]
 
 
 async def test_every_screen_by_key_and_by_command(cluster: BackgroundCluster) -> None:
@@ -47,7 +50,8 @@ async def test_every_screen_by_key_and_by_command(cluster: BackgroundCluster) ->
             await loaded(pilot, kind)
         for word, kind in [("topics", TopicsScreen), ("cg", GroupsScreen),
                            ("ha", ReplicationScreen), ("cleanup", CleanupScreen),
-                           ("audit", AuditScreen), ("cluster", ClusterScreen)]:
+                           ("audit", AuditScreen), ("dlq", DlqScreen),
+                           ("acl", AccessScreen), ("cluster", ClusterScreen)]:
             await pilot.press("colon")
             assert isinstance(app.screen, CommandLine)
             await type_text(pilot, word)
@@ -62,7 +66,7 @@ async def test_every_screen_by_key_and_by_command(cluster: BackgroundCluster) ->
         await pilot.press("escape")
         assert app.screen is shown
         await pilot.press("escape")  # back to the screen shown before
-        await loaded(pilot, AuditScreen)
+        await loaded(pilot, AccessScreen)
 
 
 async def test_drill_down_into_a_topic_and_a_group_and_back(
