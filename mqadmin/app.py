@@ -10,6 +10,7 @@ import typer
 from mqadmin import render
 from mqadmin.commands import (
     acl,
+    acl_v1,
     cluster,
     consumer,
     dashboard,
@@ -40,7 +41,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha,
-               acl):
+               acl, acl_v1):
     app.add_typer(module.app)
 app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
 app.add_typer(lag.app, name="lag", rich_help_panel="Consumer lag")

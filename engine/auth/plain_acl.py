@@ -11,8 +11,7 @@ named perm -> a CUSTOM entry (DENY -> Deny All); defaults -> DEFAULT entries on 
 ``Group:*``.  4.9 never falls back to the default for a named resource, while 2.0 does when
 the named entry lacks the action; so a named perm leaving out Pub or Sub also gets a
 DEFAULT-policy Deny for the missing action on that exact name.  An admin account that also
-names perms keeps them (NORMAL + Create/Update/Delete/Get/List on everything), as 4.9 checked
-an admin's perms when it had any.  White addresses stay 1.0 semantics (`AuthTables`).
+names perms keeps them (NORMAL + all on the cluster, create/delete on topics and groups), as 4.9 checked an admin's perms when it had any.  White addresses stay 1.0 semantics (`AuthTables`).
 """
 
 from __future__ import annotations
@@ -44,7 +43,15 @@ from engine.protocol.body.auth import PlainAccessConfig
 MIN_KEY_LENGTH = 6  # 4.9.7 AclConstants: keys must be longer than this
 PERMS = {"PUB": ("PUB",), "SUB": ("SUB",), "PUB|SUB": ("PUB", "SUB"), "SUB|PUB": ("PUB", "SUB"),
          "DENY": ()}
-ADMIN_ACTIONS = (Action.CREATE, Action.UPDATE, Action.DELETE, Action.GET, Action.LIST)
+#: What an admin account that also names perms keeps: 4.9's admin codes (topic and group
+#: create/delete, broker config, cluster-wide reads), but no action data requests accept.
+ADMIN_ENTRIES = (
+    PolicyEntry(Resource(ResourceType.CLUSTER, None, ResourcePattern.ANY), (Action.ALL,)),
+    PolicyEntry(Resource(ResourceType.TOPIC, None, ResourcePattern.ANY),
+                (Action.CREATE, Action.DELETE)),
+    PolicyEntry(Resource(ResourceType.GROUP, None, ResourcePattern.ANY),
+                (Action.CREATE, Action.DELETE)),
+)
 
 
 def default_file(home: str) -> str:
@@ -170,8 +177,7 @@ def convert(account: PlainAccessConfig) -> tuple[User, Acl | None]:
                     white_remote_address=account.white_remote_address), None
     custom = t_custom + g_custom
     if account.admin:
-        custom += [PolicyEntry(Resource(ResourceType.ANY, None, ResourcePattern.ANY),
-                               ADMIN_ACTIONS, Decision.ALLOW)]
+        custom += ADMIN_ENTRIES
     defaults = t_deny + g_deny + [_default_entry(account.default_topic_perm, ResourceType.TOPIC),
                                   _default_entry(account.default_group_perm, ResourceType.GROUP)]
     policies = [Policy(PolicyType.DEFAULT, tuple(defaults))]

@@ -135,10 +135,10 @@ class AuthStore:
         self.users, self.acls, self.v1 = users, acls, v1
         self._changed()
 
-    def reload(self) -> bool:
+    def reload(self, *, force: bool = False) -> bool:
         """Re-read when a watched file changed; on a bad file keep the last good rules."""
         stamps = {p: mtime(p) for p in self._watched()}
-        if stamps == self._stamps:
+        if stamps == self._stamps and not force:
             return False
         self._stamps = stamps
         try:

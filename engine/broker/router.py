@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.broker.handlers import (
+    admin_acl_v1,
     admin_auth,
     admin_broker,
     admin_consumer,
@@ -21,9 +22,8 @@ from engine.broker.handlers import (
 )
 from engine.remoting.router import Router
 
-MODULES = (admin_auth, send, send_back, transaction, pull, offsets, client, lock, query,
-           admin_topic,
-           admin_group, admin_broker, admin_consumer, store_admin, ha)
+MODULES = (admin_auth, admin_acl_v1, send, send_back, transaction, pull, offsets, client, lock,
+           query, admin_topic, admin_group, admin_broker, admin_consumer, store_admin, ha)
 
 
 def build_router() -> Router:

@@ -95,3 +95,30 @@ def test_refused_without_credentials_and_with_a_readable_credentials_file(
     loose = invoke("listUser", "-b", secured.broker_addr, "--context", "sec")
     assert loose.exit_code == ExitCode.USAGE
     assert "chmod 600" in loose.stderr
+
+
+def test_acl_1_0_commands_on_an_acl_enable_broker(tmp_path: Path, mqadmin_home: Path) -> None:
+    from tests.auth.test_plain_acl import write_home
+    home = tmp_path / "rmqhome"
+    write_home(home)
+    running = start_cluster(tmp_path, acl_enable=True, rocketmq_home=str(home))
+    env = {"MQADMIN_ACCESS_KEY": "rocketmq2", "MQADMIN_SECRET_KEY": "12345678"}
+    try:
+        where = ("-c", "DefaultCluster", "-n", running.ns)
+        secret = _file(tmp_path, "new.secret", "new-secret-77")
+        texts = []
+        for args in (("updateAclConfig", "-a", "newuser1", "--secret-key-file", secret,
+                      "-t", "topicN=PUB,topicM=SUB", "-i", "DENY"),
+                     ("updateGlobalWhiteAddr", "-g", "10.1.1.*,10.2.2.2"),
+                     ("deleteAclConfig", "-a", "producer01")):
+            result = invoke(*args, *where, "--yes", "-o", "json", env=env)
+            assert result.exit_code == 0, (args, result.stderr)
+            texts.append(result.stdout + result.stderr)
+        versions = invoke("clusterAclConfigVersion", *where, "-o", "json", env=env)
+        rows = rows_of(versions)
+        assert {r["aclFile"].rsplit("/", 1)[-1]: r["counter"] for r in rows} == {
+            "plain_acl.yml": 2, "extra.yml": 1}
+        audit = invoke("audit", "-o", "json")
+        assert all("new-secret-77" not in t for t in [*texts, audit.stdout])
+    finally:
+        running.stop()
