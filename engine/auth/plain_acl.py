@@ -11,7 +11,9 @@ named perm -> a CUSTOM entry (DENY -> Deny All); defaults -> DEFAULT entries on 
 ``Group:*``.  4.9 never falls back to the default for a named resource, while 2.0 does when
 the named entry lacks the action; so a named perm leaving out Pub or Sub also gets a
 DEFAULT-policy Deny for the missing action on that exact name.  An admin account that also
-names perms keeps them (NORMAL + all on the cluster, create/delete on topics and groups), as 4.9 checked an admin's perms when it had any.  White addresses stay 1.0 semantics (`AuthTables`).
+names perms keeps them (NORMAL + all on the cluster, create/delete on topics and groups),
+as 4.9 checked an admin's perms when it had any.  White addresses keep 1.0's meaning
+(`AuthTables`).
 """
 
 from __future__ import annotations

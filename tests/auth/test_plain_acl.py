@@ -19,7 +19,6 @@ import yaml
 from engine.auth.guard import AccessGuard
 from engine.auth.needs import broker_needs
 from engine.auth.store import AuthStore
-from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode as C
 from engine.protocol.codes import ResponseCode
