@@ -12,9 +12,10 @@ from typing import Any
 class WebhookServer:
     """``with WebhookServer(fail_first=2) as hook: ... hook.url ... hook.events.get()``."""
 
-    def __init__(self, fail_first: int = 0) -> None:
+    def __init__(self, fail_first: int = 0, fail_status: int = 503) -> None:
         self.events: queue.Queue[dict[str, Any]] = queue.Queue()
         self.fail_first = fail_first
+        self.fail_status = fail_status
         self.attempts = 0
         outer = self
 
@@ -23,7 +24,7 @@ class WebhookServer:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 outer.attempts += 1
                 if outer.attempts <= outer.fail_first:
-                    self.send_response(503)
+                    self.send_response(outer.fail_status)
                     self.end_headers()
                     return
                 outer.events.put(json.loads(body))
