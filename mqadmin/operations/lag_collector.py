@@ -111,13 +111,23 @@ class LagCollector(Service):
 
     # ------------------------------------------------------------------ life cycle
 
-    async def start_collecting(self) -> None:
-        """Resume from the window, connect, and start the loop (first cycle at once)."""
+    async def open(self) -> None:
+        """Resume from the window and connect, without starting the loop (then `cycle()`
+        runs one cycle by hand; `close()` ends)."""
         await asyncio.to_thread(self._resume)
         self._admin = MQAdmin(list(self.config.namesrv))
         self.webhooks.start()
+
+    async def start_collecting(self) -> None:
+        """`open()`, then start the loop (its first cycle at once)."""
+        await self.open()
         self.start()
         self.wakeup()
+
+    async def close(self) -> None:
+        """What `stop()` does after the loop: duties finished, history flushed, queued
+        events delivered, connections closed."""
+        await self.on_stop()
 
     def _resume(self) -> None:
         db = win.open_db(self.config.db_path)
@@ -154,7 +164,7 @@ class LagCollector(Service):
 
     async def cycle(self) -> Cycle:
         """Sample, forecast, store, judge, alert, run the duties; returns the cycle."""
-        assert self._admin is not None, "start_collecting() first"
+        assert self._admin is not None, "open() or start_collecting() first"
         admin = self._admin
         cycle = await self.sampler.sample(admin)
         if cycle.error:

@@ -18,15 +18,21 @@ commit time.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin, select_addr
+from engine.client.broker_call import decode_body
 from engine.client.errors import ClientError, ServerSystemError
 from engine.client.results import PullStatus
-from engine.protocol.body.admin import OffsetWrapper
+from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
 from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.codes import RequestCode
+from engine.protocol.header.broker import GetConsumeStatsRequestHeader
+from engine.protocol.wire import to_ext
 from mqadmin.operations.lag_model import Cycle, Gap, QueueKey, QueueSample
 from mqadmin.operations.targets import RETRY_PREFIX
 
@@ -41,6 +47,43 @@ Errors = (ClientError, TimeoutError, OSError)
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+_STR = rb'"((?:[^"\\]|\\.)*)"'
+#: One entry of a ConsumeStats offset table as fastjson writes it (fields sorted).
+_ENTRY = re.compile(rb'\{"brokerName":' + _STR + rb',"queueId":(-?\d+),"topic":' + _STR
+                    + rb'\}:\{"brokerOffset":(-?\d+),"consumerOffset":(-?\d+),'
+                    rb'"lastTimestamp":(-?\d+)\}')
+
+
+def _text(raw: bytes) -> str:
+    return json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode()
+
+
+def decode_consume_stats(body: bytes | None, addr: str) -> dict[MessageQueue, OffsetWrapper]:
+    """A GET_CONSUME_STATS body's offset table: one regex pass over the entries as
+    fastjson writes them (20x the generic decoder, which decodes anything else)."""
+    if not body:
+        return {}
+    found = {MessageQueue(_text(m[3]), _text(m[1]), int(m[2])):
+             OffsetWrapper(int(m[4]), int(m[5]), int(m[6])) for m in _ENTRY.finditer(body)}
+    if len(found) == body.count(b'"queueId":'):
+        return found
+    return decode_body(ConsumeStats, body, addr).offset_table
+
+
+async def consume_stats(admin: MQAdmin, addr: str, group: str
+                        ) -> dict[MessageQueue, OffsetWrapper]:
+    """GET_CONSUME_STATS of `group` on the broker at `addr` (every topic it has offsets
+    for), as `BrokerAdmin.consume_stats` with the fast decoder.
+
+    Raises:
+        ClientError: as `BrokerAdmin.consume_stats`.
+    """
+    header = GetConsumeStatsRequestHeader(group, None)
+    resp = await admin.broker._call(addr, RequestCode.GET_CONSUME_STATS, to_ext(header),
+                                    timeout=admin.broker.relayed_timeout)
+    return decode_consume_stats(resp.body, addr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +159,7 @@ class Sampler:
         async def stats(group: str, addr: str) -> dict[MessageQueue, OffsetWrapper] | str:
             async with gate:
                 try:
-                    return (await admin.broker.consume_stats(addr, group)).offset_table
+                    return await consume_stats(admin, addr, group)
                 except Errors as exc:
                     return str(exc) or type(exc).__name__
 

@@ -42,3 +42,21 @@ async def test_broker_gone_is_a_gap(lab: Lab) -> None:
     cycle = await sampler.sample(lab.admin)
     assert not cycle.samples
     assert [(g.group, g.broker) for g in cycle.gaps] == [("g1", "broker-a")]
+
+
+def test_fast_consume_stats_decoder_matches_the_generic_one() -> None:
+    from engine.client.broker_call import decode_body
+    from engine.protocol import fastjson
+    from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
+    from engine.protocol.body.message_queue import MessageQueue
+    from engine.protocol.wire import to_json
+    from mqadmin.operations.lag_sample import decode_consume_stats
+
+    table = {MessageQueue('odd"topic\\', "broker-a", 0): OffsetWrapper(5, 3, 17),
+             MessageQueue("%RETRY%g", "broker-b", 7): OffsetWrapper(9, 0, 0)}
+    body = fastjson.dumpb(to_json(ConsumeStats(table, 1.5)))
+    assert decode_consume_stats(body, "x") == decode_body(ConsumeStats, body, "x").offset_table
+    assert decode_consume_stats(body, "x") == table
+    other = body.replace(b'"brokerOffset"', b'"brokerOffset" ')  # not fastjson's shape
+    assert decode_consume_stats(other, "x") == table
+    assert decode_consume_stats(None, "x") == {}

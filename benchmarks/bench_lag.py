@@ -1,0 +1,143 @@
+"""The lag collector's cycle against a local cluster: groups x queues, wall time and CPU.
+
+Runs `mqnamesrv` and `mqbroker` as processes of their own, creates topics of 8 queues
+(QUEUES / 8 of them) and GROUPS consumer groups (each with its retry topic, so the name
+server lists it), group i consuming topic i mod topics with an offset committed on each of
+its 8 queues; every queue holds one message and half the groups have not consumed it, so
+those queues have lag and need a time-lag read.  Then it runs the whole collector cycle
+(sampling, retention forecast, SQLite window, Parquet buffer, verdicts) CYCLES times and
+prints the median and p90 of the cycle's wall time, of this process's CPU time per cycle
+(`time.process_time`) and of the servers' CPU time per cycle (/proc), the first cycle
+(cold: every time-lag read) apart.  The
+issue's target: a 500 x 1,000 cycle within 2 s.
+
+    python -m benchmarks.bench_lag                 # 50x100 and 500x1000
+    python -m benchmarks.bench_lag 200 400         # one size: groups queues
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.bench_client import namesrv_process
+from benchmarks.machine import machine, percentile
+from benchmarks.processes import broker_process
+from engine.client.admin import MQAdmin
+from engine.client.errors import ClientError
+from engine.protocol.body.topic import TopicConfig
+from engine.remoting.loop import run
+from mqadmin.operations import messaging
+from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
+
+CYCLES = 7
+PER_TOPIC = 8
+SIZES = ((50, 100), (500, 1000))
+SETUP_CONCURRENCY = 32
+
+
+async def prepare(namesrv: str, broker: str, groups: int, queues: int) -> int:
+    """Topics, groups, one message per queue, offsets; returns the queue samples a cycle
+    should see."""
+    topics = [f"LagBench{t:04d}" for t in range(max(queues // PER_TOPIC, 1))]
+    gate = asyncio.Semaphore(SETUP_CONCURRENCY)
+    async with MQAdmin(namesrv) as admin:
+        async def create(topic: str, n: int) -> None:
+            async with gate:
+                await admin.broker.create_topic(broker, TopicConfig(topic, n, n))
+
+        await asyncio.gather(*(create(t, PER_TOPIC) for t in topics),
+                             *(create(f"%RETRY%lag-bench-{g:04d}", 1) for g in range(groups)))
+
+        async def fill(topic: str, queue_id: int) -> None:
+            async with gate:
+                await messaging.send(admin.client, broker, "bench-broker", topic, b"x",
+                                     queue_id=queue_id)
+
+        await asyncio.gather(*(fill(t, q) for t in topics for q in range(PER_TOPIC)))
+
+        async def commit(g: int) -> None:
+            topic = topics[g % len(topics)]
+            async with gate:
+                for q in range(PER_TOPIC):
+                    await admin.broker.update_consumer_offset(
+                        broker, f"lag-bench-{g:04d}", topic, q, g % 2)  # odd: caught up
+
+        await asyncio.gather(*(commit(g) for g in range(groups)))
+        for _ in range(600):  # the broker re-registers its topics every 30 s at most
+            try:
+                listed = {t for t in (await admin.namesrv.all_topics()).topic_list
+                          if t.startswith("%RETRY%lag-bench-")}
+            except ClientError:
+                listed = set()
+            if len(listed) >= groups:
+                break
+            await asyncio.sleep(0.1)
+    return groups * PER_TOPIC
+
+
+def servers_cpu() -> float:
+    """CPU seconds used so far by this process's children (the name server and broker)."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid():  # ppid
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(namesrv: str, groups: int, queues: int, expected: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = CollectorConfig((namesrv,), "bench", 10_000, Path(tmp),
+                                 db_path=Path(tmp, "mqadmin.db"), flush_cycles=CYCLES + 1)
+        collector = LagCollector(config)
+        await collector.open()
+        try:
+            walls: list[float] = []
+            cpus: list[float] = []
+            servers: list[float] = []
+            for _ in range(CYCLES + 1):
+                wall, cpu, srv = time.perf_counter(), time.process_time(), servers_cpu()
+                cycle = await collector.cycle()
+                walls.append(time.perf_counter() - wall)
+                cpus.append(time.process_time() - cpu)
+                servers.append(servers_cpu() - srv)
+                if len(cycle.samples) != expected or cycle.gaps:
+                    raise SystemExit(f"cycle saw {len(cycle.samples)} queue samples and "
+                                     f"{len(cycle.gaps)} gaps, expected {expected} and 0")
+        finally:
+            await collector.close()
+    first_wall, first_cpu, first_srv = walls.pop(0), cpus.pop(0), servers.pop(0)
+    print(f"{groups} groups x {queues} queues ({expected} group-queue samples a cycle, "
+          f"{len(cycle.groups)} groups listed):")
+    print(f"  cycle wall time: median {statistics.median(walls):.3f} s, p90 "
+          f"{percentile(walls, 90):.3f} s, max {max(walls):.3f} s ({CYCLES} cycles); "
+          f"first (cold) {first_wall:.3f} s")
+    print(f"  collector CPU per cycle: median {statistics.median(cpus):.3f} s, p90 "
+          f"{percentile(cpus, 90):.3f} s; first {first_cpu:.3f} s")
+    print(f"  name server + broker CPU per cycle: median {statistics.median(servers):.3f} s, "
+          f"p90 {percentile(servers, 90):.3f} s; first {first_srv:.3f} s")
+
+
+def main() -> None:
+    sizes = [(int(sys.argv[1]), int(sys.argv[2]))] if len(sys.argv) == 3 else list(SIZES)
+    print(machine())
+    for groups, queues in sizes:
+        with namesrv_process() as namesrv, broker_process(namesrvAddr=namesrv) as broker:
+            expected = run(prepare(namesrv, broker, groups, queues))
+            run(measure(namesrv, groups, queues, expected))
+
+
+if __name__ == "__main__":
+    main()
