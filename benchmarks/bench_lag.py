@@ -28,11 +28,11 @@ from pathlib import Path
 from benchmarks.bench_client import namesrv_process
 from benchmarks.machine import machine, percentile
 from benchmarks.processes import broker_process
+from engine.client import ClientConfig, Message, MessageQueue, Producer
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting.loop import run
-from mqadmin.operations import messaging
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
 
 CYCLES = 7
@@ -51,15 +51,31 @@ async def prepare(namesrv: str, broker: str, groups: int, queues: int) -> int:
             async with gate:
                 await admin.broker.create_topic(broker, TopicConfig(topic, n, n))
 
+        retry = [f"%RETRY%lag-bench-{g:04d}" for g in range(groups)]
         await asyncio.gather(*(create(t, PER_TOPIC) for t in topics),
-                             *(create(f"%RETRY%lag-bench-{g:04d}", 1) for g in range(groups)))
+                             *(create(t, 1) for t in retry))
+        wanted = set(topics) | set(retry)
 
-        async def fill(topic: str, queue_id: int) -> None:
-            async with gate:
-                await messaging.send(admin.client, broker, "bench-broker", topic, b"x",
-                                     queue_id=queue_id)
+        for _ in range(600):  # the broker re-registers its topics every 30 s at most
+            try:
+                listed = set((await admin.namesrv.all_topics()).topic_list)
+            except ClientError:
+                listed = set()
+            if len(listed & wanted) == len(wanted):
+                break
+            await asyncio.sleep(0.1)
 
-        await asyncio.gather(*(fill(t, q) for t in topics for q in range(PER_TOPIC)))
+        producer = Producer("lag-bench-producer", ClientConfig(namesrv_addr=namesrv))
+        await producer.start()
+        try:
+            async def fill(topic: str, queue_id: int) -> None:
+                async with gate:
+                    await producer.send_to_queue(Message(topic, b"x"),
+                                                 MessageQueue(topic, "bench-broker", queue_id))
+
+            await asyncio.gather(*(fill(t, q) for t in topics for q in range(PER_TOPIC)))
+        finally:
+            await producer.shutdown()
 
         async def commit(g: int) -> None:
             topic = topics[g % len(topics)]
@@ -69,15 +85,6 @@ async def prepare(namesrv: str, broker: str, groups: int, queues: int) -> int:
                         broker, f"lag-bench-{g:04d}", topic, q, g % 2)  # odd: caught up
 
         await asyncio.gather(*(commit(g) for g in range(groups)))
-        for _ in range(600):  # the broker re-registers its topics every 30 s at most
-            try:
-                listed = {t for t in (await admin.namesrv.all_topics()).topic_list
-                          if t.startswith("%RETRY%lag-bench-")}
-            except ClientError:
-                listed = set()
-            if len(listed) >= groups:
-                break
-            await asyncio.sleep(0.1)
     return groups * PER_TOPIC
 
 
