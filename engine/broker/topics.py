@@ -50,9 +50,10 @@ def dlq_topic(group: str) -> str:
 
 
 def create_dlq(topics: TopicConfigManager, group: str) -> TopicConfig:
-    """The group's dead-letter topic, created on first use: one queue, write-only, so that no
-    consumer drains it by accident (an operator grants read with updateTopicPerm)."""
-    return topics.create_if_absent(dlq_topic(group), DLQ_NUMS_PER_GROUP, PERM_WRITE)
+    """The group's dead-letter topic, created on first use: one queue, readable and writable
+    as Apache creates it since 4.9.2 (no consumer drains it because no one subscribes to it,
+    and the dead-letter tools read it with plain pulls)."""
+    return topics.create_if_absent(dlq_topic(group), DLQ_NUMS_PER_GROUP, PERM_RW)
 
 
 def topic_name_problem(topic: str) -> str | None:

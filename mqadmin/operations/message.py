@@ -263,7 +263,7 @@ async def query_by_key(admin: MQAdmin, topic: str, key: str, *, begin: int = 0,
 async def _read_entries(admin: MQAdmin, addr: str, mq: MessageQueue, offset: int, end: int,
                         subscription: str) -> tuple[list[MessageRecord], int]:
     """Messages by their consume-queue entries and commit-log offsets: admin requests, which
-    a topic's permission does not forbid (dead-letter topics are write-only)."""
+    a topic's permission does not forbid (older brokers made dead-letter topics write-only)."""
     body = await admin.broker.query_consume_queue(addr, mq.topic, mq.queue_id, offset,
                                                   min(PULL_BATCH, end - offset))
     records = [await admin.broker.view_message_at(addr, entry.physic_offset)
@@ -282,7 +282,8 @@ def _tags(subscription: str) -> frozenset[str] | None:
 async def read_queue(admin: MQAdmin, addr: str, mq: MessageQueue, start: int, end: int, *,
                      subscription: str = "*", limit: int | None = None) -> list[MessageRecord]:
     """The messages of one queue from offset `start` up to (not including) `end`: pulled,
-    or read entry by entry when the topic may not be read (a dead-letter queue)."""
+    or read entry by entry when the topic may not be read (a dead-letter queue made
+    write-only by an older broker)."""
     offset = start
     out: list[MessageRecord] = []
     readable = True

@@ -17,7 +17,7 @@ from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.message import MessageRecord, decode_records
-from engine.protocol.perm import PERM_WRITE
+from engine.protocol.perm import PERM_RW
 from engine.protocol.wire import to_ext
 from engine.remoting.client import RemotingClient
 from engine.store.record_scan import SCHEDULE_TOPIC
@@ -99,7 +99,7 @@ async def test_failing_consumer_walks_the_retry_schedule_into_the_dlq(
     assert await send_back(client, broker, current) == ResponseCode.SUCCESS
     dlq = broker.state.topics.get(DLQ)
     assert dlq is not None and (dlq.read_queue_nums, dlq.write_queue_nums) == (1, 1)
-    assert dlq.perm == PERM_WRITE
+    assert dlq.perm == PERM_RW
     found = broker.state.store.get_message("ops", DLQ, 0, 0, 8)
     [dead] = decode_records(found.messages[0])
     props = dead.properties()

@@ -6,7 +6,8 @@ hosts and born time, reconsume times + 1, ORIGIN_MESSAGE_ID kept or set, RETRY_T
 topic it first failed on — into `%RETRY%<group>` with delay level `3 + reconsumeTimes` (or the
 level the consumer asks for), which parks it in SCHEDULE_TOPIC_XXXX until due.  Past the
 group's max reconsume times (or when the consumer asks with a negative level) it goes to
-`%DLQ%<group>` instead: one queue, write-only, so no consumer drains it by accident.
+`%DLQ%<group>` instead: one queue, readable and writable (perm 6) as in Apache since 4.9.2;
+nothing consumes it unless someone subscribes to it.
 """
 
 from __future__ import annotations
