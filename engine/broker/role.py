@@ -265,7 +265,7 @@ class RoleManager:
             return
         try:
             async with asyncio.timeout(LAST_SYNC_S):
-                await self.sync.sync_all(master)
+                await self.sync.sync_all(master, once=True)
         except TimeoutError:
             log.warning("no last metadata sync from %s before the promotion: it did not "
                         "answer within %g s", master, LAST_SYNC_S)

@@ -81,11 +81,17 @@ class SlaveSyncService(Service):
             return
         await self.sync_all(master)
 
-    async def sync_all(self, master: str) -> None:
+    async def sync_all(self, master: str, *, once: bool = False) -> None:
+        """One round; with `once` (a last sync before a promotion) a master that refuses
+        the connection ends the round at its first step."""
         for step in (self._topics, self._offsets, self._delay_offsets, self._groups,
                      self._master_offset):
             try:
                 await step(master)
+            except RemotingConnectError as exc:
+                log.warning("slave sync from %s: %s failed: %s", master, step.__name__, exc)
+                if once:
+                    return
             except (RemotingError, SyncError, ProtocolError, ValueError) as exc:
                 log.warning("slave sync from %s: %s failed: %s", master, step.__name__, exc)
         self.rounds += 1

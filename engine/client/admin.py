@@ -157,8 +157,9 @@ class MQAdmin:
     async def delete_topic(self, topic: Topic, *,
                            cluster: ClusterName | None = None) -> TopicDeletion:
         """Delete the topic on every master (of `cluster`, or of every cluster), then on
-        their slaves, then its route on every name server, as Apache 5.x's ``mqadmin
-        deleteTopic`` does (4.9's skips the slaves; they drop it at their next sync)."""
+        their slaves, then its route on every name server.  Apache's ``mqadmin
+        deleteTopic`` skips the slaves (and a 4.9 slave refuses; it drops the topic at its
+        next metadata sync), but a slave promoted before that sync must not have it."""
         masters = await self.master_addrs(cluster)
         brokers = await self.on_brokers(list(masters.values()),
                                         lambda addr: self.broker.delete_topic(addr, topic))

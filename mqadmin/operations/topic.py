@@ -3,9 +3,10 @@ mutations updateTopic, deleteTopic, updateTopicPerm, updateOrderConf.
 
 How this works: a topic lives on brokers (its config, queues and offsets) and in the name
 servers' routes (rebuilt from the brokers' registrations).  Mutations therefore read the
-broker's own topic table (GET_ALL_TOPIC_CONFIG) to plan and verify; deleteTopic, as Apache's
-5.x does, deletes on the cluster's masters first, then on their slaves, then on every name
-server, in that order, so neither a registration nor a promotion can bring it back.
+broker's own topic table (GET_ALL_TOPIC_CONFIG) to plan and verify; deleteTopic deletes on
+the cluster's masters first (as Apache's does), then on their slaves (Apache's skips them),
+then on every name server, in that order, so neither a registration nor a promotion can
+bring it back.
 Ordered topics keep their broker/queue layout as a KV item in the name servers (namespace
 ORDER_TOPIC_CONFIG).
 """
@@ -29,6 +30,7 @@ from mqadmin.operations.targets import (
     RETRY_PREFIX,
     cluster_brokers,
     masters,
+    refuse_slave,
     route_brokers,
 )
 from mqadmin.operations.times import format_time
@@ -257,6 +259,7 @@ def update_topic(admin: MQAdmin, config: TopicConfig, *, broker_addr: str | None
 
     async def servers() -> list[str]:
         if broker_addr:
+            await refuse_slave(admin, broker_addr, "topics")
             names = {a: d.broker_name for d in
                      (await admin.namesrv.cluster_info()).broker_addr_table.values()
                      for a in d.broker_addrs.values()}
@@ -300,6 +303,10 @@ def update_topic(admin: MQAdmin, config: TopicConfig, *, broker_addr: str | None
 
 #: What a slave that does not take deletions (Apache 4.9) answers DELETE_TOPIC_IN_BROKER.
 SLAVE_REFUSAL = "from slave broker"
+#: The most read or write queues updateTopic sets per broker.  Apache's broker enforces no
+#: bound of its own on UPDATE_AND_CREATE_TOPIC (4.9.7 and 5.3 alike), so this is mqadmin's:
+#: beyond it every listing, route and rebalance of the topic gets slow.
+QUEUE_NUMS_MAX = 1024
 
 
 def delete_topic(admin: MQAdmin, topic: str, cluster: str) -> Mutation[TopicState]:
@@ -403,6 +410,10 @@ def new_topic_config(topic: str, *, read: int, write: int, perm: int, order: boo
     name = check_topic_name(topic)
     if read < 1 or write < 1:
         raise UsageProblem("queue numbers must be at least 1 (-r, -w).")
+    if max(read, write) > QUEUE_NUMS_MAX:
+        raise UsageProblem(f"at most {QUEUE_NUMS_MAX} queues per broker (-r {read}, -w "
+                           f"{write}); for more throughput spread the topic over more "
+                           "brokers (-c).")
     if perm not in VALID_PERMS:
         raise UsageProblem(f"invalid perm {perm}: use 2 (write only), 4 (read only) or 6 "
                            "(read and write).")

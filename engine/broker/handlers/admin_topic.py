@@ -84,9 +84,9 @@ def update_and_create_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
 
 @router.handles(RequestCode.DELETE_TOPIC_IN_BROKER)
 def delete_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
-    # A slave accepts it too (as 5.x's deleteTopic, sent to masters and slaves): it would
-    # drop the topic at its next metadata sync anyway, and a promotion before that must not
-    # find it.  Creating a topic stays the master's.
+    # A slave takes it too (4.9.7's validateSlave refuses it): it would drop the topic at
+    # its next metadata sync anyway, and a promotion before that must not find it.
+    # Creating a topic stays the master's.
     topic = from_ext(DeleteTopicRequestHeader, cmd.ext_fields).topic
     log.info("deleteTopic %s called by %s", topic, ctx.connection.remote_addr)
     refused = system_topic_refusal(ctx, cmd, topic)
