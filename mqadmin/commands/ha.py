@@ -50,7 +50,10 @@ def ha_status(
                 names = await ops.cluster_broker_names(admin, cluster.strip())
             return await ops.status_of(admin, names)
 
-        render.render(with_admin(where, work), output, columns=ops.STATUS_COLUMNS)
+        rows = with_admin(where, work)
+        render.render(rows, output, columns=ops.STATUS_COLUMNS)
+        for warning in ops.status_warnings(rows):
+            render.warn(warning)
 
 
 @app.command("switchover", rich_help_panel=PANEL)

@@ -46,7 +46,9 @@ Row = dict[str, Any]
 
 STATUS_COLUMNS = ("brokerName", "addr", "brokerId", "role", "epoch", "maxOffset", "writable",
                   "peer", "peerOffset", "behindBytes", "behindMessages", "behindSeconds",
-                  "connectionAgeMs")
+                  "connectionAgeMs", "note")
+#: A master's row when no slave is connected (after a failover, or its slaves are down).
+NO_SLAVE = "no slave connected"
 STEP_COLUMNS = ("step", "elapsedMs", "result", "detail")
 STATUS_TIMEOUT = 3.0
 ROLE_TIMEOUT = 30.0  # a role change re-registers with every name server before answering
@@ -136,7 +138,7 @@ def status_rows(found: list[Member]) -> list[Row]:
                       "behindSeconds": c.estimated_seconds_behind,
                       "connectionAgeMs": c.connection_age_ms} for c in s.ha_connection_info]
             if not s.ha_connection_info:
-                rows.append(base)
+                rows.append({**base, "note": no_slave_note(s.broker_role)})
         else:
             c2 = s.ha_client_runtime_info
             rows.append({**base, "peer": c2.master_addr, "peerOffset": c2.master_max_offset_seen,
@@ -144,6 +146,21 @@ def status_rows(found: list[Member]) -> list[Row]:
                          "behindMessages": c2.estimated_loss_messages,
                          "connectionAgeMs": c2.connection_age_ms if c2.is_activated else None})
     return rows
+
+
+def no_slave_note(role: str) -> str:
+    """What a master without slaves means for its senders."""
+    if role == "SYNC_MASTER":
+        return (f"{NO_SLAVE}: as a SYNC_MASTER it answers every send SLAVE_NOT_AVAILABLE "
+                "(stored on the master only) until a slave connects")
+    return f"{NO_SLAVE}: messages are on this master only"
+
+
+def status_warnings(rows: list[Row]) -> list[str]:
+    """One warning per master without slaves, for stderr."""
+    return [f"{r['brokerName']} master {r['addr']}: {r['note']}; start or restart a slave "
+            "of it (it replicates once connected)."
+            for r in rows if str(r.get("note", "")).startswith(NO_SLAVE)]
 
 
 async def status_of(admin: MQAdmin, broker_names: list[str] | None) -> list[Row]:
