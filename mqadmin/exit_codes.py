@@ -7,13 +7,16 @@ from enum import IntEnum
 
 from engine.client.errors import (
     BadResponseError,
+    BrokerNotFoundError,
     ClientError,
     ConsumerNotOnlineError,
     InvalidAddressError,
     NoPermissionError,
+    NoRouteError,
     NotFoundError,
     QueryNotFoundError,
     RequestCodeNotSupportedError,
+    SendFailedError,
     ServerError,
     SubscriptionGroupNotExistError,
     TopicNotExistError,
@@ -63,6 +66,20 @@ class TargetNotFound(CliError):
     code = ExitCode.NOT_FOUND
 
 
+class Unavailable(CliError):
+    """What the command needs is down (no master online for a broker name, say): an outage,
+    not a missing thing."""
+
+    code = ExitCode.UNREACHABLE
+
+
+class Forbidden(CliError):
+    """The cluster's own settings refuse the operation (a topic whose permission forbids
+    writing, say)."""
+
+    code = ExitCode.REJECTED
+
+
 class NotVerified(CliError):
     """The server accepted a change, but re-reading it shows it did not take effect."""
 
@@ -109,17 +126,33 @@ def _first_line(exc: BaseException) -> str:
 _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (InvalidAddressError, ExitCode.USAGE),
     (UnreachableError, ExitCode.UNREACHABLE),
+    (BrokerNotFoundError, ExitCode.UNREACHABLE),
     (TimeoutError, ExitCode.UNREACHABLE),
+    (NoRouteError, ExitCode.NOT_FOUND),
     (NotFoundError, ExitCode.NOT_FOUND),
     (ServerError, ExitCode.REJECTED),
     (KeyboardInterrupt, ExitCode.INTERRUPTED),
 )
 
 
+def _send_failure_code(exc: SendFailedError) -> ExitCode:
+    """Every attempt unreachable (or its broker without an address): an outage; any
+    refusal by a broker: rejected."""
+    attempts = [e for _, e in exc.errors]
+    if attempts and all(isinstance(e, UnreachableError | BrokerNotFoundError | TimeoutError)
+                        for e in attempts):
+        return ExitCode.UNREACHABLE
+    if any(isinstance(e, ServerError) for e in attempts):
+        return ExitCode.REJECTED
+    return ExitCode.ERROR
+
+
 def exit_code_for(exc: BaseException) -> ExitCode:
     """The one place that decides how an exception ends the process."""
     if isinstance(exc, CliError):
         return exc.code
+    if isinstance(exc, SendFailedError):
+        return _send_failure_code(exc)
     for cls, code in _CODES:
         if isinstance(exc, cls):
             return code
@@ -151,6 +184,9 @@ def _hint(exc: BaseException) -> str:
         return ("The server does not allow this change; protected settings can only be "
                 "changed in the server's own config file.")
     if isinstance(exc, RequestCodeNotSupportedError):
+        if exc.role == "broker":
+            return ("The broker does not handle this request (an older or another server "
+                    "version); nothing was changed.")
         return ("The server does not know this request: check that -n names a RocketMQ "
                 "4.9/5.x name server.")
     if isinstance(exc, ServerError):
@@ -160,6 +196,11 @@ def _hint(exc: BaseException) -> str:
                 "details.")
     if isinstance(exc, TimeoutError):
         return "The server is slow or overloaded; try again, or try another name server."
+    if isinstance(exc, NoRouteError):
+        return f"Check the topic with `mqadmin topicRoute -t {exc.topic}`."
+    if isinstance(exc, BrokerNotFoundError | SendFailedError):
+        return ("Check the brokers of the topic's route: `mqadmin clusterList`, and "
+                "`mqadmin haStatus` for a broker name without a master online.")
     return ""
 
 

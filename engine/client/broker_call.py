@@ -14,7 +14,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TypeVar
 
-from engine.client.errors import BadResponseError, InvalidAddressError, UnreachableError, raise_for
+from engine.client.errors import (
+    BadResponseError,
+    InvalidAddressError,
+    ServerError,
+    UnreachableError,
+    raise_for,
+)
 from engine.protocol import fastjson
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.errors import ProtocolError
@@ -96,7 +102,11 @@ class BrokerCalls:
                                                 self.timeout if timeout is None else timeout)
         except RemotingError as exc:
             raise UnreachableError([(addr, exc)], role="broker") from None
-        return raise_for(response, addr)
+        try:
+            return raise_for(response, addr)
+        except ServerError as exc:
+            exc.role = "broker"  # the answer came from a broker (hints differ by role)
+            raise
 
     async def _body(self, cls: type[T], addr: str, code: int,
                     ext: dict[str, str] | None = None, body: bytes | None = None, *,

@@ -93,6 +93,7 @@ class ServerError(ClientError):
         self.code = code
         self.remark = remark or ""
         self.addr = addr
+        self.role: str | None = None  # "broker" when a broker answered (set by its calls)
         where = f"{addr} " if addr else ""
         super().__init__(f"{where}answered {code_name(code)} ({code}): {self.summary}")
 

@@ -4,6 +4,7 @@ and the mutation flow (plan, confirm, apply, verify, audit)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
@@ -38,10 +39,32 @@ SECRET_ARGS = frozenset({"password", "password_file", "secret_key", "secret_key_
 
 
 @contextlib.contextmanager
+def log_records(debug: bool) -> Iterator[None]:
+    """Log records (of the client library, say) reach stderr only with --debug; without it
+    they go nowhere, not to Python's last-resort handler: what a user must see is an error
+    message."""
+    root = logging.getLogger()
+    handler: logging.Handler = logging.NullHandler()
+    level = root.level
+    if debug:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: "
+                                               "%(message)s"))
+        root.setLevel(logging.DEBUG)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+@contextlib.contextmanager
 def guarded(debug: bool) -> Iterator[None]:
     """Turn any exception into one stderr message and its exit code (traceback with --debug)."""
     try:
-        yield
+        with log_records(debug):
+            yield
     except typer.Exit:
         raise
     except (KeyboardInterrupt, typer.Abort) as exc:

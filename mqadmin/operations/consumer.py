@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from engine.client.admin import MQAdmin, merge_consume_stats
-from engine.client.errors import ClientError, ServerSystemError
+from engine.client.errors import ClientError, ServerSystemError, TopicNotExistError
 from engine.client.results import PullStatus
 from engine.protocol.body.admin import ConsumerRunningInfo
 from engine.protocol.body.heartbeat import ConsumeType
@@ -98,6 +98,22 @@ async def _oldest_store_time(admin: MQAdmin, addr: str, mq: MessageQueue,
     return result.records[0].store_timestamp if result.records else None
 
 
+async def check_group_known(admin: MQAdmin, group: str) -> None:
+    """Raise when no broker knows the group (its retry topic has no route: no consumer of
+    it was ever online), instead of the missing route's TOPIC_NOT_EXIST.
+
+    Raises:
+        TargetNotFound: the group does not exist on any broker.
+    """
+    try:
+        await admin.namesrv.topic_route(retry_topic(group))
+    except TopicNotExistError:
+        raise TargetNotFound(f"group '{group}' does not exist on any broker (no consumer of "
+                             "it was ever online). List the groups with `mqadmin "
+                             "consumerProgress`; create one with `mqadmin updateSubGroup`."
+                             ) from None
+
+
 async def consumer_progress(admin: MQAdmin, group: str, topic: str | None = None
                             ) -> tuple[list[Row], float]:
     """Per queue: broker and committed offset, the client holding it, the lag in messages
@@ -108,7 +124,11 @@ async def consumer_progress(admin: MQAdmin, group: str, topic: str | None = None
         TopicNotExistError: the group never had a consumer online (no retry topic), or
             `topic` does not exist.
     """
-    outcomes = await admin.consume_stats(group, topic)
+    try:
+        outcomes = await admin.consume_stats(group, topic)
+    except TopicNotExistError:
+        await check_group_known(admin, group)
+        raise
     for outcome in outcomes:
         if outcome.error is not None and all(o.error is not None for o in outcomes):
             raise outcome.error
@@ -168,7 +188,8 @@ async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> lis
         async with gate:
             try:
                 stats = merge_consume_stats(await admin.consume_stats(group))
-                row |= {"tps": int(stats.consume_tps), "diffTotal": stats.compute_total_diff()}
+                row |= {"tps": round(stats.consume_tps, 2),
+                        "diffTotal": stats.compute_total_diff()}
             except ClientError:
                 pass
             try:
@@ -194,7 +215,11 @@ async def consumer_connection(admin: MQAdmin, group: str) -> list[Row]:
     Raises:
         ConsumerNotOnlineError: no client of the group is connected.
     """
-    cc = await admin.consumer_connections(group)
+    try:
+        cc = await admin.consumer_connections(group)
+    except TopicNotExistError:
+        await check_group_known(admin, group)
+        raise
     subs = "; ".join(f"{t}:{s.sub_string}" for t, s in sorted(cc.subscription_table.items()))
     return [{"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language.name,
              "version": version_desc(c.version),

@@ -69,7 +69,9 @@ def update_sub_group(admin: MQAdmin, config: SubscriptionGroupConfig, *,
                 return f"OK, {retry.topic_name} resized"
         return "OK"
 
-    return Mutation("updateSubGroup", group, servers=brokers_of(admin, broker_addr, cluster),
+    return Mutation("updateSubGroup", group,
+                    servers=brokers_of(admin, broker_addr, cluster,
+                                       masters_only="subscription groups"),
                     read=lambda addr: broker_group(admin, addr, group), show=show_group,
                     done=lambda _, s: s == config, apply=change, after=show_group(config),
                     role="broker")

@@ -24,6 +24,7 @@ from engine.client.errors import (
     ConsumerNotOnlineError,
     NoPermissionError,
     QueryNotFoundError,
+    ServerSystemError,
     TopicNotExistError,
 )
 from engine.client.message import Message
@@ -40,7 +41,12 @@ from mqadmin.operations.sending import (
     require_topic,
     send_row,
 )
-from mqadmin.operations.targets import broker_addr_by_name, broker_names, route_brokers
+from mqadmin.operations.targets import (
+    broker_addr_by_name,
+    broker_names,
+    check_queue_id,
+    route_brokers,
+)
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]
@@ -59,6 +65,8 @@ CQ_COLUMNS = ("index", "physicOffset", "physicSize", "tagsCode", "extendDataJson
 DIRECT_COLUMNS = ("clientId", "consumeResult", "remark", "spentTimeMillis", "order",
                   "autoCommit")
 PULL_BATCH = 32
+#: VIEW_MESSAGE_BY_ID's SYSTEM_ERROR remark when nothing is stored at the offset.
+NO_MESSAGE_AT = "can not find message"
 
 
 def check_charset(name: str | None) -> str:
@@ -142,6 +150,15 @@ async def find_by_id(admin: MQAdmin, msg_id: str, topic: str | None = None) -> l
         try:
             record = await admin.broker.view_message_at(addr, offset)
             return [Found(record, addr, names.get(addr))]
+        except ServerSystemError as exc:
+            if not topic and NO_MESSAGE_AT in exc.remark:  # Apache's remark for it
+                raise TargetNotFound(
+                    f"no message at commit-log offset {offset} of broker {addr} (id "
+                    f"{msg_id}): it is older than the broker keeps (fileReservedTime), or "
+                    "the id is wrong. Look the message up by key (`mqadmin queryMsgByKey`), "
+                    "or pass -t TOPIC to try the id as a unique key.") from None
+            if not topic:
+                raise
         except ClientError:
             if not topic:
                 raise
@@ -367,6 +384,7 @@ async def print_msg_by_queue(admin: MQAdmin, topic: str, broker_name: str, queue
                              begin: int | None = None, end: int | None = None,
                              print_body: bool = False, count_tags: bool = False) -> list[Row]:
     """The messages of one queue, or with `count_tags` how many carry each tag (most first)."""
+    await check_queue_id(admin, topic, broker_name, queue_id)
     addr = await broker_addr_by_name(admin, broker_name)
     mq = MessageQueue(topic, broker_name, queue_id)
     low, high = await queue_bounds(admin, addr, mq, begin, end)
@@ -386,7 +404,9 @@ async def query_by_offset(admin: MQAdmin, topic: str, broker_name: str, queue_id
 
     Raises:
         TargetNotFound: no message there.
+        UsageProblem: the queue is not one of the route's.
     """
+    await check_queue_id(admin, topic, broker_name, queue_id)
     addr = await broker_addr_by_name(admin, broker_name)
     records = await read_queue(admin, addr, MessageQueue(topic, broker_name, queue_id), offset,
                                offset + 1)
@@ -411,6 +431,7 @@ async def consume_message(admin: MQAdmin, topic: str, *, broker_name: str | None
         raise UsageProblem("-o needs -i: name the queue to read from.")
     if queue_id is not None:
         assert broker_name is not None
+        await check_queue_id(admin, topic, broker_name, queue_id)
         queues = [(MessageQueue(topic, broker_name, queue_id),
                    await broker_addr_by_name(admin, broker_name))]
     else:
@@ -486,12 +507,14 @@ async def query_cq(admin: MQAdmin, topic: str, queue_id: int, index: int, count:
                    ) -> tuple[list[Row], dict[str, Any]]:
     """`count` consume-queue entries of one queue from `index`, and the queue's bounds (and
     the group's subscription) as the broker reports them."""
+    route = await admin.namesrv.topic_route(topic)
+    first = sorted(route.broker_datas, key=lambda d: d.broker_name)
     if broker_addr is None:
-        route = await admin.namesrv.topic_route(topic)
-        first = sorted(route.broker_datas, key=lambda d: d.broker_name)
         broker_addr = next((a for d in first if (a := d.master_addr()) is not None), None)
         if broker_addr is None:
             raise TargetNotFound(f"topic '{topic}' has no master broker online; pass -b.")
+    name = next((d.broker_name for d in first if broker_addr in d.broker_addrs.values()), None)
+    await check_queue_id(admin, topic, name, queue_id)
     body = await admin.broker.query_consume_queue(broker_addr, topic, queue_id, index, count,
                                                   group=group)
     rows = [{"index": index + i, "physicOffset": d.physic_offset, "physicSize": d.physic_size,

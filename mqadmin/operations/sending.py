@@ -16,7 +16,9 @@ from engine.client.admin import MQAdmin
 from engine.client.client_config import ClientConfig
 from engine.client.errors import TopicNotExistError
 from engine.client.producer import Producer, ProducerOptions
+from engine.protocol.perm import is_writeable
 from mqadmin.exit_codes import TargetNotFound
+from mqadmin.operations.targets import unwritable
 
 PRODUCER_GROUP = "MQADMIN_PRODUCER"
 #: Properties brokers and clients set themselves (`MessageConst.STRING_HASH_SET` of 4.9.7
@@ -59,16 +61,22 @@ async def producer(admin: MQAdmin, *, retries: int = 2, group: str = PRODUCER_GR
 
 async def require_topic(admin: MQAdmin, topic: str) -> None:
     """Refuse a topic no name server has a route for (the producer would fall back to
-    TBW102 and have brokers create it).
+    TBW102 and have brokers create it), or one no producer can write now.
 
     Raises:
         TargetNotFound: no such topic.
+        Unavailable: a broker name of the route has no master online (an outage).
+        Forbidden: the topic's permission forbids writing.
     """
     try:
-        await admin.namesrv.topic_route(topic)
+        route = await admin.namesrv.topic_route(topic)
     except TopicNotExistError:
         raise TargetNotFound(f"topic '{topic}' does not exist; create it with `mqadmin "
                              "updateTopic`.") from None
+    masters = {d.broker_name for d in route.broker_datas if d.master_addr() is not None}
+    if not any(is_writeable(q.perm) and q.broker_name in masters and q.write_queue_nums > 0
+               for q in route.queue_datas):
+        raise unwritable(topic, route)
 
 
 def send_row(sent: Any) -> dict[str, Any]:

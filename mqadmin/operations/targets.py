@@ -6,7 +6,8 @@ from collections.abc import Awaitable, Callable
 
 from engine.client.admin import MQAdmin, select_addr
 from engine.protocol.body.route import ClusterInfo, TopicRouteData
-from mqadmin.exit_codes import TargetNotFound
+from engine.protocol.perm import is_readable, is_writeable, perm_to_string
+from mqadmin.exit_codes import CliError, Forbidden, TargetNotFound, Unavailable, UsageProblem
 
 RETRY_PREFIX = "%RETRY%"
 DLQ_PREFIX = "%DLQ%"
@@ -54,12 +55,35 @@ async def cluster_brokers(admin: MQAdmin, cluster: str) -> list[str]:
     return addrs
 
 
+async def refuse_slave(admin: MQAdmin, addr: str, what: str) -> None:
+    """Topics and groups are changed on masters (a slave copies them): ``-b`` naming a slave
+    is a usage error naming its master, raised while planning.
+
+    Raises:
+        UsageProblem: the name servers list `addr` as a slave.
+    """
+    info = await admin.namesrv.cluster_info()
+    for data in info.broker_addr_table.values():
+        for broker_id, addr_ in data.broker_addrs.items():
+            if addr_ == addr and broker_id != 0:
+                master = data.master_addr()
+                use = (f"-b {master} (its master)" if master else "its master once one is "
+                       "online (see `mqadmin haStatus`)")
+                raise UsageProblem(f"{addr} is a slave of {data.broker_name} (brokerId "
+                                   f"{broker_id}); {what} are changed on the master and copied "
+                                   f"to slaves: use {use}, or -c {data.cluster}.")
+
+
 def brokers_of(admin: MQAdmin, broker_addr: str | None, cluster: str | None, *,
-               slaves: bool = False) -> Callable[[], Awaitable[list[str]]]:
+               slaves: bool = False, masters_only: str | None = None
+               ) -> Callable[[], Awaitable[list[str]]]:
     """`Mutation.servers` for ``-b addr`` or ``-c cluster`` (its masters, or every broker
-    with `slaves`)."""
+    with `slaves`); with `masters_only` (what changes, e.g. "groups") ``-b`` must name a
+    master (`refuse_slave`)."""
     async def servers() -> list[str]:
         if broker_addr:
+            if masters_only:
+                await refuse_slave(admin, broker_addr, masters_only)
             return [broker_addr]
         assert cluster is not None
         if slaves:
@@ -88,6 +112,59 @@ async def broker_names(admin: MQAdmin) -> dict[str, str]:
     info = await admin.namesrv.cluster_info()
     return {addr: data.broker_name for data in info.broker_addr_table.values()
             for addr in data.broker_addrs.values()}
+
+
+def unwritable(topic: str, route: TopicRouteData) -> CliError:
+    """Why no producer can write to `topic` although it has a route, as the error to raise:
+    a broker name whose queues are writable has no master online (an outage:
+    `Unavailable`), or every broker with a master forbids writing (`Forbidden`)."""
+    masters = {d.broker_name for d in route.broker_datas if d.master_addr() is not None}
+    down = sorted({q.broker_name for q in route.queue_datas
+                   if is_writeable(q.perm) and q.broker_name not in masters})
+    if down:
+        names = ", ".join(down)
+        return Unavailable(
+            f"topic '{topic}' cannot be written now: {names} has no master online. Check the "
+            f"master's process and log (`mqadmin clusterList`, `mqadmin haStatus -b "
+            f"{down[0]}`); if it does not come back, promote its slave with `mqadmin "
+            f"failover -b {down[0]}`.")
+    refusing = sorted((q.broker_name, q.perm) for q in route.queue_datas
+                      if q.broker_name in masters)
+    if refusing:
+        perms = ", ".join(f"{n} perm={perm_to_string(p)}" for n, p in refusing)
+        return Forbidden(f"topic '{topic}' does not allow writing ({perms}). Allow it with "
+                         f"`mqadmin updateTopicPerm -t {topic} -c CLUSTER -p 6`.")
+    return TargetNotFound(f"topic '{topic}' has no queues (see `mqadmin topicRoute -t "
+                          f"{topic}`).")
+
+
+async def check_queue_id(admin: MQAdmin, topic: str, broker_name: str | None,
+                         queue_id: int) -> None:
+    """Refuse a queue id the topic's route does not give the broker (any broker of the
+    route when None) before asking a broker: its readable queues (all queues of a
+    write-only topic, such as a dead-letter queue).
+
+    Raises:
+        TopicNotExistError: no route.
+        TargetNotFound: the broker has no queue of the topic.
+        UsageProblem: the queue id is outside the broker's queues; names the valid range.
+    """
+    route = await admin.namesrv.topic_route(topic)
+    counts = {q.broker_name: max(q.read_queue_nums,
+                                 q.write_queue_nums if not is_readable(q.perm) else 0)
+              for q in route.queue_datas}
+    where = f"`mqadmin topicRoute -t {topic}`"
+    if broker_name is not None and broker_name not in counts:
+        known = ", ".join(sorted(counts)) or "none"
+        raise TargetNotFound(f"topic '{topic}' has no queues on broker '{broker_name}' "
+                             f"(brokers of its route: {known}); see {where}.")
+    names = [broker_name] if broker_name is not None else sorted(counts)
+    if any(0 <= queue_id < counts[n] for n in names):
+        return
+    ranges = "; ".join(f"0..{counts[n] - 1} on {n}" if counts[n] else f"none on {n}"
+                       for n in names)
+    raise UsageProblem(f"queue {queue_id} is not a queue of topic '{topic}': its queues are "
+                       f"{ranges} (see {where}).")
 
 
 async def broker_addr_by_name(admin: MQAdmin, broker_name: str) -> str:

@@ -59,7 +59,7 @@ def test_consumer_progress_of_every_group(cluster: BackgroundCluster) -> None:
 def test_consumer_progress_of_a_group_never_online_exits_3(cluster: BackgroundCluster) -> None:
     result = invoke("consumerProgress", "-g", "NeverOnline", "-n", cluster.ns)
     assert result.exit_code == ExitCode.NOT_FOUND
-    assert "%RETRY%NeverOnline" in result.stderr
+    assert "group 'NeverOnline' does not exist on any broker" in result.stderr
 
 
 def test_consumer_connection(cluster: BackgroundCluster) -> None:
