@@ -10,7 +10,9 @@ deliveries: after the group's two retries it lands in ``%DLQ%demo-consumer``, an
 (`mqadmin dlq resend`, or a CONSUME_MESSAGE_DIRECTLY from a dashboard) is a later delivery,
 which succeeds.  Group ``demo-laggard`` takes one payment every two seconds, fewer than are
 sent, so it lags.  Send and consume errors go to stderr (the process's log) with a time;
-every minute a summary line says what was sent, consumed and failed.  SIGTERM or SIGINT
+every minute a summary line says what was sent, consumed and failed.  The orders consumer
+deduplicates by order key (`Dedupe`, docs/client.md): a redelivery or an `--again` redrive
+of an order already consumed is acknowledged without running it twice.  SIGTERM or SIGINT
 stop it after the clients unregister.
 """
 
@@ -26,6 +28,7 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from engine.client import (
     ClientConfig,
@@ -37,6 +40,8 @@ from engine.client import (
     Producer,
     PushConsumer,
 )
+from engine.client.dedupe import Dedupe
+from engine.client.dedupe_sqlite import SqliteKeyStore
 from engine.remoting import loop
 
 log = logging.getLogger("mqadmin.dev.traffic")
@@ -48,6 +53,7 @@ MAX_RETRIES = 2
 LAGGARD_PAUSE = 2.0
 SUMMARY_EVERY = 60.0
 REMEMBERED = 100_000  # poison keys remembered (their delivery counts)
+KEYS_DB = "consumed-keys.db"  # the orders consumer's record of consumed order keys
 
 
 @dataclass(slots=True)
@@ -86,9 +92,12 @@ def _config(namesrv: str, name: str) -> ClientConfig:
 
 
 def order_consumer(namesrv: str, counts: Counts, rule: PoisonRule, *,
-                   group: str = "demo-consumer", max_retries: int = MAX_RETRIES) -> PushConsumer:
+                   group: str = "demo-consumer", max_retries: int = MAX_RETRIES,
+                   dedupe: Dedupe | None = None) -> PushConsumer:
+    """The orders consumer; with `dedupe` it runs each order key once (docs/client.md)."""
     consumer = PushConsumer(group, _config(namesrv, "demo-orders"),
-                            options=ConsumerOptions(max_reconsume_times=max_retries))
+                            options=ConsumerOptions(max_reconsume_times=max_retries,
+                                                    dedupe=dedupe))
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
                  ) -> ConsumeConcurrentlyStatus:
@@ -133,11 +142,16 @@ async def _send(producer: Producer, msg: Message, counts: Counts) -> None:
         log.error("send to %s failed: %s: %s", msg.topic, type(exc).__name__, exc)
 
 
-async def run(namesrv: str, rate: float, stop: asyncio.Event) -> None:
-    """Produce and consume until `stop` is set."""
+async def run(namesrv: str, rate: float, stop: asyncio.Event,
+              data_dir: Path | None = None) -> None:
+    """Produce and consume until `stop` is set; with `data_dir`, the orders consumer
+    records consumed order keys in `data_dir`/traffic/consumed-keys.db."""
     counts = Counts()
     producer = Producer(PRODUCER_GROUP, _config(namesrv, "demo-producer"))
-    consumers = [order_consumer(namesrv, counts, PoisonRule()), laggard(namesrv, counts)]
+    store = None if data_dir is None else SqliteKeyStore(data_dir / "traffic" / KEYS_DB)
+    consumers = [order_consumer(namesrv, counts, PoisonRule(),
+                                dedupe=None if store is None else Dedupe(store)),
+                 laggard(namesrv, counts)]
     await producer.start()
     for consumer in consumers:
         await consumer.start()
@@ -164,16 +178,18 @@ async def run(namesrv: str, rate: float, stop: asyncio.Event) -> None:
         for consumer in consumers:
             await consumer.shutdown()
         await producer.shutdown()
+        if store is not None:
+            await store.close()
 
 
-async def _main(namesrv: str, rate: float) -> None:
+async def _main(namesrv: str, rate: float, data_dir: Path | None) -> None:
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, stop.set)
     while not stop.is_set():
         try:
-            await run(namesrv, rate, stop)
+            await run(namesrv, rate, stop, data_dir)
         except Exception as exc:  # the name server is away at start: try again soon
             log.error("demo traffic: %s: %s; retrying in 2 s", type(exc).__name__, exc)
             with contextlib.suppress(TimeoutError):
@@ -191,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
-    loop.run(_main(args.namesrvAddr, max(args.rate, 0.1)))
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    loop.run(_main(args.namesrvAddr, max(args.rate, 0.1), data_dir))
     return 0
 
 
