@@ -1,0 +1,121 @@
+"""The lag history as Spark reads it: the Parquet contract, the date-pruned read, and the
+per-cycle series (queue rows summed per topic and per group) every figure starts from.
+
+How this works: the monitor writes one row per (cycle, group, topic, broker, queue) under
+``lag-history/date=YYYY-MM-DD/``.  `read` filters on the ``date`` partition column first,
+so Spark lists and opens only the period's directories (the physical plan shows them as
+``PartitionFilters``), then on ``ts``.  A cycle of a group (or of a topic) is the sum of
+its queues' lag in messages and the maximum of their lag in time; rows with ``ok = false``
+are gaps, kept apart, and never count as samples nor as breaches.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .period import Period
+
+#: The columns a reader relies on, with Spark's type names (the contract's Arrow types).
+COLUMNS = {
+    "ts": "timestamp", "cluster": "string", "group": "string", "topic": "string",
+    "broker": "string", "queue_id": "int", "broker_offset": "bigint",
+    "consumer_offset": "bigint", "lag": "bigint", "lag_ms": "bigint",
+    "produce_rate": "double", "consume_rate": "double", "interval_ms": "int",
+    "ok": "boolean", "retention_risk": "boolean", "risk_messages": "bigint",
+}
+QUEUE_KEY = ("cluster", "group", "topic", "broker", "queue_id")
+
+
+class DatasetError(ValueError):
+    """The input is not a readable lag history."""
+
+
+def check_schema(df: DataFrame) -> None:
+    """Raises DatasetError when a contract column is missing or of another type."""
+    types = dict(df.dtypes)
+    problems = [f"{name} (missing)" if name not in types else f"{name} ({types[name]}, "
+                f"expected {want})" for name, want in COLUMNS.items() if types.get(name) != want]
+    if problems:
+        raise DatasetError("not a lag history dataset (docs/lag.md, the Parquet schema): "
+                           + ", ".join(problems))
+
+
+def read(spark: SparkSession, path: str, periods: list[Period]) -> DataFrame:
+    """The rows of `periods` from the dataset at `path` (a local path or any URI Spark
+    reads: hdfs://, s3a://, ...), reading only their date partitions.
+
+    Raises:
+        DatasetError: the path holds no Parquet dataset or the schema differs.
+    """
+    from pyspark.errors import AnalysisException
+
+    try:
+        df = spark.read.option("basePath", path).parquet(path)
+    except AnalysisException as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise DatasetError(f"cannot read the lag history at {path}: {first}. Point --input "
+                           "at the monitor's lag-history folder (`mqadmin lag collect` "
+                           "writes it).") from None
+    if "date" not in df.columns:
+        raise DatasetError(f"{path} has no date=YYYY-MM-DD partitions: point --input at the "
+                           "lag-history folder itself")
+    check_schema(df)
+    dates = sorted({d for p in periods for d in p.dates()})
+    in_time = None
+    for p in periods:
+        cond = (F.col("ts") >= F.lit(p.start)) & (F.col("ts") < F.lit(p.end))
+        in_time = cond if in_time is None else in_time | cond
+    assert in_time is not None
+    return df.filter(F.col("date").isin(dates)).filter(in_time) \
+        .select(*COLUMNS)
+
+
+def in_period(df: DataFrame, period: Period) -> DataFrame:
+    """The rows of `df` whose ``ts`` lies in `period`."""
+    return df.filter((F.col("ts") >= F.lit(period.start)) & (F.col("ts") < F.lit(period.end)))
+
+
+def _cycle_aggs() -> list[Column]:
+    return [
+        F.sum("lag").alias("lag"),
+        F.max("lag_ms").alias("lag_ms"),
+        F.max("interval_ms").alias("interval_ms"),
+        F.max(F.col("retention_risk").cast("int")).alias("risk"),
+        F.sum(F.when(F.col("retention_risk"), F.col("risk_messages")).otherwise(0))
+        .alias("risk_messages"),
+        F.count("*").alias("queues"),
+    ]
+
+
+def topic_cycles(rows: DataFrame) -> DataFrame:
+    """One row per (cluster, group, topic, ts) sampled: lag summed over the queues, the
+    worst time lag, the interval, whether any queue was at retention risk and how many
+    messages."""
+    return rows.filter(F.col("ok")).groupBy("cluster", "group", "topic", "ts") \
+        .agg(*_cycle_aggs())
+
+
+def group_cycles(topics: DataFrame) -> DataFrame:
+    """One row per (cluster, group, ts) from `topic_cycles`."""
+    return topics.groupBy("cluster", "group", "ts").agg(
+        F.sum("lag").alias("lag"), F.max("lag_ms").alias("lag_ms"),
+        F.max("interval_ms").alias("interval_ms"), F.max("risk").alias("risk"),
+        F.sum("risk_messages").alias("risk_messages"), F.sum("queues").alias("queues"))
+
+
+def gap_cycles(rows: DataFrame) -> DataFrame:
+    """One row per (cluster, group, ts) with a gap row (a broker not sampled that cycle)."""
+    return rows.filter(~F.col("ok")).groupBy("cluster", "group", "ts").agg(
+        F.max("interval_ms").alias("interval_ms"), F.count("*").alias("brokers"))
+
+
+def with_slo(df: DataFrame, slo_default_ms: int, slo_groups: dict[str, int]) -> DataFrame:
+    """`df` with ``slo_ms``, the group's threshold (a literal map: no Python on executors)."""
+    if not slo_groups:
+        return df.withColumn("slo_ms", F.lit(slo_default_ms).cast("bigint"))
+    pairs: list[Column] = []
+    for name, ms in sorted(slo_groups.items()):
+        pairs += [F.lit(name), F.lit(ms).cast("bigint")]
+    lookup = F.try_element_at(F.create_map(*pairs), F.col("group"))
+    return df.withColumn("slo_ms", F.coalesce(lookup, F.lit(slo_default_ms).cast("bigint")))

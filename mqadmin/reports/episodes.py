@@ -1,0 +1,133 @@
+"""Verdicts recomputed from the samples with window functions (the rules of `lag status`),
+and the STOP/REWIND/STALL and retention-risk episodes they form.
+
+How this works: for every queue sample, the window is the queue's last `n` samples (this
+one included), ordered by time.  Evaluated only when the sample's lag is above the allowed
+lag, in this order: STOP when the time since the last commit is longer than the window's
+span of commits; REWIND when the committed offset is below the window's highest (it went
+back and has not recovered); then, if the lag never fell to the allowed lag within the
+window, STALL when the committed offset did not change, else WARNING when the lag never
+decreased; otherwise OK.  The history has no commit timestamps, so a commit is taken to
+happen in a cycle where the queue's offset moved or any queue of its group moved (the
+group's consumers are online and committing); a group whose every queue stands still is
+therefore STOP, not STALL, once its standstill outlasts the rest of the window (the live
+`lag status`, which sees the connections, can tell the two apart sooner).  A group takes
+its worst queue's verdict each cycle.  Episodes are runs of consecutive cycles in the same
+state ("gaps and islands"); a missing cycle (more than 1.5 intervals between samples) ends
+one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from .dataset import QUEUE_KEY
+
+WINDOW = 10
+SEVERITY = {"OK": 0, "WARNING": 1, "STALL": 2, "REWIND": 3, "STOP": 4}
+NAMES = {v: k for k, v in SEVERITY.items()}
+EPISODE_STATES = ("STOP", "REWIND", "STALL")
+
+
+def _ms(col: Column) -> Column:
+    return F.unix_millis(col)
+
+
+def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) -> DataFrame:
+    """The sampled (``ok``) rows of `rows` with ``severity`` (see SEVERITY) per sample."""
+    if window < 2:
+        raise ValueError("the verdict window needs at least 2 samples")
+    series = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+    last_n = series.rowsBetween(-(window - 1), 0)
+    pairs = series.rowsBetween(-(window - 2), 0)
+    cycle = Window.partitionBy("cluster", "group", "ts")
+    prev_offset = F.lag("consumer_offset").over(series)
+    moved = (prev_offset.isNull() | (F.col("consumer_offset") != prev_offset)).cast("int")
+    df = rows.filter(F.col("ok")).select(*QUEUE_KEY, "ts", "consumer_offset", "lag") \
+        .withColumn("moved", moved) \
+        .withColumn("group_moved", F.max("moved").over(cycle)) \
+        .withColumn("commit_ms", F.max(F.when(F.col("group_moved") > 0, _ms(F.col("ts"))))
+                    .over(series.rowsBetween(Window.unboundedPreceding, 0)))
+    first_commit = F.min("commit_ms").over(last_n)
+    stop = (_ms(F.col("ts")) - F.col("commit_ms")) > (F.col("commit_ms") - first_commit)
+    rewind = F.col("consumer_offset") < F.max("consumer_offset").over(last_n)
+    never_fell = F.min("lag").over(last_n) > allowed_lag
+    full = F.count("*").over(last_n) >= 2
+    stalled = F.min("consumer_offset").over(last_n) == F.max("consumer_offset").over(last_n)
+    decreased = (F.col("lag") < F.lag("lag").over(series)).cast("int")
+    df = df.withColumn("decreased", F.coalesce(decreased, F.lit(0)))
+    no_decrease = F.max("decreased").over(pairs) == 0
+    severity = (
+        F.when(F.col("lag") <= allowed_lag, 0)
+        .when(stop, SEVERITY["STOP"])
+        .when(rewind, SEVERITY["REWIND"])
+        .when(never_fell & full & stalled, SEVERITY["STALL"])
+        .when(never_fell & full & no_decrease, SEVERITY["WARNING"])
+        .otherwise(0)
+    )
+    return df.select(*QUEUE_KEY, "ts", "lag", severity.alias("severity"))
+
+
+def group_states(verdicts: DataFrame, cycles: DataFrame) -> DataFrame:
+    """Per (cluster, group, ts): the worst queue's ``severity``, the topics in an ERROR
+    state (STOP, REWIND, STALL), and the cycle's lag and interval from `cycles`."""
+    bad = F.col("severity") >= SEVERITY["STALL"]
+    worst = verdicts.groupBy("cluster", "group", "ts").agg(
+        F.max("severity").alias("severity"),
+        F.collect_set(F.when(bad, F.col("topic"))).alias("topics"),
+        F.sum(bad.cast("int")).alias("bad_queues"))
+    return worst.join(cycles.select("cluster", "group", "ts", "lag", "lag_ms", "interval_ms"),
+                      ["cluster", "group", "ts"])
+
+
+def state_time(states: DataFrame) -> DataFrame:
+    """Per (cluster, group): time (ms) spent in each verdict, as ``<name>_ms`` columns."""
+    return states.groupBy("cluster", "group").agg(*[
+        F.sum(F.when(F.col("severity") == sev, F.col("interval_ms")).otherwise(0))
+        .alias(f"{name.lower()}_ms") for name, sev in SEVERITY.items() if sev > 0])
+
+
+def islands(df: DataFrame, keys: Sequence[str], state: Column) -> DataFrame:
+    """`df` (cycles with ts and interval_ms) with ``state`` and an ``episode`` number that
+    grows whenever the state changes or a cycle is missing."""
+    ordered = Window.partitionBy(*keys).orderBy("ts")
+    with_state = df.withColumn("state", state)
+    prev_state = F.lag("state").over(ordered)
+    prev_ts = F.lag("ts").over(ordered)
+    jump = (_ms(F.col("ts")) - _ms(prev_ts)) > F.col("interval_ms") * 1.5
+    new = prev_state.isNull() | (F.col("state") != prev_state) | jump
+    return with_state.withColumn("episode", F.sum(new.cast("int")).over(
+        ordered.rowsBetween(Window.unboundedPreceding, 0)))
+
+
+def _episode_aggs() -> list[Column]:
+    last = F.max_by(F.col("interval_ms"), F.col("ts"))
+    return [F.min("ts").alias("start"),
+            (F.timestamp_millis(_ms(F.max("ts")) + last)).alias("end"),
+            F.count("*").alias("cycles"), F.sum("interval_ms").alias("duration_ms"),
+            F.max("lag").alias("lag_max"), F.max("lag_ms").alias("lag_ms_max")]
+
+
+def verdict_episodes(states: DataFrame) -> DataFrame:
+    """Runs of STOP, REWIND or STALL cycles per (cluster, group): start, end (the last
+    cycle's time plus its interval), cycles, duration, worst lag, the topics involved."""
+    keyed = islands(states, ["cluster", "group"], F.col("severity"))
+    return keyed.filter(F.col("state") >= SEVERITY["STALL"]) \
+        .groupBy("cluster", "group", "episode", "state").agg(
+            *_episode_aggs(),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list("topics")))).alias("topics"),
+            F.max("bad_queues").alias("queues")) \
+        .withColumn("state", F.element_at(
+            F.create_map(*[x for sev, name in sorted(NAMES.items())
+                           for x in (F.lit(sev), F.lit(name))]), F.col("state")))
+
+
+def risk_episodes(cycles: DataFrame) -> DataFrame:
+    """Runs of cycles in which a group had any queue at retention risk: start, end,
+    duration, and the most messages at risk in one cycle."""
+    keyed = islands(cycles, ["cluster", "group"], F.col("risk") > 0)
+    return keyed.filter(F.col("state")).groupBy("cluster", "group", "episode").agg(
+        *_episode_aggs(), F.max("risk_messages").alias("risk_messages_max"))
