@@ -116,8 +116,7 @@ def heatmap(doc: Mapping[str, Any], path: Path) -> Path:
                     [[np.nan] * 24], dtype=float)
     positive = data[np.isfinite(data) & (data > 0)]
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.26 * max(len(chosen), 1)))
-    cmap = plt.get_cmap("YlOrRd").copy()
-    cmap.set_bad("#eeeeee")
+    cmap = plt.get_cmap("YlOrRd").with_extremes(bad="#eeeeee")
     shown = np.where(data > 0, data, np.nan)
     if positive.size:
         norm = LogNorm(vmin=max(positive.min(), 1 / 60), vmax=max(positive.max(), 1 / 30))
