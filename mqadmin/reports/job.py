@@ -148,6 +148,11 @@ def run(opts: Options, master: str | None = None,
     """One report: a Spark session (reused when one is active, stopped only when made
     here), `compute`, `write_outputs`; returns the files written."""
     started = time.monotonic()
+    outer = progress
+
+    def progress(message: str) -> None:
+        outer(f"[{time.monotonic() - started:6.1f} s] {message}")
+
     made = SparkSession.getActiveSession() is None
     if made:
         progress(f"starting Spark ({master or 'local[*]'})")
@@ -158,7 +163,7 @@ def run(opts: Options, master: str | None = None,
         if made:
             spark.stop()
     files = write_outputs(doc, opts, progress)
-    progress(f"report ready in {time.monotonic() - started:.1f} s: {opts.out}")
+    progress(f"report ready: {opts.out}")
     return files
 
 

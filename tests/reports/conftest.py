@@ -80,15 +80,28 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[lagdat
 
 
 @pytest.fixture(scope="session")
-def report(spark: Any, history: tuple[Path, list[lagdata.Row]],
-           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """The daily report of 2026-11-23 over `history`, with the SLO file above."""
-    from mqadmin.reports import job, period, slo
+def report_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An mqadmin home for the whole session (the report runs are recorded there)."""
+    home = tmp_path_factory.mktemp("mqadmin-home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MQADMIN_HOME", str(home))
+        yield home
 
-    slo_path = tmp_path_factory.mktemp("slo") / "slo.toml"
+
+@pytest.fixture(scope="session")
+def report(spark: Any, history: tuple[Path, list[lagdata.Row]], report_home: Path
+           ) -> tuple[Path, dict[str, Any]]:
+    """The daily report of 2026-11-23 over `history`, with the SLO file above, made by
+    ``mqadmin report lag`` in this process (it reuses the session's Spark)."""
+    from typer.testing import CliRunner
+
+    from mqadmin.app import app
+
+    slo_path = report_home / "slo.toml"
     slo_path.write_text(SLO_FILE)
-    out = tmp_path_factory.mktemp("report") / "out"
-    opts = job.Options(str(history[0]), out, period.resolve("daily", date="2026-11-23"),
-                       slo.load(slo_path))
-    job.run(opts)
+    result = CliRunner().invoke(app, ["report", "lag", "--input", str(history[0]), "--date",
+                                      "2026-11-23", "--slo", str(slo_path), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)[0]
+    out = Path(run["out"])
     return out, json.loads((out / "summary.json").read_text())

@@ -1,0 +1,88 @@
+"""`mqadmin report lag|list|show|schedule` as an operator runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mqadmin import report_runs
+from mqadmin.app import app
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def test_the_run_is_recorded(report: tuple[Path, dict[str, Any]], report_home: Path) -> None:
+    out, doc = report
+    assert out.parent == report_home / "reports"
+    runs = json.loads(run("report", "list", "-o", "json").stdout)
+    mine = [r for r in runs if r["out"] == str(out)]
+    assert len(mine) == 1 and mine[0]["status"] == "ok" and mine[0]["period"] == "2026-11-23"
+    shown = run("report", "show", str(mine[0]["id"]), "-o", "json")
+    detail = json.loads(shown.stdout)[0]
+    assert detail["groups"] == doc["totals"]["groups"]
+    assert detail["top_offenders"] == [t["group"] for t in doc["top_offenders"]]
+    assert detail["trigger"] == "manual" and detail["duration_s"] > 0
+
+
+def test_missing_run_and_bad_options(report_home: Path, tmp_path: Path) -> None:
+    missing = run("report", "show", "999")
+    assert missing.exit_code == 3 and "report list" in missing.stderr
+    no_input = run("report", "lag", "--input", str(tmp_path / "none"))
+    assert no_input.exit_code == 3 and "mqadmin lag collect" in no_input.stderr
+    bad = run("report", "lag", "--period", "monthly", "--input", str(tmp_path))
+    assert bad.exit_code == 2 and "daily or weekly" in bad.stderr
+    half = run("report", "lag", "--from", "2026-11-23", "--input", str(tmp_path))
+    assert half.exit_code == 2 and "--from and --to" in half.stderr
+    slo = tmp_path / "slo.toml"
+    slo.write_text('default = "soon"\n')
+    bad_slo = run("report", "lag", "--slo", str(slo), "--input", str(tmp_path))
+    assert bad_slo.exit_code == 2 and "500ms, 30s, 5m" in bad_slo.stderr
+
+
+def test_a_second_report_waits_for_none(report_home: Path, tmp_path: Path) -> None:
+    with report_runs.exclusive():
+        busy = run("report", "lag", "--input", str(tmp_path), "--date", "2026-11-23")
+    assert busy.exit_code == 1 and "another report is running" in busy.stderr
+
+
+def test_an_empty_period_fails_cleanly(spark: Any, history: tuple[Path, Any],
+                                       report_home: Path) -> None:
+    result = run("report", "lag", "--input", str(history[0]), "--date", "2026-12-30")
+    assert result.exit_code == 3 and "no lag samples" in result.stderr
+    runs = json.loads(run("report", "list", "-o", "json").stdout)
+    assert runs[-1]["status"] == "failed"
+
+
+def test_schedule_prints_crontab_and_systemd_units(report_home: Path, tmp_path: Path) -> None:
+    result = run("report", "schedule", "--cron", "30 6 * * 1-5", "--period", "weekly",
+                 "--print")
+    assert result.exit_code == 0
+    assert "30 6 * * 1-5 MQADMIN_HOME=" in result.stdout
+    assert "report lag --period weekly --trigger schedule" in result.stdout
+    assert "OnCalendar=Mon..Fri *-*-* 06:30:00 UTC" in result.stdout
+    assert "next runs:" in result.stderr
+    written = run("report", "schedule", "--cron", "0 6 * * *", "--write", str(tmp_path))
+    assert written.exit_code == 0
+    assert (tmp_path / "mqadmin-lag-report.timer").read_text().count("OnCalendar=*-*-* "
+                                                                       "06:00:00 UTC") == 1
+    bad = run("report", "schedule", "--cron", "61 * * * *", "--print")
+    assert bad.exit_code == 2 and "bad cron expression" in bad.stderr
+    both = run("report", "schedule", "--cron", "0 6 1 * 1", "--print")
+    assert both.exit_code == 2 and "OnCalendar= by hand" in both.stderr
+
+
+@pytest.mark.parametrize("expr", ["0 6 * * *", "*/15 * * * *", "0 0 1 1 *"])
+def test_cron_next_times(expr: str) -> None:
+    import datetime as dt
+
+    from mqadmin.operations.report_schedule import next_times
+
+    after = dt.datetime(2026, 11, 24, 5, 59, tzinfo=dt.UTC)
+    first, second = next_times(expr, after, 2)
+    assert after < first < second

@@ -1,0 +1,77 @@
+"""The transforms on tiny DataFrames built here: verdict rules per sample, the SLO lookup,
+and gaps/islands (conventions: pure DataFrame -> DataFrame, tested in isolation)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from mqadmin.reports import dataset, episodes
+
+T0 = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
+COLS = ("cluster", "group", "topic", "broker", "queue_id", "ts", "consumer_offset", "lag", "ok")
+
+
+def frame(spark: Any, series: dict[tuple[str, int], list[tuple[int, int]]]) -> Any:
+    """Rows from {(group, queue): [(consumer_offset, lag), ...]} one minute apart."""
+    rows = [("c", group, "t", "b", queue, T0 + dt.timedelta(minutes=i), off, lag, True)
+            for (group, queue), points in series.items() for i, (off, lag) in enumerate(points)]
+    return spark.createDataFrame(rows, list(COLS))
+
+
+def last_verdict(spark: Any, series: dict[tuple[str, int], list[tuple[int, int]]],
+                 window: int = 5) -> dict[tuple[str, int], str]:
+    df = episodes.queue_verdicts(frame(spark, series), window)
+    last = {}
+    for r in df.orderBy("ts").collect():
+        last[(r["group"], r["queue_id"])] = episodes.NAMES[r["severity"]]
+    return last
+
+
+def test_verdict_rules(spark: Any) -> None:
+    got = last_verdict(spark, {
+        ("draining", 0): [(i * 10, 50 - i * 10) for i in range(6)],  # lag reaches 0 -> OK
+        ("slow", 0): [(i, 10 + i) for i in range(6)],  # moves, lag grows -> WARNING
+        ("ok-ish", 0): [(i * 3, 10 + (i % 2)) for i in range(6)],  # lag also falls -> OK
+        ("stuck", 0): [(5, 10 + i) for i in range(6)],  # this queue stands still ...
+        ("stuck", 1): [(i * 5, 3 * (i % 2)) for i in range(6)],  # ... another moves -> STALL
+        ("gone", 0): [(5, 10 + i) for i in range(6)],  # every queue still -> STOP
+        ("rewound", 0): [(100, 5), (110, 5), (120, 5), (60, 65), (61, 66), (62, 66)],
+        ("idle", 0): [(7, 0)] * 6,  # no traffic, no lag -> OK
+    })
+    assert got == {("draining", 0): "OK", ("slow", 0): "WARNING", ("ok-ish", 0): "OK",
+                   ("stuck", 0): "STALL", ("stuck", 1): "OK", ("gone", 0): "STOP",
+                   ("rewound", 0): "REWIND", ("idle", 0): "OK"}
+
+
+def test_stop_needs_the_standstill_to_outlast_the_window_span(spark: Any) -> None:
+    moving = [(i * 10, 100 - i) for i in range(8)]
+    still = [(70, 93 + i) for i in range(1, 4)]
+    df = episodes.queue_verdicts(frame(spark, {("g", 0): moving + still}), 10)
+    states = [episodes.NAMES[r["severity"]] for r in df.orderBy("ts").collect()]
+    # 8 moving samples then still: commit span 7 min; STOP once silent for more than that.
+    assert states[8:] == ["OK", "OK", "OK"]
+    more = [(70, 93 + i) for i in range(1, 10)]
+    df = episodes.queue_verdicts(frame(spark, {("g", 0): moving + more}), 10)
+    states = [episodes.NAMES[r["severity"]] for r in df.orderBy("ts").collect()]
+    assert "STOP" in states and states[-1] == "STOP"
+
+
+def test_slo_lookup_is_a_literal_map(spark: Any) -> None:
+    df = spark.createDataFrame([("a",), ("b",), ("%RETRY%c",)], ["group"])
+    got = {r["group"]: r["slo_ms"] for r in
+           dataset.with_slo(df, 300_000, {"a": 1000, "%RETRY%c": 5}).collect()}
+    assert got == {"a": 1000, "b": 300_000, "%RETRY%c": 5}
+
+
+def test_islands_break_on_state_changes_and_missing_cycles(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    minutes = [0, 1, 2, 4, 5, 6]  # minute 3 missing
+    states = [1, 1, 2, 2, 2, 1]
+    rows = [("c", "g", T0 + dt.timedelta(minutes=m), 60_000, s) for m, s in
+            zip(minutes, states, strict=True)]
+    df = spark.createDataFrame(rows, ["cluster", "group", "ts", "interval_ms", "s"])
+    got = [r["episode"] for r in
+           episodes.islands(df, ["cluster", "group"], F.col("s")).orderBy("ts").collect()]
+    assert got == [1, 1, 2, 3, 3, 4]
