@@ -48,7 +48,7 @@ app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
 app.add_typer(lag.app, name="lag", rich_help_panel="Consumer lag")
 app.add_typer(dev.app, name="dev", rich_help_panel="mqadmin itself")
 app.add_typer(dashboard.app)
-app.add_typer(report.app, name="report", rich_help_panel="mqadmin itself")
+app.add_typer(report.app, name="report", rich_help_panel="Consumer lag")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

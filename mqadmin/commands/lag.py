@@ -23,6 +23,7 @@ from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations import lag_status as st
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
 from mqadmin.operations.lag_verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW
+from mqadmin.operations.report_schedule import ReportDuty
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
 from mqadmin.render import OutputFormat
 
@@ -126,6 +127,13 @@ def collect(
         "--concurrency", min=1, max=512, help="Requests in flight at once.")] = 32,
     log_file: Annotated[Path | None, typer.Option(
         "--log-file", help="Log here (default: DATA_DIR/logs/lag-collect.log).")] = None,
+    report: Annotated[str | None, typer.Option(
+        "--report", metavar="CRON", help="Also run `mqadmin report lag` when this cron "
+                                         "expression (UTC) matches, e.g. \"0 6 * * *\"; "
+                                         "report_ready goes to the webhooks.")] = None,
+    report_period: Annotated[str, typer.Option(
+        "--report-period", help="daily or weekly: the period of the scheduled report.")]
+    = "daily",
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
@@ -138,6 +146,7 @@ def collect(
         hooks = tuple(check_webhook(u) for u in webhook or ())
         where = endpoint(namesrv, context)
         root = (data_dir or config.home()).expanduser().resolve()
+        duty = scheduled_report(report, report_period, root) if report is not None else None
         log_path = log_file or root / "logs" / LOG_FILE
         handler = _setup_log(log_path)
         cfg = CollectorConfig(tuple(where.addrs), name or cluster_key(where), ms, root, hooks,
@@ -148,6 +157,8 @@ def collect(
         logging.getLogger("mqadmin.lag").info("collector for %s (%s) every %d ms, pid %d",
                                               cfg.cluster, where.text, ms, os.getpid())
         collector = LagCollector(cfg)
+        if duty is not None:
+            collector.add_duty("report", duty)
         try:
             loop.run(run_collector(collector))
         finally:
@@ -161,6 +172,16 @@ def collect(
                         "eventsDelivered": collector.webhooks.delivered,
                         "eventsFailed": collector.webhooks.failed, "log": str(log_path)}],
                       output, columns=COLLECT_COLUMNS)
+
+
+def scheduled_report(cron: str, period: str, root: Path) -> ReportDuty:
+    """The collector's report duty over its own history (checks the options first)."""
+    if period not in ("daily", "weekly"):
+        raise UsageProblem(f"unknown --report-period {period!r}: use daily or weekly.")
+    duty = ReportDuty(cron, period, extra=["--input", str(root / "lag-history")])
+    render.note(f"scheduled {period} report at '{duty.cron}' (UTC), next at "
+                f"{duty.due:%Y-%m-%d %H:%M} UTC")
+    return duty
 
 
 def _report(namesrv: str | None, context: str | None, group: str | None, window: int,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import shlex
 from pathlib import Path
 from typing import Annotated
@@ -110,8 +111,7 @@ def report_schedule(
                               "--trigger", "schedule"])
         files = sched.schedule_files(expr, period, command, str(config.home()))
         upcoming = ", ".join(t.strftime("%Y-%m-%d %H:%M UTC")
-                             for t in sched.next_times(expr, sched.dt.datetime.now(sched.dt.UTC),
-                                                       3))
+                             for t in sched.next_times(expr, dt.datetime.now(dt.UTC), 3))
         if write is not None:
             write.mkdir(parents=True, exist_ok=True)
             for name, text in files.items():

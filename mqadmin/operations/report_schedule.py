@@ -1,12 +1,13 @@
 """Scheduled lag reports: cron expressions (cronsim), the crontab line and systemd units for
 hosts that prefer the system's scheduler, and the scheduler the lag monitor runs.
 
-How this works: `ReportScheduler` is a small Service (one asyncio task): it sleeps until the
-next time the expression matches (UTC), then runs ``mqadmin report lag`` as a child process
-(Spark gets its own JVM and memory; the monitor keeps sampling), retries a failed run once,
-and hands a ``report_ready`` (or ``report_failed``) event to `notify` (the monitor's webhook
-poster).  It never starts a run while its previous one is going (that tick is logged and
-skipped), and ``report lag`` itself refuses to start while any other report holds the lock.
+How this works: `ReportDuty` is one of the lag collector's duties (it runs after each
+cycle, in its own task, skipped while its previous run is still going).  When the cron
+expression (UTC) has matched since it last looked, it runs ``mqadmin report lag`` as a
+child process (Spark gets its own JVM and memory; the collector keeps sampling), retries a
+failed run once, and posts a ``report_ready`` (or ``report_failed``) event to the
+collector's webhooks.  A match that falls while a report is running is skipped, and
+``report lag`` itself refuses to start while any other report holds the lock.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ import json
 import logging
 import shlex
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mqadmin.exit_codes import UsageProblem
 
 log = logging.getLogger(__name__)
-Notify = Callable[[dict[str, Any]], Awaitable[None]]
 _DOW = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -145,66 +145,57 @@ class Outcome:
     error: str
 
 
-class ReportScheduler:
-    """Runs the report each time `cron` matches; see the module docstring.
+class EventSink(Protocol):
+    """Where a duty's event goes: the lag collector (`LagCollector.post_event`)."""
+
+    def post_event(self, kind: str, payload: Mapping[str, Any]) -> None: ...
+
+
+class ReportDuty:
+    """The monitor's duty (`LagCollector.add_duty`) running the report when `cron` has
+    matched since the last cycle; see the module docstring.
 
     Args:
         cron: a 5-field cron expression, in UTC.
         period: daily or weekly.
-        notify: receives the ``report_ready`` / ``report_failed`` event.
+        extra: more ``report lag`` options (the monitor's --input, say).
         argv: builds the command of an attempt (tests swap the report for a stand-in).
         clock: the current time (tests).
     """
 
-    def __init__(self, cron: str, period: str = "daily", *, notify: Notify | None = None,
+    def __init__(self, cron: str, period: str = "daily", *, extra: Sequence[str] = (),
                  argv: Callable[[int], list[str]] | None = None,
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
         self.cron = parse_cron(cron)
         self.period = period
-        self.notify = notify
-        self.argv = argv or (lambda attempt: report_argv(period, attempt=attempt))
+        self.argv = argv or (lambda attempt: report_argv(period, extra, attempt=attempt))
         self.clock = clock
+        self.due = next_times(self.cron, clock())[0]
         self.outcomes: list[Outcome] = []
         self.skipped = 0
-        self._loop: asyncio.Task[None] | None = None
-        self._running: asyncio.Task[Outcome] | None = None
-        self._stop = asyncio.Event()
+        self._busy = False
 
-    def start(self) -> None:
-        self._stop.clear()
-        self._loop = asyncio.create_task(self._run(), name="report-scheduler")
-
-    async def stop(self) -> None:
-        """Stop scheduling; a report already running is left to finish (awaited)."""
-        self._stop.set()
-        if self._loop is not None:
-            await self._loop
-        if self._running is not None:
-            await asyncio.shield(self._running)
-
-    async def _run(self) -> None:
-        while not self._stop.is_set():
-            now = self.clock()
-            due = next_times(self.cron, now)[0]
-            try:
-                await asyncio.wait_for(self._stop.wait(), (due - now).total_seconds())
-                return
-            except TimeoutError:
-                pass
-            self.fire()
-
-    def fire(self) -> asyncio.Task[Outcome] | None:
-        """Start a report now unless one is running; returns its task (None: skipped)."""
-        if self._running is not None and not self._running.done():
+    async def __call__(self, sink: EventSink, _cycle: object = None) -> None:
+        """Run the report if it is due; the event goes to `sink`, the outcome to
+        `outcomes`."""
+        now = self.clock()
+        if now < self.due:
+            return
+        self.due = next_times(self.cron, now)[0]
+        if self._busy:  # the collector skips a running duty; this guards direct calls
             self.skipped += 1
             log.warning("scheduled report skipped: the previous one is still running")
-            return None
-        self._running = asyncio.create_task(self.run_once(), name="scheduled-report")
-        return self._running
+            return
+        self._busy = True
+        try:
+            outcome = await self.run_once()
+        finally:
+            self._busy = False
+        kind, payload = event(outcome, self.period)
+        sink.post_event(kind, payload)
 
     async def run_once(self) -> Outcome:
-        """One scheduled report: up to two attempts, then the event."""
-        error = ""
+        """One scheduled report: up to two attempts."""
         outcome = Outcome(False, 0, None, "")
         for attempt in (1, 2):
             proc = await asyncio.create_subprocess_exec(
@@ -214,6 +205,7 @@ class ReportScheduler:
             if proc.returncode == 0:
                 runs = json.loads(out.decode() or "[]")
                 outcome = Outcome(True, attempt, runs[0] if runs else None, "")
+                log.info("scheduled report ready: %s", outcome.run)
                 break
             lines = err.decode(errors="replace").strip().splitlines()
             error = lines[-1] if lines else f"exit code {proc.returncode}"
@@ -222,16 +214,13 @@ class ReportScheduler:
             if "another report is running" in error:
                 break  # not a failure of this report: do not run it twice
         self.outcomes.append(outcome)
-        if self.notify is not None:
-            await self.notify(event(outcome, self.period))
         return outcome
 
 
-def event(outcome: Outcome, period: str) -> dict[str, Any]:
-    """The webhook payload for `outcome`."""
-    base: dict[str, Any] = {"event": "report_ready" if outcome.ok else "report_failed",
-                            "period_kind": period, "attempts": outcome.attempts,
-                            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+def event(outcome: Outcome, period: str) -> tuple[str, dict[str, Any]]:
+    """The webhook event kind (report_ready, report_failed) and payload for `outcome`."""
+    kind = "report_ready" if outcome.ok else "report_failed"
+    base: dict[str, Any] = {"period_kind": period, "attempts": outcome.attempts}
     run = outcome.run or {}
     if outcome.ok:
         out = run.get("out", "")
@@ -242,27 +231,5 @@ def event(outcome: Outcome, period: str) -> dict[str, Any]:
                  "top_offenders": run.get("top_offenders", [])}
     else:
         base["error"] = outcome.error
-    return base
+    return kind, base
 
-
-def webhook_notifier(urls: Sequence[str], *, tries: int = 3, timeout: float = 5.0) -> Notify:
-    """A `Notify` POSTing the event as JSON to every URL with httpx, retrying with backoff;
-    a dead webhook is logged, never raised (the monitor keeps going)."""
-    import httpx
-
-    async def notify(payload: dict[str, Any]) -> None:
-        async with httpx.AsyncClient(timeout=timeout) as client:
-            for url in urls:
-                for attempt in range(tries):
-                    try:
-                        response = await client.post(url, json=payload)
-                        if response.status_code < 500:
-                            break
-                    except httpx.HTTPError as exc:
-                        log.warning("webhook %s: %s", url, exc)
-                    if attempt + 1 < tries:
-                        await asyncio.sleep(0.5 * 2 ** attempt)
-                else:
-                    log.warning("webhook %s: gave up after %d tries", url, tries)
-
-    return notify

@@ -82,9 +82,10 @@ def lag_over_time(doc: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]],
     ax.set_xlabel("time (UTC)")
     ax.set_ylim(bottom=0)
     ax.set_xlim(_utc(period["start"]), _utc(period["end"]))
-    locator = mdates.AutoDateLocator(tz=dt.UTC)
+    locator = mdates.AutoDateLocator(tz=dt.UTC)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=dt.UTC))
+    ax.xaxis.set_major_formatter(
+        mdates.ConciseDateFormatter(locator, tz=dt.UTC))  # type: ignore[no-untyped-call]
     if series:
         ax.legend(loc="upper left", fontsize=8, framealpha=0.85)
     fig.tight_layout()
@@ -153,7 +154,7 @@ def slo_minutes(doc: Mapping[str, Any], path: Path) -> Path:
     ax.invert_yaxis()
     ax.set_xlabel("minutes above the group's time-lag SLO")
     period_min = (_utc(doc["period"]["end"]) - _utc(doc["period"]["start"])).total_seconds() / 60
-    ax.set_xlim(0, max(values + [1.0]) * 1.15)
+    ax.set_xlim(0, max([*values, 1.0]) * 1.15)
     if not chosen:
         ax.text(0.5, 0.5, "no group breached its SLO", ha="center", va="center",
                 transform=ax.transAxes)

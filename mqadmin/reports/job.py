@@ -59,7 +59,9 @@ def session(master: str | None, app_name: str = "mqadmin-lag-report") -> SparkSe
     if master:
         builder = builder.master(master)
     if master is None or master.startswith("local"):
-        builder = builder.config("spark.sql.shuffle.partitions", "8")
+        builder = builder.config("spark.sql.shuffle.partitions", "8") \
+            .config("spark.driver.host", "127.0.0.1") \
+            .config("spark.driver.bindAddress", "127.0.0.1")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -144,14 +146,12 @@ def write_outputs(doc: dict[str, Any], opts: Options, progress: Progress) -> lis
 
 
 def run(opts: Options, master: str | None = None,
-        progress: Progress = lambda _m: None) -> list[Path]:
+        note: Progress = lambda _m: None) -> list[Path]:
     """One report: a Spark session (reused when one is active, stopped only when made
     here), `compute`, `write_outputs`; returns the files written."""
     started = time.monotonic()
-    outer = progress
-
     def progress(message: str) -> None:
-        outer(f"[{time.monotonic() - started:6.1f} s] {message}")
+        note(f"[{time.monotonic() - started:6.1f} s] {message}")
 
     made = SparkSession.getActiveSession() is None
     if made:
@@ -195,7 +195,7 @@ def parse_args(argv: list[str]) -> tuple[Options, str | None]:
 def main(argv: list[str] | None = None) -> int:
     opts, master = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        run(opts, master, progress=lambda m: print(m, file=sys.stderr, flush=True))
+        run(opts, master, note=lambda m: print(m, file=sys.stderr, flush=True))
     except (ReportError, dataset.DatasetError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

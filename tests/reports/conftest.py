@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ SLO_FILE = 'default = "5m"\n[groups]\nslo-hand = "30s"\n"group-1" = "20m"\n'
 def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (SparkSession.builder.master("local[1]").appName("mqadmin-report-tests")
                .config("spark.sql.shuffle.partitions", "1")
                .config("spark.default.parallelism", "1")
@@ -27,6 +29,8 @@ def spark() -> Iterator[Any]:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "512m")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -12,6 +12,9 @@ from typer.testing import CliRunner
 from mqadmin import report_runs
 from mqadmin.app import app
 
+#: Spark is slow to start on a busy machine: the session fixture counts here.
+pytestmark = pytest.mark.timeout(900)
+
 
 def run(*args: str) -> Any:
     return CliRunner().invoke(app, list(args))

@@ -13,6 +13,9 @@ import pytest
 
 from tests.reports import lagdata, reference
 
+#: Spark is slow to start on a busy machine: the session fixture counts here.
+pytestmark = pytest.mark.timeout(900)
+
 START = lagdata.ms(lagdata.DAY)
 END = START + 86_400_000
 SLO = {"slo-hand": 30_000, "group-1": 1_200_000}

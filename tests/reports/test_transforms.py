@@ -6,7 +6,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
+
 from mqadmin.reports import dataset, episodes
+
+#: Spark is slow to start on a busy machine: the session fixture counts here.
+pytestmark = pytest.mark.timeout(900)
 
 T0 = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
 COLS = ("cluster", "group", "topic", "broker", "queue_id", "ts", "consumer_offset", "lag", "ok")
