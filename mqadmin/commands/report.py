@@ -47,8 +47,10 @@ def report_lag(
         "--slo", help="SLO file (TOML; default: $MQADMIN_HOME/report-slo.toml if present, "
                       "else 5 min for every group).")] = None,
     window: Annotated[int, typer.Option("--window", help="Samples per verdict window.")] = 10,
-    trigger: Annotated[str, typer.Option("--trigger", hidden=True)] = "manual",
-    attempt: Annotated[int, typer.Option("--attempt", hidden=True)] = 1,
+    trigger: Annotated[str, typer.Option(
+        "--trigger", hidden=True, help="Who started it: manual or schedule.")] = "manual",
+    attempt: Annotated[int, typer.Option(
+        "--attempt", hidden=True, help="Attempt number of a scheduled run.")] = 1,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
@@ -95,11 +97,13 @@ def report_schedule(
         "--print", help="Print the crontab line and the systemd service and timer.")] = False,
     write: Annotated[Path | None, typer.Option(
         "--write", metavar="DIR", help="Write them into DIR instead.")] = None,
+    output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Run the report from the system's scheduler: prints (or writes) a crontab line and a
-    systemd timer/service pair that run `mqadmin report lag`.  To let the lag monitor run
-    it instead, start it with `mqadmin lag collect --report EXPR`."""
+    systemd timer/service pair that run `mqadmin report lag` (-o json: the same as rows).
+    To let the lag monitor run it instead, start it with `mqadmin lag collect --report
+    EXPR`."""
     with guarded(debug):
         if not print_files and write is None:
             raise UsageProblem("add --print to see the crontab line and systemd units, or "
@@ -117,7 +121,10 @@ def report_schedule(
             for name, text in files.items():
                 (write / name).write_text(text, encoding="utf-8")
             render.note(f"wrote {', '.join(files)} into {write}")
-        else:
+        elif output is OutputFormat.TABLE:  # the files as they are, to copy and paste
             for name, text in files.items():
                 typer.echo(f"# --- {name} ---\n{text}")
+        else:
+            render.render([{"file": n, "text": t} for n, t in files.items()], output,
+                          columns=("file", "text"))
         render.note(f"next runs: {upcoming}")
