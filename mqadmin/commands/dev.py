@@ -102,7 +102,7 @@ def dev_status(
 @app.command("restart")
 def dev_restart(
     name: Annotated[str, typer.Argument(
-        help="The process: namesrv, broker-a-n1, broker-a-n2 or traffic.")],
+        help=f"The process: {', '.join(dev.PROCESSES)}.")],
     data_dir: DataDirOpt = Path(dev.DEFAULT_DATA_DIR),
     timeout: Annotated[float, typer.Option(
         "--timeout", min=0, help="Seconds to wait after SIGTERM before SIGKILL.")

@@ -336,7 +336,13 @@ def status(data_dir: Path) -> list[dict[str, object]]:
     return [{"process": name, "pid": pid, "addr": addrs.get(name),
              "role": roles.get(name, (None, None))[0],
              "brokerId": roles.get(name, (None, None))[1],
-             "running": name in running} for name, pid in state.pids.items()]
+             "running": name in running} for name, pid in _in_order(state.pids)]
+
+
+def _in_order(pids: dict[str, int]) -> list[tuple[str, int]]:
+    """The processes in start order (a restarted one was recorded last)."""
+    rank = {name: i for i, name in enumerate(PROCESSES)}
+    return sorted(pids.items(), key=lambda item: rank.get(item[0], len(rank)))
 
 
 def check_running(data_dir: Path, rows: list[dict[str, object]]) -> None:

@@ -145,6 +145,7 @@ def test_dev_restart_rehearses_a_switchover(data_dir: Path) -> None:
     assert restarted.exit_code == 0, restarted.stderr
     code, status, _ = status_of(data_dir)
     assert code == 0
+    assert list(status) == ["namesrv", "broker-a-n1", "broker-a-n2"]  # in start order
     assert status["broker-a-n1"]["pid"] != old["broker-a-n1"]["pid"]
     assert gone(old["broker-a-n1"]["pid"])
     assert {n: status[n]["pid"] for n in ("namesrv", "broker-a-n2")} == {
