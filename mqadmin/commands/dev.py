@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from mqadmin import config, render
+from mqadmin import config, credentials, render
 from mqadmin.commands import guarded
+from mqadmin.dev import access
 from mqadmin.dev import cluster as dev
 from mqadmin.options import DebugOpt, OutputOpt
 from mqadmin.render import OutputFormat
@@ -38,6 +39,9 @@ def dev_up(
                                                "lag collector.")] = True,
     rate: Annotated[float, typer.Option("--rate", min=0.1,
                                         help="Demo orders a second.")] = 5.0,
+    open_: Annotated[bool, typer.Option(
+        "--open", help="No access control (by default authentication and authorization are "
+                       "on, with generated keys).")] = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
@@ -50,20 +54,32 @@ def dev_up(
     Demo data: topics DemoOrders and DemoPayments; group demo-consumer fails every order
     whose key ends in 7, so %DLQ%demo-consumer fills within a minute; group demo-laggard
     falls behind.  The cluster is saved as the context "dev".
+
+    Access control (unless --open): a generated SUPER user (dev-admin) is saved with the
+    "dev" context, and the demo traffic signs as demo-app, a NORMAL user allowed only Pub/Sub
+    on the demo topics and Sub on the demo groups (`mqadmin listAcl --context dev -c
+    DevCluster`).  Keys live in DATA_DIR/access.json (mode 0600).
     """
     with guarded(debug):
         state, already = dev.up(data_dir, namesrv_port=namesrv_port, broker_port=broker_port,
                                 slave_port=slave_port, traffic=traffic, rate=rate,
-                                on_step=render.note)
+                                open_=open_, on_step=render.note)
         saved = config.load()
         saved.contexts[CONTEXT] = config.Context(CONTEXT, state.namesrv,
                                                  f"mqadmin dev up --data-dir {state.data_dir}")
         config.save(saved)
+        keys = access.existing(Path(state.data_dir))
+        credentials.set_context(CONTEXT, keys.admin if keys else None)
         render.render(dev.status(Path(state.data_dir)), output, columns=PROCESS_COLUMNS)
         if already:
             render.note(f"already running (data dir {state.data_dir}).")
-        render.note(f"Reach it with:  export NAMESRV_ADDR={state.namesrv}\n"
-                    f"           or:  mqadmin clusterList --context {CONTEXT}\n"
+        secured = (f"Access control is on: the context {CONTEXT!r} signs as "
+                   f"{keys.admin.access_key} (SUPER); the demo traffic as "
+                   f"{keys.app.access_key}.\n" if keys else "Access control is off (--open).\n")
+        env = (" (and MQADMIN_ACCESS_KEY / MQADMIN_SECRET_KEY from "
+               f"{Path(state.data_dir) / access.KEYS_FILE})" if keys else "")
+        render.note(f"{secured}Reach it with:  mqadmin clusterList --context {CONTEXT}\n"
+                    f"           or:  export NAMESRV_ADDR={state.namesrv}{env}\n"
                     f"Stop it with:   mqadmin dev down --data-dir {state.data_dir}")
 
 

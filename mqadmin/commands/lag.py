@@ -150,7 +150,8 @@ def collect(
         log_path = log_file or root / "logs" / LOG_FILE
         handler = _setup_log(log_path)
         cfg = CollectorConfig(tuple(where.addrs), name or cluster_key(where), ms, root, hooks,
-                              window, allowed_lag, concurrency)
+                              window, allowed_lag, concurrency,
+                              credentials=where.credentials)
         render.note(f"collecting '{cfg.cluster}' every {interval}: window in "
                     f"{config.home() / 'mqadmin.db'}, history in {root / 'lag-history'}, "
                     f"log in {log_path}.  Stop with Ctrl-C or SIGTERM.")

@@ -105,7 +105,7 @@ async def run_watch(where: Endpoint, keys: Sequence[str], *, group: str | None, 
                     allowed_lag: int, every: float | None, stream: TextIO,
                     output: OutputFormat = OutputFormat.TABLE) -> None:
     """Refresh the table (or print the rows, for json and csv) until Ctrl-C."""
-    async with MQAdmin(where.addrs) as admin:
+    async with MQAdmin(where.addrs, credentials=where.credentials) as admin:
         feed = Feed(admin, keys, group, window, allowed_lag, every)
         if output is not OutputFormat.TABLE:
             while True:

@@ -30,7 +30,7 @@ from engine.client.errors import ClientError
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting import loop
-from mqadmin.dev import processes
+from mqadmin.dev import access, processes
 from mqadmin.dev.processes import DevError, accepting, is_ours, log_path, wait_ready
 from mqadmin.exit_codes import UsageProblem
 
@@ -101,7 +101,8 @@ def _namesrv_conf(data_dir: Path, port: int) -> Path:
     path.write_text("\n".join([
         f"listenPort={port}", "bindAddress=127.0.0.1", f"rocketmqHome={data_dir}",
         f"kvConfigPath={ns / 'kvConfig.json'}", f"configStorePath={ns / 'namesrv.properties'}",
-        f"logsDir={data_dir / 'logs' / 'namesrv'}", ""]))
+        f"logsDir={data_dir / 'logs' / 'namesrv'}",
+        *access.config_lines(access.existing(data_dir), broker=False), ""]))
     return path
 
 
@@ -120,7 +121,8 @@ def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str) -> Path:
         "bindAddress=127.0.0.1", f"listenPort={port}",
         f"storePathRootDir={data_dir / name / 'store'}",
         f"logsDir={data_dir / 'logs' / name}", f"messageDelayLevel={DELAY_LEVELS}",
-        "mappedFileSizeCommitLog=16777216", "fileReservedTime=48", ""]))
+        "mappedFileSizeCommitLog=16777216", "fileReservedTime=48",
+        *access.config_lines(access.existing(data_dir), broker=True), ""]))
     return path
 
 
@@ -161,12 +163,17 @@ def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float) -
     elif name == "traffic":
         args = ["-m", "mqadmin.dev.traffic", "-n", state.namesrv, "--data-dir", str(data_dir),
                 "--rate", str(rate)]
+        if access.existing(data_dir) is not None:  # the demo app's key, not the operator's
+            args += ["--credentials", str(data_dir / access.APP_FILE)]
     elif name == "lag":
         args = ["-m", "mqadmin.app", "lag", "collect", "-n", state.namesrv, *LAG_ARGS,
                 "--data-dir", str(data_dir)]
     else:
         raise DevError(f"no way to start {name!r}; `mqadmin dev down` and `up` again")
-    state.pids[name] = processes.spawn(name, args, data_dir)
+    keys = access.existing(data_dir)
+    env = {} if keys is None or name != "lag" else {  # reads every group's offsets: SUPER
+        "MQADMIN_ACCESS_KEY": keys.admin.access_key, "MQADMIN_SECRET_KEY": keys.admin.secret_key}
+    state.pids[name] = processes.spawn(name, args, data_dir, env=env)
     _write_state(state)
 
 
@@ -182,10 +189,11 @@ def _wait_serving(name: str, state: DevState, data_dir: Path, timeout: float) ->
                    {name: state.pids[name]}, data_dir, timeout)
 
 
-async def create_demo(namesrv: str) -> None:
+async def create_demo(namesrv: str, keys: access.DevKeys | None = None) -> None:
     """The demo topics (on the cluster's masters) and groups (few retries, so failed
-    messages reach their dead-letter queue within a minute)."""
-    async with MQAdmin(namesrv) as admin:
+    messages reach their dead-letter queue within a minute); with access control, the demo
+    application's user and rules on every broker."""
+    async with MQAdmin(namesrv, credentials=keys.admin if keys else None) as admin:
         for topic, queues in DEMO_TOPICS.items():
             for outcome in await admin.create_topic_on_cluster(
                     CLUSTER, TopicConfig(topic, queues, queues)):
@@ -196,14 +204,19 @@ async def create_demo(namesrv: str) -> None:
                     CLUSTER, SubscriptionGroupConfig(group, retry_max_times=retries)):
                 if outcome.error is not None:
                     raise outcome.error
+        if keys is not None:
+            info = await admin.namesrv.cluster_info()
+            brokers = [a for d in info.broker_addr_table.values() for a in d.broker_addrs.values()]
+            await access.grant_app(admin, brokers, keys, list(DEMO_TOPICS), list(DEMO_GROUPS))
 
 
 def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
        slave_port: int = 0, traffic: bool = True, rate: float = 5.0,
-       timeout: float = READY_TIMEOUT,
+       timeout: float = READY_TIMEOUT, open_: bool = False,
        on_step: Callable[[str], None] | None = None) -> tuple[DevState, bool]:
     """Start what of the dev cluster under `data_dir` does not run (ports 0: last run's,
-    else free ones); returns its state and whether everything was already running.
+    else free ones); returns its state and whether everything was already running.  Access
+    control is on (dev/access.py) unless `open_`.
 
     Raises:
         DevError: a process did not start; the message names its log.
@@ -211,6 +224,11 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
     step = on_step or (lambda _: None)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
+    keys = None
+    if open_:
+        access.forget(data_dir)
+    else:
+        keys = access.load_or_create(data_dir)
     wanted = [n for n in PROCESSES if n not in DEMO_PROCESSES or traffic]
     old = read_state(data_dir)
     alive = {n: pid for n, pid in (old.pids if old else {}).items() if is_ours(pid, data_dir)}
@@ -235,7 +253,7 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
         for name in dead:
             if name == "traffic" and fresh:
                 step("creating the demo topics and groups")
-                loop.run(create_demo(state.namesrv))
+                loop.run(create_demo(state.namesrv, keys))
             verb = "starting" if fresh else "restarting"
             where = f" on 127.0.0.1:{ports[name]}" if name in ports else ""
             step(f"{verb} {name}{where}")
@@ -243,7 +261,7 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
             _wait_serving(name, state, data_dir, timeout)
         if fresh and "traffic" not in dead:
             step("creating the demo topics and groups")
-            loop.run(create_demo(state.namesrv))
+            loop.run(create_demo(state.namesrv, keys))
     except BaseException:
         if fresh:
             down(data_dir, timeout=STOP_TIMEOUT)
@@ -307,7 +325,9 @@ def down(data_dir: Path, *, timeout: float = STOP_TIMEOUT) -> list[Stopped]:
 async def _roles(state: DevState, running: set[str]) -> dict[str, tuple[str | None, int | None]]:
     """Broker process -> (brokerRole the broker reports, brokerId the name server lists)."""
     found: dict[str, tuple[str | None, int | None]] = {}
-    async with MQAdmin(state.namesrv, timeout=2.0) as admin:
+    keys = access.existing(Path(state.data_dir))
+    async with MQAdmin(state.namesrv, timeout=2.0,
+                       credentials=keys.admin if keys else None) as admin:
         ids: dict[str, int] = {}
         if "namesrv" in running:
             with contextlib.suppress(ClientError, TimeoutError):

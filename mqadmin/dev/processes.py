@@ -60,15 +60,17 @@ def log_path(data_dir: Path, name: str) -> Path:
     return data_dir / "logs" / f"{name}.out"
 
 
-def spawn(name: str, args: list[str], data_dir: Path) -> int:
+def spawn(name: str, args: list[str], data_dir: Path,
+          env: dict[str, str] | None = None) -> int:
     """Start ``python ARGS`` in its own session (it outlives this command), output
-    appended to logs/NAME.out; returns its pid."""
+    appended to logs/NAME.out, `env` added to the environment; returns its pid."""
     path = log_path(data_dir, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "ab") as out:
         child = subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL,
                                  stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True, cwd=data_dir)
+                                 start_new_session=True, cwd=data_dir,
+                                 env={**os.environ, **env} if env else None)
     _CHILDREN[child.pid] = child
     return child.pid
 

@@ -42,7 +42,9 @@ from engine.client import (
 )
 from engine.client.dedupe import Dedupe
 from engine.client.dedupe_sqlite import SqliteKeyStore
+from engine.protocol.signature import Credentials
 from engine.remoting import loop
+from mqadmin.dev.access import read_app_credentials
 
 log = logging.getLogger("mqadmin.dev.traffic")
 
@@ -85,10 +87,15 @@ class PoisonRule:
         return True
 
 
+#: The demo application's key (`--credentials`, access control on), None when open.
+CREDENTIALS: Credentials | None = None
+
+
 def _config(namesrv: str, name: str) -> ClientConfig:
     return ClientConfig(namesrv_addr=namesrv, instance_name=name,
                         poll_name_server_interval=5_000, heartbeat_broker_interval=10_000,
-                        persist_consumer_offset_interval=2_000, rebalance_interval=5_000)
+                        persist_consumer_offset_interval=2_000, rebalance_interval=5_000,
+                        credentials=CREDENTIALS)
 
 
 def order_consumer(namesrv: str, counts: Counts, rule: PoisonRule, *,
@@ -203,7 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", help="the dev cluster's data directory (marks the "
                                            "process as the cluster's)")
     parser.add_argument("--rate", type=float, default=5.0, help="orders a second")
+    parser.add_argument("--credentials", help="JSON file with the accessKey and secretKey to "
+                                              "sign with (the dev cluster's demo-app user)")
     args = parser.parse_args(argv)
+    if args.credentials:
+        global CREDENTIALS
+        CREDENTIALS = read_app_credentials(args.credentials)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)

@@ -27,6 +27,7 @@ from typing import Any
 
 from engine.client.admin import MQAdmin, select_addr
 from engine.common.service import Service
+from engine.protocol.signature import Credentials
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_alerts import Webhooks
 from mqadmin.operations.lag_history import DIR_NAME, HistoryWriter
@@ -61,6 +62,7 @@ class CollectorConfig:
     concurrency: int = CONCURRENCY
     db_path: Path | None = None  # the admin database (mqadmin's home by default)
     flush_cycles: int = 30
+    credentials: Credentials | None = field(default=None, repr=False)  # signs requests
 
 
 class LagCollector(Service):
@@ -115,7 +117,7 @@ class LagCollector(Service):
         """Resume from the window and connect, without starting the loop (then `cycle()`
         runs one cycle by hand; `close()` ends)."""
         await asyncio.to_thread(self._resume)
-        self._admin = MQAdmin(list(self.config.namesrv))
+        self._admin = MQAdmin(list(self.config.namesrv), credentials=self.config.credentials)
         self.webhooks.start()
 
     async def start_collecting(self) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import TopicNotExistError
+from mqadmin.dev import access
 from mqadmin.dev import cluster as dev
 from mqadmin.dev.traffic import Counts, PoisonRule, order_consumer
 from mqadmin.exit_codes import ExitCode
@@ -59,9 +60,33 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
         ("DevCluster", "broker-a", 0, processes["broker-a-n1"]["addr"]),
         ("DevCluster", "broker-a", 1, processes["broker-a-n2"]["addr"])]
     config = {r["key"]: r["value"] for r in json_rows(
-        "getBrokerConfig", "-b", processes["broker-a-n2"]["addr"], "-n", namesrv)}
+        "getBrokerConfig", "-b", processes["broker-a-n2"]["addr"], "--context", "dev")}
     assert (config["brokerRole"], config["brokerId"]) == ("SLAVE", "1")
     assert config["messageDelayLevel"] == dev.DELAY_LEVELS
+    # access control is on: the dev context signs as the SUPER user, secrets stay hidden
+    assert config["authorizationEnabled"] == "true"
+    assert config["initAuthenticationUser"] == "******"
+    assert (data_dir / access.KEYS_FILE).stat().st_mode & 0o777 == 0o600
+    master = processes["broker-a-n1"]["addr"]
+    unsigned = invoke("getBrokerConfig", "-b", master, "-n", namesrv)
+    assert unsigned.exit_code == ExitCode.REJECTED and "not signed" in unsigned.stderr
+    keys = access.existing(data_dir)
+    assert keys is not None
+    app = {"MQADMIN_ACCESS_KEY": keys.app.access_key,
+           "MQADMIN_SECRET_KEY": keys.app.secret_key}
+    as_app = invoke("getBrokerConfig", "-b", master, "-n", namesrv, env=app)
+    assert as_app.exit_code == ExitCode.REJECTED and "no rule allows" in as_app.stderr
+    rules = json_rows("listAcl", "-s", keys.app.access_key, "-b", master, "--context", "dev")
+    assert {r["resource"] for r in rules} == {f"Topic:{t}" for t in dev.DEMO_TOPICS} | {
+        f"Group:{g}" for g in dev.DEMO_GROUPS}
+    deadline = time.monotonic() + 30  # the demo traffic (another process) signs as demo-app
+    while time.monotonic() < deadline:
+        stats = json_rows("topicStatus", "-t", "DemoOrders", "--context", "dev")
+        if sum(r["maxOffset"] for r in stats) > 0:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the demo traffic sent nothing within 30 s")
     topics = {r["topic"] for r in json_rows("topicList", "-n", namesrv)}
     assert set(dev.DEMO_TOPICS) <= topics
 
@@ -119,7 +144,7 @@ def until_slave_connected(namesrv: str, timeout: float = 20) -> None:
     """Until broker-a's master replicates to a slave (an event of another process)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        rows = json_rows("haStatus", "-b", dev.BROKER, "-n", namesrv)
+        rows = json_rows("haStatus", "-b", dev.BROKER, "--context", "dev")
         if any(r["brokerId"] == 0 and r.get("peer") for r in rows):
             return
         time.sleep(0.1)
@@ -132,7 +157,7 @@ def test_dev_restart_rehearses_a_switchover(data_dir: Path) -> None:
     old = {r["process"]: r for r in rows_of(first)}
     namesrv = old["namesrv"]["addr"]
     until_slave_connected(namesrv)
-    switched = invoke("switchover", "-b", dev.BROKER, "-n", namesrv, "--yes")
+    switched = invoke("switchover", "-b", dev.BROKER, "--context", "dev", "--yes")
     assert switched.exit_code == 0, switched.stderr
     code, status, _ = status_of(data_dir)
     assert code == 0
@@ -156,7 +181,8 @@ def test_dev_restart_rehearses_a_switchover(data_dir: Path) -> None:
     # a failover: the new master dies, n1 takes over, `up` brings n2 back as its slave
     until_slave_connected(namesrv)
     os.kill(status["broker-a-n2"]["pid"], signal.SIGKILL)
-    failed_over = invoke("failover", "-b", dev.BROKER, "-n", namesrv, "--accept-loss", "--yes")
+    failed_over = invoke("failover", "-b", dev.BROKER, "--context", "dev", "--accept-loss",
+                         "--yes")
     assert failed_over.exit_code == 0, failed_over.stderr
     code, status, err = status_of(data_dir)
     assert code == ExitCode.ERROR and "broker-a-n2 not running" in err
