@@ -39,6 +39,7 @@ from engine.client.results import (
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from engine.protocol.message import KEY_SEPARATOR, PROPERTY_KEYS
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,11 @@ KeyFunction = Callable[[MessageExt], "str | None"]
 
 def first_key(msg: MessageExt) -> str | None:
     """The message's first KEYS entry (the default business key)."""
+    text = msg.properties.get(PROPERTY_KEYS)
+    if not text:
+        return None
+    if KEY_SEPARATOR not in text:
+        return text
     keys = msg.keys
     return keys[0] if keys else None
 
@@ -212,8 +218,28 @@ def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
     success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
     later = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
+    store, group, owner = guard.dedupe.store, guard.group, guard.owner
+    key_of, lease_ms = guard.dedupe.key, guard.dedupe.lease_ms
+
+    async def one(msgs: list[MessageExt], key: str, ctx: ConsumeConcurrentlyContext
+                  ) -> ConsumeConcurrentlyStatus | None:
+        """The usual case (consume_message_batch_max_size = 1), without the bookkeeping."""
+        (claim,) = await store.claim(group, (key,), owner, lease_ms)
+        if claim is not Claim.NEW:
+            return success if claim is Claim.CONSUMED else later
+        try:
+            status = await guard.run(lambda: listener(msgs, ctx), (key,))
+        except Exception:
+            log.exception("%s: listener raised on a message", group)
+            status = later
+        ok = status is success and ctx.ack_index >= 0
+        await store.finish(group, (key,), owner, ok)
+        return status if isinstance(status, ConsumeConcurrentlyStatus) else None
+
     async def deduplicated(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
                            ) -> ConsumeConcurrentlyStatus | None:
+        if len(msgs) == 1 and (key := key_of(msgs[0])):
+            return await one(msgs, key, ctx)
         run, held, busy = await guard.claim(msgs)
         if busy:
             return later

@@ -8,10 +8,12 @@ How this works: one table, one row per (group, key)::
 
 A row whose `until` has passed counts as absent: an expired lease is a consumer that died
 while consuming (its key may be claimed again); an expired CONSUMED row is outside the
-window.  Claims and finishes from the event loop are queued and applied by one worker thread
-in one ``BEGIN IMMEDIATE`` transaction per flush, so at 10,000 messages/s one transaction
+window.  Claims and finishes from the event loop are queued and applied in one ``BEGIN
+IMMEDIATE`` transaction per flush, so at 10,000 messages/s one transaction
 carries dozens of them and other processes sharing the file see every claim atomically (the
-write lock makes claim-if-absent safe across processes).  WAL with ``synchronous=NORMAL``:
+write lock makes claim-if-absent safe across processes).  A flush runs on the event loop's
+thread when the lock is free at once and moves to the worker thread when it is not, so a
+consumer's loop never waits for another process.  WAL with ``synchronous=NORMAL``:
 a committed claim survives the death of the process (not of the machine's power).
 
 An application that wants its listener's effect and the key's record to commit together
@@ -35,8 +37,9 @@ from engine.client.dedupe import Claim
 CONSUMING = 0
 CONSUMED = 1
 DEFAULT_WINDOW_MS = 48 * 3600 * 1000  # longer than the 16 retry levels (about 4 h 46 min)
-SWEEP_PER_OP = 8  # rows looked at for expiry per operation applied (see _sweep)
+SWEEP_PER_OP = 1  # rows looked at for expiry per operation applied (see _sweep)
 LINGER = 0.002  # seconds a claim waits for others to share its transaction
+LOCK_WAIT = 30.0  # seconds the worker thread waits for another process's write lock
 CHUNK = 400  # keys per IN (...) query, below SQLite's variable limit
 
 SCHEMA = """
@@ -65,6 +68,10 @@ def mark_consumed(conn: sqlite3.Connection, group: str, key: str, *,
     conn.execute(UPSERT, (group, key, CONSUMED, "", now + window_ms))
 
 
+class Locked(Exception):
+    """The database's write lock is held by another connection (process)."""
+
+
 @dataclass(slots=True)
 class _Op:
     kind: str  # claim | consumed | release | renew
@@ -76,7 +83,8 @@ class _Op:
 
 
 class SqliteKeyStore:
-    """The default `KeyStore`: ``SqliteKeyStore("consumed-keys.db")`` (one file per host)."""
+    """The default `KeyStore`: ``SqliteKeyStore("consumed-keys.db")`` (one file per host;
+    one store object serves the consumers of one event loop)."""
 
     def __init__(self, path: str | Path, *, window_ms: int = DEFAULT_WINDOW_MS,
                  clock: Callable[[], int] | None = None, linger: float = LINGER) -> None:
@@ -87,8 +95,10 @@ class SqliteKeyStore:
         self.linger = linger
         self._clock = clock or (lambda: int(time.time() * 1000))
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="dedupe-sqlite")
-        self._conn: sqlite3.Connection | None = None
+        self._fast: sqlite3.Connection | None = None
+        self._slow: sqlite3.Connection | None = None
         self._pending: list[_Op] = []
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the first call
         self._flushing = False
         self._idle: asyncio.Event | None = None  # set when nothing is queued or flushing
         self._sweep_from = ("", "")  # (grp, key) where the expiry sweep goes on
@@ -109,20 +119,23 @@ class SqliteKeyStore:
         return self._submit("renew", group, keys, owner, lease_ms)
 
     async def close(self) -> None:
-        """Wait for queued writes, then close the connection and the worker thread."""
+        """Wait for queued writes, then close the connections and the worker thread."""
         if self._flushing:
             self._idle = asyncio.Event()
             await self._idle.wait()
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        for conn in (self._fast, self._slow):
+            if conn is not None:
+                conn.close()
+        self._fast = self._slow = None
         self._executor.shutdown(wait=True)
 
     # ------------------------------------------------------------------ batching
 
     def _submit(self, kind: str, group: str, keys: Sequence[str], owner: str,
                 lease_ms: int) -> asyncio.Future[Any]:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         if not keys:
             future.set_result([] if kind == "claim" else None)
@@ -134,24 +147,31 @@ class SqliteKeyStore:
         return future
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Apply the queued operations on the event loop's thread when the write lock is
+        free at once (the usual case: a transaction takes well under a millisecond), else in
+        the worker thread, which waits for another process to let go of it."""
         ops, self._pending = self._pending, []
-        done: asyncio.Future[list[list[Claim] | None]] = loop.create_future()
         try:
-            done.set_result(self._apply(ops))
+            results = self._apply(self._connection(fast=True), ops)
+        except Locked:
+            done = loop.run_in_executor(self._executor, self._apply_waiting, ops)
+            done.add_done_callback(lambda f: self._flushed(
+                loop, ops, f.exception(), None if f.exception() else f.result()))
+            return
         except Exception as exc:
-            done.set_exception(exc)
-        self._flushed(loop, ops, done)
+            self._flushed(loop, ops, exc, None)
+            return
+        self._flushed(loop, ops, None, results)
 
     def _flushed(self, loop: asyncio.AbstractEventLoop, ops: list[_Op],
-                 done: asyncio.Future[list[list[Claim] | None]]) -> None:
-        exc = done.exception()
+                 exc: BaseException | None, results: list[list[Claim] | None] | None) -> None:
         for i, op in enumerate(ops):
             if op.future.done():
                 continue
-            if exc is not None:
-                op.future.set_exception(exc)
+            if results is None:
+                op.future.set_exception(exc or RuntimeError("key store flush failed"))
             else:
-                op.future.set_result(done.result()[i])
+                op.future.set_result(results[i])
         if self._pending:
             self._flush(loop)
         else:
@@ -159,25 +179,42 @@ class SqliteKeyStore:
             if self._idle is not None:
                 self._idle.set()
 
-    # ------------------------------------------------------------------ the worker thread
+    # ------------------------------------------------------------------ transactions
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
+    def _connection(self, *, fast: bool) -> sqlite3.Connection:
+        """The loop thread's connection (never waits for a lock) or the worker's (waits)."""
+        conn = self._fast if fast else self._slow
+        if conn is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=0.0 if fast else LOCK_WAIT,
+                                   isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {0 if fast else int(LOCK_WAIT * 1000)}")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             ensure_schema(conn)
-            self._conn = conn
-        return self._conn
+            if fast:
+                self._fast = conn
+            else:
+                self._slow = conn
+        return conn
 
-    def _apply(self, ops: list[_Op]) -> list[list[Claim] | None]:
+    def _apply_waiting(self, ops: list[_Op]) -> list[list[Claim] | None]:
+        return self._apply(self._connection(fast=False), ops)
+
+    def _apply(self, conn: sqlite3.Connection, ops: list[_Op]) -> list[list[Claim] | None]:
         """One transaction for a flush: finishes first (they only concern keys their owner
-        already holds), then every claim, one SELECT per group and chunk of keys."""
-        conn = self._connection()
+        already holds), then every claim, one SELECT per group and chunk of keys.
+
+        Raises:
+            Locked: another connection holds the write lock (only with a fast connection).
+        """
         now = self._clock()
-        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise Locked(str(exc)) from None
+            raise
         try:
             self._finish(conn, ops, now)
             out: list[list[Claim] | None] = [None] * len(ops)
@@ -199,6 +236,8 @@ class SqliteKeyStore:
         """Delete expired rows among the next `rows` in key order, wrapping around.  Sweeping
         a few rows per operation keeps the table near (rate x window) rows without an index
         on `until`, which would double the cost of every write."""
+        if rows <= 0:
+            return
         seen = conn.execute(
             "SELECT grp, key, until FROM consumed_keys WHERE (grp, key) > (?, ?) "
             "ORDER BY grp, key LIMIT ?", (*self._sweep_from, rows)).fetchall()

@@ -118,3 +118,20 @@ async def test_the_application_records_a_key_in_its_own_transaction(tmp_path: Pa
 def test_a_bad_window_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="window_ms"):
         SqliteKeyStore(tmp_path / "x.db", window_ms=0)
+
+
+async def test_another_process_holding_the_lock_never_blocks_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    store = SqliteKeyStore(path)
+    try:
+        assert await store.claim("G", ["warm-up"], "A", 60_000) == [NEW]
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writing
+        claim = asyncio.ensure_future(store.claim("G", ["k"], "A", 60_000))
+        done, _ = await asyncio.wait({claim}, timeout=0.3)  # the loop keeps running
+        assert not done
+        holder.execute("COMMIT")
+        holder.close()
+        assert await claim == [NEW]
+    finally:
+        await store.close()
