@@ -22,7 +22,6 @@ cluster's name servers), so a fail-over to a slave does not make them look new.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -160,7 +159,9 @@ class Ledger:
             wanted = list(states)
             where += f" and state in ({', '.join('?' for _ in wanted)})"
             args += wanted
-        return list(self.db.table(LEDGER).rows_where(where, args, order_by="id"))
+        cursor = self.db.execute(f"select * from {LEDGER} where {where} order by id", args)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
 
     def counts(self, batch: str) -> dict[str, int]:
         return dict(self.db.execute(
@@ -173,15 +174,18 @@ class Ledger:
         """Write the batch and all its rows in one transaction."""
         db = self.db
         with db.conn:
-            db.table(BATCHES).insert({
-                "batch": batch.batch, "scope": batch.scope, "group_name": batch.group,
-                "action": batch.action, "target": batch.target, "filters": batch.filters,
-                "who": batch.who, "at": batch.at, "total": batch.total,
-                "reason": batch.reason})
-            db.table(LEDGER).insert_all(
-                ({**r, "batch": batch.batch, "scope": batch.scope, "group_name": batch.group,
-                  "who": batch.who, "at": batch.at, "updated_at": batch.at} for r in rows),
-                batch_size=500)
+            db.conn.execute(
+                f"insert into {BATCHES} (batch, scope, group_name, action, target, filters, "
+                "who, at, total, reason) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (batch.batch, batch.scope, batch.group, batch.action, batch.target,
+                 batch.filters, batch.who, batch.at, batch.total, batch.reason))
+            db.conn.executemany(
+                f"insert into {LEDGER} ({', '.join(_ROW_COLUMNS)}) "
+                f"values ({', '.join('?' for _ in _ROW_COLUMNS)})",
+                [(batch.batch, batch.scope, batch.group, r["dl_key"], r["dl_msg_id"],
+                  r["dl_offset_msg_id"], r["origin_topic"], r.get("target_topic"),
+                  r.get("new_msg_id"), r["state"], r.get("status"), batch.who, batch.at,
+                  batch.at) for r in rows])
 
     def mark(self, ids: Sequence[int], state: str) -> None:
         """Set `state` on the rows (committed before this returns)."""
@@ -202,10 +206,12 @@ class Ledger:
                   o.get("new_queue_offset"), at, o["id"]) for o in outcomes])
 
 
+_ROW_COLUMNS = ("batch", "scope", "group_name", "dl_key", "dl_msg_id", "dl_offset_msg_id",
+                "origin_topic", "target_topic", "new_msg_id", "state", "status", "who", "at",
+                "updated_at")
+
+
 def _batch(r: Mapping[str, Any]) -> Batch:
     return Batch(r["batch"], r["scope"], r["group_name"], r["action"], r["target"],
                  r["filters"], r["who"], r["at"], r["total"], r["reason"] or "")
 
-
-def filters_json(**values: Any) -> str:
-    return json.dumps({k: v for k, v in values.items() if v is not None}, default=str)

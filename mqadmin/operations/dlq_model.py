@@ -20,6 +20,7 @@ from typing import Any
 from engine.protocol.message import (
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     MessageRecord,
 )
 from mqadmin.operations.sending import SYSTEM_PROPERTIES as BASE_SYSTEM_PROPERTIES
@@ -70,8 +71,10 @@ class DeadLetter:
     def of(cls, record: MessageRecord, group: str, broker_name: str) -> DeadLetter:
         props = record.properties()
         keys = tuple(k for k in props.get("KEYS", "").split(" ") if k)
-        return cls(group, broker_name, record.queue_id, record.queue_offset, record.msg_id,
-                   record.offset_msg_id, props.get(PROPERTY_RETRY_TOPIC) or record.topic,
+        offset_id = record.offset_msg_id
+        return cls(group, broker_name, record.queue_id, record.queue_offset,
+                   props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or offset_id,
+                   offset_id, props.get(PROPERTY_RETRY_TOPIC) or record.topic,
                    props.get(PROPERTY_ORIGIN_MESSAGE_ID), props.get("TAGS"), keys,
                    record.reconsume_times, record.born_timestamp, record.store_timestamp,
                    props, bytes(record.body), record.flag)
