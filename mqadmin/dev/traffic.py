@@ -115,7 +115,7 @@ def order_consumer(namesrv: str, counts: Counts, rule: PoisonRule, *,
             counts.consumed += 1
             if any(k.endswith("7") for k in msg.keys):
                 counts.redriven += 1
-                log.info("order %s consumed after a redrive (msgId %s)",
+                log.info("%s consumed after a redrive (msgId %s)",
                          " ".join(msg.keys), msg.msg_id)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
