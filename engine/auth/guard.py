@@ -53,15 +53,19 @@ class AccessGuard:
     """Checks requests against one `AuthTables` snapshot (replaced with `install`)."""
 
     def __init__(self, needs: NeedsFn, *, authentication: bool, authorization: bool,
-                 super_only: bool = False) -> None:
+                 super_only: bool = False,
+                 needs_key: Callable[[RemotingCommand], tuple[object, ...] | None] | None = None
+                 ) -> None:
         self.needs = needs
+        #: What `needs` depends on (None: uncachable); decisions are cached by it.
+        self.needs_key = needs_key
         self.authentication = authentication
         self.authorization = authorization
         #: Name server: authorization means "a SUPER user", whatever the request.
         self.super_only = super_only
         self.tables = AuthTables()
         self._verifiers: dict[str, Verifier] = {}
-        self._cache: dict[tuple[str, tuple[Need, ...], str], str | None] = {}
+        self._cache: dict[tuple[str, str, object], str | None] = {}
 
     def install(self, tables: AuthTables) -> None:
         self._verifiers = {name: Verifier(u.password) for name, u in tables.users.items()}
@@ -98,14 +102,19 @@ class AccessGuard:
         return self._authorize(cmd, what, user, ip)
 
     def _authorize(self, cmd: RemotingCommand, what: str, user: User, ip: str) -> str | None:
+        cache = self._cache
+        cheap = self.needs_key(cmd) if self.needs_key is not None else None
+        key = (user.username, ip, cheap)
+        if cheap is not None and key in cache:
+            return cache[key]
         try:
             needs = tuple(self.needs(cmd))
         except ProtocolError as exc:
             return f"{what}: cannot tell what the request touches: {exc}"
-        key = (user.username, needs, ip)
-        cache = self._cache
-        if key in cache:
-            return cache[key]
+        if cheap is None:
+            key = (user.username, ip, needs)
+            if key in cache:
+                return cache[key]
         acl = self.tables.acls.get(user.username)
         answer = None
         for resource, actions in needs:

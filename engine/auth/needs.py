@@ -200,6 +200,27 @@ _SPECIAL: dict[int, Callable[[RemotingCommand], list[Need]]] = {
 }
 
 
+#: The extFields a code's needs depend on (codes whose body matters are not listed).
+_CACHE_KEYS: dict[int, tuple[str, ...]] = {
+    C.SEND_MESSAGE: ("topic", "group"), C.SEND_MESSAGE_V2: ("b", "a"),
+    C.SEND_BATCH_MESSAGE: ("b", "a"), C.PULL_MESSAGE: ("topic", "consumerGroup"),
+    C.QUERY_CONSUMER_OFFSET: ("topic", "consumerGroup"),
+    C.UPDATE_CONSUMER_OFFSET: ("topic", "consumerGroup"), C.CONSUMER_SEND_MSG_BACK: ("group",),
+    C.UNREGISTER_CLIENT: ("consumerGroup",), C.END_TRANSACTION: ("topic",),
+    C.VIEW_MESSAGE_BY_ID: ("topic",),
+    **{code: tuple(key for _, key, _ in fields) for code, (fields, _) in _TABLE.items()},
+}
+
+
+def needs_key(cmd: RemotingCommand) -> tuple[object, ...] | None:
+    """What a request's needs depend on, to cache decisions by; None: depends on the body."""
+    keys = _CACHE_KEYS.get(cmd.code)
+    if keys is None:
+        return None if cmd.code in _SPECIAL else (cmd.code,)
+    ext = cmd.ext_fields or {}
+    return (cmd.code, *[ext.get(k) for k in keys])
+
+
 def broker_needs(cmd: RemotingCommand, cluster_name: str) -> list[Need]:
     """The (resource, actions) pairs a broker request needs; unknown codes need Cluster Update.
 

@@ -19,7 +19,7 @@ from typing import Any
 from engine.auth.errors import AuthConfigError, AuthError, AuthInputError
 from engine.auth.guard import AccessGuard, AuthTables
 from engine.auth.model import UserType
-from engine.auth.needs import broker_needs
+from engine.auth.needs import broker_needs, needs_key
 from engine.auth.settings import parse_credentials, super_users
 from engine.auth.store import AuthStore
 from engine.broker.config import BrokerConfig
@@ -110,7 +110,8 @@ class BrokerAccess:
                     self.authentication, self.authorization):
                 self.guard = AccessGuard(lambda cmd: broker_needs(cmd, cluster),
                                          authentication=self.authentication,
-                                         authorization=self.authorization)
+                                         authorization=self.authorization,
+                                         needs_key=needs_key)
             self.guard.install(tables)
         for server in self._servers():
             server.set_guard(self.guard)

@@ -42,16 +42,21 @@ class Credentials:
 
 def _sorted_keys(keys: Iterable[str]) -> list[str]:
     """Keys in Java `String.compareTo` order (UTF-16 code units; code points agree for BMP)."""
-    keys = list(keys)
-    if all(k.isascii() for k in keys):
-        return sorted(keys)
-    return sorted(keys, key=lambda k: k.encode("utf-16-be"))
+    ordered = sorted(keys)
+    if "".join(ordered).isascii():
+        return ordered
+    return sorted(ordered, key=lambda k: k.encode("utf-16-be"))
 
 
 def content_prefix(ext_fields: Mapping[str, str], *, skip: frozenset[str] = frozenset()) -> bytes:
     """The signed text before the body: values of the sorted keys but Signature (and `skip`)."""
-    keys = _sorted_keys(k for k in ext_fields if k != SIGNATURE and k not in skip)
-    return "".join([ext_fields[k] for k in keys]).encode("utf-8")
+    keys = _sorted_keys(ext_fields)
+    if SIGNATURE in ext_fields:
+        keys.remove(SIGNATURE)
+    for key in skip:
+        if key in ext_fields:
+            keys.remove(key)
+    return "".join(map(ext_fields.__getitem__, keys)).encode("utf-8")
 
 
 def signature_of(prefix: bytes, body: bytes | memoryview | None, secret: str | bytes) -> str:
