@@ -134,3 +134,18 @@ async def test_authentication_on_without_any_user_refuses_to_start(
     with pytest.raises(ConfigFileError, match="no user"):
         async with running_broker(tmp_path, namesrv, authentication_enabled=True):
             pass
+
+
+async def test_access_control_turned_on_at_run_time(
+        tmp_path: Path, namesrv: NamesrvController, client: RemotingClient) -> None:
+    from .conftest import AUTH_ON
+    settings = {k: v for k, v in AUTH_ON.items() if not k.endswith("_enabled")}
+    async with running_broker(tmp_path, namesrv, **settings) as b:
+        assert (await client.invoke(b.addr, send_request("app-topic", b"x"))).code == 0
+        body = b"authenticationEnabled=true\nauthorizationEnabled=true\n"
+        r = await call(client, b.addr, RequestCode.UPDATE_BROKER_CONFIG, {}, body)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        refused = await client.invoke(b.addr, send_request("app-topic", b"x"))
+        assert refused.code == ResponseCode.NO_PERMISSION
+        ok = await client.invoke(b.addr, sign(send_request("app-topic", b"x"), ADMIN))
+        assert ok.code == ResponseCode.SUCCESS, ok.remark
