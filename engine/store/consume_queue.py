@@ -231,6 +231,46 @@ class ConsumeQueue:
         first = self.mfq.first
         self.min_logic_offset = first.file_from_offset if first else 0
 
+    def recover_to(self, phy_offset: int) -> None:
+        """Keep the entries of records ending at or before `phy_offset`, drop the rest.
+
+        Entries rise with their physical offsets and everything before the checkpoint's
+        recovery offset is on disk, so a binary search in the last file finds the end:
+        the time does not depend on the length of the queue.
+        """
+        unit = CQ_STORE_UNIT_SIZE
+
+        def kept(mf: MappedFile, n: int) -> bool:
+            offset, size, _ = CQ_ENTRY.unpack_from(mf.mm, n * unit)
+            return is_blank_entry(offset, size) or (
+                offset >= 0 and size > 0 and offset + size <= phy_offset
+            )
+
+        files = self.mfq.files
+        self.max_physic_offset = -1
+        if files:
+            i = len(files) - 1
+            while i > 0 and not kept(files[i], 0):
+                i -= 1
+            mf = files[i]
+            lo, hi = 0, mf.file_size // unit  # the first entry not kept is in [lo, hi]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if kept(mf, mid):
+                    lo = mid + 1
+                else:
+                    hi = mid
+            self.mfq.truncate_dirty(mf.file_from_offset + lo * unit)
+            self.mfq.flushed_where = self.mfq.max_offset()
+            if lo == 0 and i > 0:
+                mf, lo = files[i - 1], files[i - 1].file_size // unit
+            if lo > 0:  # blank entries only ever come first: the last kept one tells
+                offset, size, _ = CQ_ENTRY.unpack_from(mf.mm, (lo - 1) * unit)
+                if not is_blank_entry(offset, size):
+                    self.max_physic_offset = offset + size
+        first = self.mfq.first
+        self.min_logic_offset = first.file_from_offset if first else 0
+
     def truncate_dirty(self, phy_offset: int) -> None:
         """Drop entries that point at or past commit-log offset `phy_offset`."""
         while (mf := self.mfq.last) is not None:
@@ -246,7 +286,7 @@ class ConsumeQueue:
                 keep = pos + CQ_STORE_UNIT_SIZE
                 max_phys = offset + size
             if keep == 0 and len(self.mfq.files) > 1:
-                self.mfq.truncate_dirty(mf.file_from_offset)
+                self.mfq.delete_last()
                 continue
             self.mfq.truncate_dirty(mf.file_from_offset + keep)
             self.max_physic_offset = max_phys
@@ -260,9 +300,7 @@ class ConsumeQueue:
             for pos in range(0, len(data), CQ_STORE_UNIT_SIZE):
                 offset, size, _ = CQ_ENTRY.unpack_from(data, pos)
                 if offset >= phy_min and not is_blank_entry(offset, size):
-                    self.min_logic_offset = max(
-                        self.min_logic_offset, mf.file_from_offset + pos
-                    )
+                    self.min_logic_offset = max(self.min_logic_offset, mf.file_from_offset + pos)
                     return
         self.min_logic_offset = max(self.min_logic_offset, self.mfq.max_offset())
 
@@ -277,6 +315,16 @@ class ConsumeQueue:
 
     def flush(self, least_pages: int = 0) -> bool:
         return self.mfq.flush(least_pages)
+
+    def first_unflushed_phys(self) -> int:
+        """Commit-log offset of the first entry not yet on disk (0 if unknown)."""
+        where = self.mfq.flushed_where
+        mf = self.mfq.find(where)
+        entry = mf.read(where - mf.file_from_offset, CQ_STORE_UNIT_SIZE) if mf else b""
+        if len(entry) != CQ_STORE_UNIT_SIZE:
+            return 0 if where < self.mfq.max_offset() else 1 << 62
+        offset, size, _ = CQ_ENTRY.unpack(entry)
+        return 0 if is_blank_entry(offset, size) else max(0, offset)
 
     def destroy(self) -> None:
         self.mfq.destroy()

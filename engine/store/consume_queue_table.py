@@ -54,6 +54,11 @@ class ConsumeQueueTable:
             max_phys = max(max_phys, cq.max_physic_offset)
         return max_phys
 
+    def recover_to(self, phy_offset: int) -> None:
+        """Cut every queue after the entries of records ending by `phy_offset`."""
+        for cq in self:
+            cq.recover_to(phy_offset)
+
     def truncate_dirty(self, phy_offset: int) -> None:
         for cq in self:
             if cq.max_physic_offset > phy_offset:

@@ -136,7 +136,14 @@ class GroupCommitService(Service):
 
 
 class FlushConsumeQueueService(Service):
-    """Flush consume queues and the index every flushIntervalConsumeQueue, then the checkpoint."""
+    """Flush consume queues and the index every flushIntervalConsumeQueue, then the checkpoint.
+
+    Each round also moves the checkpoint's recovery offset (checkpoint.py) to the newest
+    record boundary below which everything is on disk: records (commit-log flushed
+    position), their consume-queue entries (no queue holds an unflushed entry of an
+    earlier record) and their index entries.  Boundaries found while the commit-log flush
+    lags behind wait in `_candidates` until it catches up.
+    """
 
     name = "flush-consumequeue"
 
@@ -149,25 +156,51 @@ class FlushConsumeQueueService(Service):
         interval_ms: int,
         least_pages: int,
         thorough_interval_ms: int,
+        commit_log: MappedFileQueue | None = None,
     ) -> None:
         super().__init__(interval_ms / 1000)
         self.queues = queues
         self.index = index
         self.dispatcher = dispatcher
         self.checkpoint = checkpoint
+        self.commit_log = commit_log
         self.least_pages = least_pages
         self.thorough_interval = thorough_interval_ms / 1000
         self._last_thorough = time.monotonic()
+        self._candidates: list[int] = []
+        self._epoch = -1
 
-    def _flush(self, pages: int, logics_ts: int) -> None:
+    def _flush(self, pages: int, logics_ts: int, dispatched: int, epoch: int) -> None:
+        bound = dispatched
         for cq in list(self.queues):
-            cq.flush(pages)
+            if not cq.flush(pages):
+                bound = min(bound, cq.first_unflushed_phys())
         index_ts = self.index.flush()
         if logics_ts and pages == 0:  # only a thorough flush covers every dispatched entry
             self.checkpoint.logics_msg_timestamp = logics_ts
         if index_ts:
             self.checkpoint.index_msg_timestamp = index_ts
+        if self.commit_log is not None:
+            self._advance(bound, epoch)
         self.checkpoint.flush()
+
+    def _advance(self, bound: int, epoch: int) -> None:
+        assert self.commit_log is not None
+        if epoch != self._epoch:  # a truncation since: older boundaries are void
+            self._epoch, self._candidates = epoch, []
+        cands = self._candidates
+        if not cands or bound > cands[-1]:
+            cands.append(bound)
+        flushed = self.commit_log.flushed_where
+        best = -1
+        for c in cands:
+            if c <= flushed:
+                best = c
+        if best >= 0:
+            self.checkpoint.advance(best, epoch)
+            self._candidates = [c for c in cands if c > best]
+        elif len(cands) > 1000:  # the commit-log flush is stuck: keep the oldest ones
+            del cands[500:]
 
     async def run_once(self) -> None:
         pages = self.least_pages
@@ -175,9 +208,15 @@ class FlushConsumeQueueService(Service):
         if now - self._last_thorough >= self.thorough_interval:
             self._last_thorough = now
             pages = 0
+        await self._round(pages)
+
+    async def _round(self, pages: int) -> None:
         self.index.write_header()
-        await asyncio.to_thread(self._flush, pages, self.dispatcher.last_dispatched_timestamp)
+        d = self.dispatcher
+        epoch = self.checkpoint.epoch
+        await asyncio.to_thread(
+            self._flush, pages, d.last_dispatched_timestamp, d.reput_from_offset, epoch
+        )
 
     async def on_stop(self) -> None:
-        self.index.write_header()
-        await asyncio.to_thread(self._flush, 0, self.dispatcher.last_dispatched_timestamp)
+        await self._round(0)

@@ -182,6 +182,58 @@ class IndexFile:
         self.index_count = count
         return done + len(todo)
 
+    def truncate(self, phy_offset: int) -> int:
+        """Drop the entries of records at or past `phy_offset`; returns how many.
+
+        Entries are appended in commit-log order, so they are the newest ones: a binary
+        search finds the first, and each slot that points at a dropped entry is walked
+        back along its chain to the newest entry kept.  The work is proportional to the
+        entries dropped, not to the file.
+        """
+        mm = self.mf.mm
+        at = self._entries_at
+        count = self.index_count
+        lo, hi = 1, count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if INDEX_ENTRY.unpack_from(mm, at + mid * INDEX_ENTRY_SIZE)[1] < phy_offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        keep = lo
+        if keep >= count:
+            return 0
+        slots = self.hash_slot_num
+        for n in range(count - 1, keep - 1, -1):
+            khash = INDEX_ENTRY.unpack_from(mm, at + n * INDEX_ENTRY_SIZE)[0]
+            slot_pos = INDEX_HEADER_SIZE + (khash % slots) * HASH_SLOT_SIZE
+            (head,) = INDEX_SLOT.unpack_from(mm, slot_pos)
+            if head < keep:
+                continue
+            while keep <= head < count:  # prev links only ever point back
+                prev = INDEX_ENTRY.unpack_from(mm, at + head * INDEX_ENTRY_SIZE)[3]
+                head = prev if 0 <= prev < head else 0
+            if head >= count or head < 0:
+                head = 0
+            INDEX_SLOT.pack_into(mm, slot_pos, head)
+            if head == 0:
+                self.hash_slot_count = max(0, self.hash_slot_count - 1)
+        mm[at + keep * INDEX_ENTRY_SIZE : at + count * INDEX_ENTRY_SIZE] = bytes(
+            (count - keep) * INDEX_ENTRY_SIZE
+        )
+        self.index_count = keep
+        if keep > 1:
+            _h, phy, diff, _p = INDEX_ENTRY.unpack_from(mm, at + (keep - 1) * INDEX_ENTRY_SIZE)
+            self.end_phy_offset = phy
+            # timeDiff has whole seconds: the end may be up to 999 ms late (query windows
+            # only widen)
+            self.end_timestamp = self.begin_timestamp + diff * 1000 + 999
+        else:
+            self.end_phy_offset = self.begin_phy_offset
+            self.end_timestamp = self.begin_timestamp
+        self.write_header()
+        return count - keep
+
     def is_time_matched(self, begin: int, end: int) -> bool:
         b, e = self.begin_timestamp, self.end_timestamp
         return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)

@@ -239,7 +239,8 @@ class IndexService:
         return doomed
 
     def truncate(self, phy_offset: int) -> None:
-        """Drop files whose entries start at or past `phy_offset` (torn commit-log tail)."""
+        """Drop the entries of records at or past `phy_offset`: files that start there,
+        and the newest entries of the file before them."""
         self.last_indexed_offset = min(self.last_indexed_offset, phy_offset - 1)
         doomed = [f for f in self.files if f.begin_phy_offset >= phy_offset and f.index_count > 1]
         if doomed:
@@ -247,6 +248,11 @@ class IndexService:
                 self.files = [f for f in self.files if f not in doomed]
             for f in doomed:
                 f.destroy()
+        for f in reversed(self.files):
+            f.truncate(phy_offset)
+            if f.index_count > 1:
+                break
+        self._header_ts = 0
 
     def destroy(self) -> None:
         with self._lock:

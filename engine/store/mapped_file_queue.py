@@ -120,6 +120,7 @@ class MappedFileQueue:
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         self.store_timestamp = 0  # store time of the last flushed record
+        self.short_last_file = False  # load() found the last segment cut short
         self._prealloc = preallocator
         self._warm = warm
         self._lock = threading.Lock()
@@ -150,6 +151,7 @@ class MappedFileQueue:
                     f"{path}: length {size} differs from the configured segment size "
                     f"{self.file_size}; fix the mapped file size setting"
                 )
+            self.short_last_file = size < self.file_size
             mf = MappedFile(path, self.file_size)
             mf.wrote_position = mf.flushed_position = self.file_size
             self.files.append(mf)
@@ -264,6 +266,14 @@ class MappedFileQueue:
         for mf in doomed:
             mf.destroy(0, 0)
         self.flushed_where = min(self.flushed_where, offset) if self.files else offset
+
+    def delete_last(self) -> None:
+        """Delete the last segment (a consume queue cut before its first entry)."""
+        last = self.last
+        if last is not None:
+            self._remove([last])
+            last.destroy(0, 0)
+            self.flushed_where = min(self.flushed_where, self.max_offset())
 
     def _remove(self, doomed: list[MappedFile]) -> None:
         if doomed:

@@ -154,7 +154,9 @@ class MessageStore:
         self.commit_log.mfq.load()
         self.queues.load()
         self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
-        self.index.load(self.last_exit_ok, self.checkpoint.index_msg_timestamp)
+        # with a recovery offset, recovery trims the index by offset instead of by time
+        by_offset = self.checkpoint.recovery_offset is not None
+        self.index.load(self.last_exit_ok or by_offset, self.checkpoint.index_msg_timestamp)
         self.recovery_report = recover(
             self.commit_log, self.queues, self.index, self.dispatcher, self.checkpoint,
             last_exit_ok=self.last_exit_ok, check_crc=cfg.check_crc_on_recover,
@@ -187,7 +189,7 @@ class MessageStore:
         cq_service = FlushConsumeQueueService(
             self.queues, self.index, self.dispatcher, self.checkpoint,
             cfg.flush_interval_consume_queue, cfg.flush_consume_queue_least_pages,
-            cfg.flush_consume_queue_thorough_interval,
+            cfg.flush_consume_queue_thorough_interval, self.commit_log.mfq,
         )  # fmt: skip
         self._services = [cl_service, cq_service, self.cleanup]
         self.cleanup.check_disk()
@@ -226,6 +228,9 @@ class MessageStore:
                 cp.logics_msg_timestamp = self.dispatcher.last_dispatched_timestamp
             if index_ts:
                 cp.index_msg_timestamp = index_ts
+            dispatched = self.dispatcher.reput_from_offset
+            if self.commit_log.mfq.flushed_where >= dispatched:
+                cp.advance(dispatched, cp.epoch)
             cp.flush()
             cp.close()
         self._prealloc.shutdown()
@@ -374,6 +379,8 @@ class MessageStore:
         The queues' next offsets are recomputed from what remains, as recovery does.
         """
         self.dispatcher.reput(until=min(offset, self.commit_log.max_offset))
+        if self.checkpoint is not None:
+            self.checkpoint.lower(offset)  # on disk before the records go
         self.commit_log.mfq.truncate_dirty(offset)
         self.queues.truncate_dirty(offset)
         self.index.truncate(offset)

@@ -1,17 +1,29 @@
 """Startup recovery: find the valid end of the commit log, trim and rebuild what depends on it.
 
-How this works (store-format.md §6): consume queues are recovered first (each to its first
-invalid entry).  After a clean shutdown the commit log is scanned from its 3rd-last
-segment; after a crash (abort file present) from the newest segment whose first record
-was stored no later than the checkpoint's minimum time.  The scan validates magic, sizes
-and (if configured) body CRC and stops at the first invalid record: that is the new end.
-Everything past it goes (commit-log tail, consume-queue entries, index files), and the
-dispatcher re-builds consume queues and index from the scan start (abnormal) or from the
-consume queues' end (normal); dispatch is idempotent.
+How this works.  The checkpoint's recovery offset P (checkpoint.py) is a record boundary
+below which every record, consume-queue entry and index entry was on disk when it was
+written.  With a valid P, after a crash or a clean shutdown alike:
+
+1. every consume queue is cut after the entries of records ending by P (binary search
+   in its last file) and the index drops its entries for records at or past P;
+2. the commit log is scanned from P, validating magic, sizes, topic, physical offset and
+   (with checkCRCOnRecover) the body CRC; the first invalid record is the new end;
+3. bytes past the end are zeroed and later segments deleted, and the records between P
+   and the end are dispatched again to the consume queues and the index.
+
+So the work is what was written after the last checkpoint, whatever the store's size.
+Without a valid P (a store written by RocketMQ, or a P outside the log) the RocketMQ
+rules apply (store-format.md §6): consume queues recover to their first invalid entry;
+the scan starts at the 3rd-last segment after a clean shutdown, and after a crash at the
+newest segment whose first record is not newer than the checkpoint's minimum time.  If
+the consume queues are missing altogether, they and the index are rebuilt from the
+first segment: deleting `consumequeue/` is how an operator asks for a rebuild.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass
 
 from engine.store.checkpoint import StoreCheckpoint
@@ -20,7 +32,10 @@ from engine.store.consume_queue_table import ConsumeQueueTable
 from engine.store.dispatch import Dispatcher
 from engine.store.index_service import IndexService
 from engine.store.mapped_file import MappedFile
+from engine.store.mapped_file_queue import MappedFileQueue
 from engine.store.record_scan import scan_record
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,14 +47,15 @@ class RecoveryReport:
     process_offset: int
     truncated_bytes: int
     redispatched: int
+    from_checkpoint: bool = False  # the scan started at the checkpoint's recovery offset
 
 
-def scan_forward(files: list[MappedFile], start: int, check_crc: bool) -> int:
-    """Global offset of the end of the last valid record, scanning from `files[start]`."""
-    process = files[start].file_from_offset if files else 0
+def scan_forward(files: list[MappedFile], start: int, check_crc: bool, pos: int = 0) -> int:
+    """Global offset of the end of the last valid record, scanning from `files[start]`
+    at segment position `pos`."""
+    process = files[start].file_from_offset + pos if files else 0
     for i in range(start, len(files)):
         mf = files[i]
-        pos = 0
         limit = mf.file_size
         mm = mf.mm
         base = mf.file_from_offset
@@ -50,9 +66,11 @@ def scan_forward(files: list[MappedFile], start: int, check_crc: bool) -> int:
             pos += r.size
         else:
             process = base + pos
+            pos = 0
             continue  # the segment is exactly full: go on
         if r.blank and i + 1 < len(files):
             process = files[i + 1].file_from_offset
+            pos = 0
             continue
         return base + pos
     return process
@@ -67,6 +85,27 @@ def _abnormal_start(files: list[MappedFile], min_ts: int, check_crc: bool) -> in
     return 0
 
 
+def _checkpoint_start(mfq: MappedFileQueue, queues: ConsumeQueueTable, p: int | None) -> int | None:
+    """Where to start verifying, from the checkpoint's recovery offset `p`; None if the
+    RocketMQ rules must decide."""
+    if p is None:
+        return None
+    files = mfq.files
+    first, last = files[0], files[-1]
+    if mfq.short_last_file and p > last.file_from_offset:  # cut by something else
+        log.warning("%s is shorter than a segment: verifying all of it", last.file_name)
+        p = last.file_from_offset
+    if p > last.file_end_offset:
+        log.warning("checkpoint recovery offset %d is past the commit log's end %d: "
+                    "recovering by timestamps", p, last.file_end_offset)  # fmt: skip
+        return None
+    if p > first.file_from_offset and not os.path.isdir(queues.root):
+        log.warning("%s is missing: rebuilding consume queues and index from the commit log",
+                    queues.root)  # fmt: skip
+        return first.file_from_offset
+    return max(p, first.file_from_offset)
+
+
 def recover(
     commit_log: CommitLog,
     queues: ConsumeQueueTable,
@@ -79,7 +118,6 @@ def recover(
     index_safe: bool,
 ) -> RecoveryReport:
     """Recover the store in place (see the module docstring)."""
-    queues.recover()
     mfq = commit_log.mfq
     files = mfq.files
     if not files:
@@ -88,30 +126,48 @@ def recover(
         commit_log.topic_queue_table = {}
         dispatcher.reput_from_offset = 0
         return RecoveryReport(not last_exit_ok, 0, 0, 0, 0)
-    if last_exit_ok:
-        start = max(0, len(files) - 3)
+    scan_from = _checkpoint_start(mfq, queues, checkpoint.recovery_offset)
+    if scan_from is not None:
+        queues.recover_to(scan_from)
+        index.truncate(scan_from)
+        i = (scan_from - files[0].file_from_offset) // mfq.file_size
+        if i < len(files):
+            process = scan_forward(files, i, check_crc, scan_from - files[i].file_from_offset)
+        else:  # P is the end of the last segment, which is full
+            process = scan_from
     else:
-        min_ts = checkpoint.min_timestamp_index() if index_safe else checkpoint.min_timestamp()
-        start = _abnormal_start(files, min_ts, check_crc)
-    scan_from = files[start].file_from_offset
-    process = scan_forward(files, start, check_crc)
+        queues.recover()
+        if last_exit_ok:
+            start = max(0, len(files) - 3)
+        else:
+            min_ts = checkpoint.min_timestamp_index() if index_safe else checkpoint.min_timestamp()
+            start = _abnormal_start(files, min_ts, check_crc)
+        process = scan_forward(files, start, check_crc)
     last = mfq.find(process) or files[-1]
     truncated = 0
     if last.file_from_offset <= process < last.file_end_offset:
         truncated = _nonzero_tail(last, process - last.file_from_offset)
+    if checkpoint.recovery_offset is not None and checkpoint.recovery_offset > process:
+        checkpoint.lower(process)
     mfq.truncate_dirty(process)
     mfq.flushed_where = process
-    queues.truncate_dirty(process)
-    index.truncate(process)
-    if last_exit_ok:
-        cq_max = max((cq.max_physic_offset for cq in queues), default=-1)
-        dispatcher.reput_from_offset = max(cq_max, mfq.min_offset())
-    else:
+    if scan_from is not None:
         dispatcher.reput_from_offset = scan_from
+    else:
+        queues.truncate_dirty(process)
+        index.truncate(process)
+        if last_exit_ok:
+            cq_max = max((cq.max_physic_offset for cq in queues), default=-1)
+            dispatcher.reput_from_offset = max(cq_max, mfq.min_offset())
+        else:
+            dispatcher.reput_from_offset = files[start].file_from_offset
+    report_from = dispatcher.reput_from_offset
     redispatched = dispatcher.reput(until=process)
     commit_log.topic_queue_table = queues.queue_offsets()
     queues.correct_min_offsets(mfq.min_offset())
-    return RecoveryReport(not last_exit_ok, scan_from, process, truncated, redispatched)
+    return RecoveryReport(
+        not last_exit_ok, report_from, process, truncated, redispatched, scan_from is not None
+    )
 
 
 def _nonzero_tail(mf: MappedFile, pos: int) -> int:

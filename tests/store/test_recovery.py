@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.store import GetMessageStatus, MessageStore
+from engine.store.checkpoint import StoreCheckpoint
 from engine.store.errors import StoreLoadError
 from tests.store.helpers import msg
 
@@ -27,6 +28,14 @@ def _records(s: MessageStore, topic: str = "TopicTest", queue_id: int = 0) -> li
             return out
         out.extend(r.messages)
         offset = r.next_begin_offset
+
+
+def _checkpoint_before(root: Path, offset: int) -> None:
+    """Make the store's last checkpoint precede `offset`: what follows was written after
+    it, so recovery verifies it (records before the checkpoint are trusted)."""
+    cp = StoreCheckpoint(str(root / "checkpoint"))
+    cp.lower(offset)
+    cp.close()
 
 
 def _crash_image(src: Path, dst: Path) -> None:
@@ -99,6 +108,7 @@ async def test_torn_or_corrupt_last_record_at_every_byte(
     phys, size = _last_record(probe)
     seg_size = probe.config.mapped_file_size_commit_log
     probe.close()
+    _checkpoint_before(base, phys)
     seg = base / "commitlog" / f"{phys - phys % seg_size:020d}"
     rel = phys % seg_size
     body_start = 88  # IPv4 hosts: the body follows the 88-byte head
@@ -187,6 +197,7 @@ async def test_any_flipped_byte_of_the_last_record_keeps_the_rest(
     phys, size = _last_record(probe)
     seg_size = probe.config.mapped_file_size_commit_log
     probe.close()
+    _checkpoint_before(base, phys)
     rel = phys % seg_size
     seg_name = f"{phys - rel:020d}"
     dropped = 0
