@@ -449,7 +449,13 @@ class CommitLog:
             pos = q
             props_part: bytes | memoryview = view[p:q]  # PROPERTIES length and PROPERTIES
             if np_:
-                props = data[p + 2 : q].decode()
+                try:
+                    props = data[p + 2 : q].decode()
+                except UnicodeDecodeError:
+                    return self._batch_error(data, AppendResult(
+                        PutMessageStatus.MESSAGE_ILLEGAL,
+                        error_message=f"batch message {len(preps)}: properties are not UTF-8",
+                    ))  # fmt: skip
                 tags, keys, uniq = _dispatch_values(props)
                 if batch_props:
                     tags, keys, uniq = b_tags or tags, b_keys or keys, b_uniq or uniq

@@ -190,6 +190,10 @@ class Dispatcher:
                 if r.request is not None:
                     batch.append(r.request)
                     pos += r.size
+                    if len(batch) >= 4096:  # bounded memory over a long scan
+                        self.dispatch(batch)
+                        count += len(batch)
+                        batch = []
                     continue
                 if r.blank:
                     pos = mf.file_size

@@ -157,14 +157,19 @@ class MessageStore:
         # with a recovery offset, recovery trims the index by offset instead of by time
         by_offset = self.checkpoint.recovery_offset is not None
         self.index.load(self.last_exit_ok or by_offset, self.checkpoint.index_msg_timestamp)
+        started, cpu = time.perf_counter(), time.process_time()
         self.recovery_report = recover(
             self.commit_log, self.queues, self.index, self.dispatcher, self.checkpoint,
             last_exit_ok=self.last_exit_ok, check_crc=cfg.check_crc_on_recover,
             index_safe=cfg.message_index_safe,
         )  # fmt: skip
+        took = f"{time.perf_counter() - started:.3f} s ({time.process_time() - cpu:.3f} s CPU)"
         if not self.last_exit_ok:
-            log.warning("store %s was not shut down cleanly: %s", cfg.store_path_root_dir,
-                        self.recovery_report)  # fmt: skip
+            log.warning("store %s was not shut down cleanly, recovered in %s: %s",
+                        cfg.store_path_root_dir, took, self.recovery_report)  # fmt: skip
+        else:
+            log.info("store %s recovered in %s: %s", cfg.store_path_root_dir, took,
+                     self.recovery_report)  # fmt: skip
         self._loaded = True
         self._running = True
         return self.last_exit_ok

@@ -127,14 +127,17 @@ def recover(
         dispatcher.reput_from_offset = 0
         return RecoveryReport(not last_exit_ok, 0, 0, 0, 0)
     scan_from = _checkpoint_start(mfq, queues, checkpoint.recovery_offset)
-    if scan_from is not None:
+    redispatched = 0
+    if scan_from is not None:  # verify and dispatch in one pass, to the first invalid record
         queues.recover_to(scan_from)
         index.truncate(scan_from)
-        i = (scan_from - files[0].file_from_offset) // mfq.file_size
-        if i < len(files):
-            process = scan_forward(files, i, check_crc, scan_from - files[i].file_from_offset)
-        else:  # P is the end of the last segment, which is full
-            process = scan_from
+        dispatcher.reput_from_offset = scan_from
+        check, dispatcher.check_crc = dispatcher.check_crc, check_crc
+        try:
+            redispatched = dispatcher.reput()
+        finally:
+            dispatcher.check_crc = check
+        process = dispatcher.reput_from_offset
     else:
         queues.recover()
         if last_exit_ok:
@@ -151,9 +154,7 @@ def recover(
         checkpoint.lower(process)
     mfq.truncate_dirty(process)
     mfq.flushed_where = process
-    if scan_from is not None:
-        dispatcher.reput_from_offset = scan_from
-    else:
+    if scan_from is None:
         queues.truncate_dirty(process)
         index.truncate(process)
         if last_exit_ok:
@@ -161,12 +162,15 @@ def recover(
             dispatcher.reput_from_offset = max(cq_max, mfq.min_offset())
         else:
             dispatcher.reput_from_offset = files[start].file_from_offset
-    report_from = dispatcher.reput_from_offset
-    redispatched = dispatcher.reput(until=process)
+        scan_from = dispatcher.reput_from_offset
+        redispatched = dispatcher.reput(until=process)
+        from_checkpoint = False
+    else:
+        from_checkpoint = True
     commit_log.topic_queue_table = queues.queue_offsets()
     queues.correct_min_offsets(mfq.min_offset())
     return RecoveryReport(
-        not last_exit_ok, report_from, process, truncated, redispatched, scan_from is not None
+        not last_exit_ok, scan_from, process, truncated, redispatched, from_checkpoint
     )
 
 

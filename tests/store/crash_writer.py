@@ -24,7 +24,9 @@ from engine.store.commit_log import CommitLog
 from engine.store.mapped_file import MappedFile
 from tests.store.helpers import msg, small_config
 
-FAULT_AFTER = 5  # let a few rolls or checkpoints go through first
+# let some rolls or checkpoints go through first (so that rolls happen after checkpoints)
+ROLLS_BEFORE_FAULT = 30
+CHECKPOINTS_BEFORE_FAULT = 5
 
 
 def _die() -> None:
@@ -43,13 +45,13 @@ def install_fault(fault: str) -> None:
             if mf is None or size + 8 <= mf.remaining():
                 return segment_for(self, size)
             calls += 1
-            if calls >= FAULT_AFTER and fault == "roll-blank":
+            if calls >= ROLLS_BEFORE_FAULT and fault == "roll-blank":
                 mf.mm[mf.wrote_position : mf.wrote_position + 8] = mf.remaining().to_bytes(
                     4, "big"
                 ) + 0xCBD43194.to_bytes(4, "big")
                 _die()
             new = segment_for(self, size)
-            if calls >= FAULT_AFTER:
+            if calls >= ROLLS_BEFORE_FAULT:
                 _die()
             return new
 
@@ -60,7 +62,7 @@ def install_fault(fault: str) -> None:
         def torn(self: StoreCheckpoint, offset: int) -> None:
             nonlocal calls
             calls += 1
-            if calls < FAULT_AFTER:
+            if calls < CHECKPOINTS_BEFORE_FAULT:
                 write_slot(self, offset)
                 return
             mm: Any = self._mm

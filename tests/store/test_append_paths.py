@@ -171,8 +171,9 @@ def test_malformed_batches_report_the_codec_error(make_store: Callable[..., Mess
     r = s.append_messages(BatchMessage("T", good, properties="P\x01" + "v" * 40000))
     assert r.status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
     not_utf8 = encode_batch_body([BatchItem(0, b"", "é")])[:-2] + b"\xff\xfe"
-    with pytest.raises(UnicodeDecodeError):  # as iter_batch_items raises it
-        s.append_messages(BatchMessage("T", not_utf8))
+    r = s.append_messages(BatchMessage("T", not_utf8))  # refused, not a UnicodeDecodeError
+    assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert r.error_message == "batch item 0: properties are not UTF-8"
     assert s.get_max_phy_offset() == 0
     s.close()
 
