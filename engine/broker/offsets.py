@@ -2,17 +2,34 @@
 
 Keys are ``"<topic>@<group>"`` and values ``{queueId: offset}``, the file shape RocketMQ uses
 (unquoted integer keys).  The table is written every flushConsumerOffsetInterval by the
-controller and at shutdown.
+controller and at shutdown.  Only Java-sized numbers (int queue ids, long offsets) get in:
+requests are refused at decode, and anything else (a hand-edited file, a master's table) is
+dropped with a log line, so one bad entry never stops the others from being saved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Iterator, Mapping
 
 from engine.broker.persist import Persister
+from engine.protocol.wire import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from engine.store.config_files import ConfigFiles
 
 TOPIC_GROUP_SEPARATOR = "@"
+
+log = logging.getLogger(__name__)
+
+
+def valid_offsets(key: str, offsets: Mapping[int, int]) -> dict[int, int]:
+    """The entries of `offsets` with a Java int queue id and a Java long offset."""
+    good = {q: o for q, o in offsets.items()
+            if type(q) is int and type(o) is int
+            and INT32_MIN <= q <= INT32_MAX and INT64_MIN <= o <= INT64_MAX}
+    if len(good) != len(offsets):
+        log.error("consumer offsets of %s: dropped invalid entries %s", key,
+                  {q: o for q, o in offsets.items() if q not in good})
+    return good
 
 
 def offset_key(topic: str, group: str) -> str:
@@ -31,7 +48,7 @@ class ConsumerOffsetManager:
     def __init__(self, files: ConfigFiles) -> None:
         self.table: dict[str, dict[int, int]] = {}
         self.files = files
-        self._persister = Persister(lambda: {k: dict(v) for k, v in self.table.items()},
+        self._persister = Persister(lambda: {k: valid_offsets(k, v) for k, v in self.table.items()},
                                     files.save_consumer_offsets, "consumerOffset.json")
 
     def load(self) -> None:
@@ -40,7 +57,8 @@ class ConsumerOffsetManager:
         Raises:
             ConfigFileError: the file exists but cannot be decoded.
         """
-        self.table.update(self.files.load_consumer_offsets())
+        self.table.update((k, valid_offsets(k, v))
+                          for k, v in self.files.load_consumer_offsets().items())
 
     def persist(self) -> None:
         self._persister.request()
@@ -73,10 +91,15 @@ class ConsumerOffsetManager:
     # ------------------------------------------------------------------ writes
 
     def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Raises:
+            ValueError: a queue id or offset outside Java's int / long."""
+        if not (INT32_MIN <= queue_id <= INT32_MAX and INT64_MIN <= offset <= INT64_MAX):
+            raise ValueError(f"offset {offset} of queue {queue_id} is outside Java's range")
         self.table.setdefault(offset_key(topic, group), {})[queue_id] = offset
 
     def set_offsets(self, group: str, topic: str, offsets: dict[int, int]) -> None:
-        self.table.setdefault(offset_key(topic, group), {}).update(offsets)
+        key = offset_key(topic, group)
+        self.table.setdefault(key, {}).update(valid_offsets(key, offsets))
 
     def clone(self, src_group: str, dest_group: str, topic: str) -> bool:
         """CLONE_GROUP_OFFSET for one topic; False when the source has no offsets there."""
@@ -100,4 +123,4 @@ class ConsumerOffsetManager:
 
     def replace_all(self, table: dict[str, dict[int, int]]) -> None:
         """A slave's copy of its master's table (metadata sync)."""
-        self.table = {k: dict(v) for k, v in table.items()}
+        self.table = {k: valid_offsets(k, v) for k, v in table.items()}

@@ -227,6 +227,15 @@ def _int_field(doc: dict[str, Any], key: str) -> int:
 
 
 _STR_ONLY = {str}
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _out_of_range(code: int, opaque: int, flag: int, version: int) -> str:
+    """Which Java `int` header field holds a value outside its range (the first one)."""
+    for key, value in (("code", code), ("opaque", opaque), ("flag", flag), ("version", version)):
+        if not _I32_MIN <= value <= _I32_MAX:
+            return f"header field {key!r} is out of range for a Java int: {str(value)[:40]}"
+    return "header field out of range"
 
 
 def decode_json_header(data: bytes, body: bytes | None) -> RemotingCommand:
@@ -253,6 +262,9 @@ def decode_json_header(data: bytes, body: bytes | None) -> RemotingCommand:
         opaque = _int_field(doc, "opaque")
         flag = _int_field(doc, "flag")
         version = _int_field(doc, "version")
+    if not (_I32_MIN <= opaque <= _I32_MAX and _I32_MIN <= code <= _I32_MAX
+            and _I32_MIN <= flag <= _I32_MAX and _I32_MIN <= version <= _I32_MAX):
+        raise FrameError(_out_of_range(code, opaque, flag, version))
     remark = doc.get("remark")
     language = doc.get("language", "JAVA")
     lang = _LANGUAGE_BY_NAME.get(language) if type(language) is str else None

@@ -7,6 +7,10 @@ from engine.protocol.errors import FrameError, FrameTooLarge
 
 #: Netty's default `com.rocketmq.remoting.frameMaxLength`.
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+#: Headers longer than this are refused before they are parsed.  RocketMQ has no header
+#: limit of its own (only the frame's); real clients' headers stay under ~40 KiB (a send's
+#: properties are at most 32 KiB), and parsing 512 KiB of JSON takes a few milliseconds.
+DEFAULT_MAX_HEADER = 512 * 1024
 
 
 class FrameDecoder:
@@ -16,12 +20,16 @@ class FrameDecoder:
     the owner must close the connection.
     """
 
-    __slots__ = ("_broken", "_buf", "max_frame")
+    __slots__ = ("_broken", "_buf", "_need", "max_frame", "max_header")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(
+        self, max_frame: int = DEFAULT_MAX_FRAME, max_header: int = DEFAULT_MAX_HEADER
+    ) -> None:
         self._buf = bytearray()
         self._broken = False
+        self._need = 0  # bytes the buffered frame needs in all (0: not known yet)
         self.max_frame = max_frame
+        self.max_header = max_header
 
     @property
     def buffered(self) -> int:
@@ -38,11 +46,14 @@ class FrameDecoder:
             raise FrameError("decoder already failed; the connection must be closed")
         if self._buf:
             self._buf += data
+            if len(self._buf) < self._need:
+                return []  # a large frame still arriving: no copy of what we have
             data = bytes(self._buf)
         out: list[RemotingCommand] = []
         pos = 0
         end = len(data)
         max_frame = self.max_frame
+        self._need = 0
         try:
             while end - pos >= 4:
                 length = int.from_bytes(data[pos : pos + 4], "big", signed=True)
@@ -51,7 +62,13 @@ class FrameDecoder:
                 if length + 4 > max_frame:
                     raise FrameTooLarge(length + 4, max_frame)
                 start = pos + 4
+                if end - start >= 4:
+                    header_len = int.from_bytes(data[start + 1 : start + 4], "big")
+                    if header_len > self.max_header:
+                        raise FrameError(f"header of {header_len} bytes exceeds the maximum "
+                                         f"header size of {self.max_header} bytes")
                 if end - start < length:
+                    self._need = 4 + length
                     break
                 pos = start + length
                 out.append(decode_frame(data, start, pos))

@@ -616,7 +616,10 @@ def iter_batch_items(body: bytes) -> list[tuple[int, bytes, str]]:
         p += 2
         if np_ < 0 or p + np_ > end:
             raise RecordError(f"batch item properties length {np_} overruns the batch")
-        props = body[p : p + np_].decode()
+        try:
+            props = body[p : p + np_].decode()
+        except UnicodeDecodeError:
+            raise RecordError(f"batch item {len(out)}: properties are not UTF-8") from None
         p += np_
         if total != p - pos:
             raise RecordError(f"batch item size {total} != {p - pos} at {pos}")

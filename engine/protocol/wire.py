@@ -10,6 +10,10 @@ encodings:
 * custom headers (`to_ext`/`from_ext`): flat `dict[str, str]` as Java's
   `makeCustomHeaderToNet` writes it, parsed leniently as `decodeCommandCustomHeader` does,
   except that a missing required field (one without a default) raises `HeaderError`.
+
+Integers are Java's: a field typed `Int32` is a Java `int`, any other `int` a Java `long`;
+a value outside that range is refused where it is parsed (`HeaderError` / `BodyError`),
+so no out-of-range number gets past decoding.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, Union
+from typing import Annotated, Any, TypeVar, Union
 
 import orjson
 
@@ -27,6 +31,12 @@ from engine.protocol.errors import BodyError, HeaderError
 from engine.protocol.fastjson import ObjectKey
 
 T = TypeVar("T")
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+_JAVA_INT = "Java int"
+#: A field holding a Java `int` (plain `int` fields hold a Java `long`).
+Int32 = Annotated[int, _JAVA_INT]
 
 _MISSING = dataclasses.MISSING
 
@@ -54,6 +64,8 @@ class _Field:
     parse: Callable[[str], Any]
     is_text: bool
     render: Callable[[Any], str]
+    #: A list, set or map field not declared Optional: JSON null is refused.
+    no_null: bool = False
 
 
 def _fields(cls: type) -> tuple[_Field, ...]:
@@ -65,19 +77,23 @@ def _fields(cls: type) -> tuple[_Field, ...]:
 
 
 _FIELD_TABLES: dict[type, tuple[_Field, ...]] = {}
+_CONTAINERS = (list, tuple, set, frozenset, dict, Mapping)
 
 
 def _build_fields(cls: type) -> tuple[_Field, ...]:
     hints = typing.get_type_hints(cls)
+    extras = typing.get_type_hints(cls, include_extras=True)
     out = []
     for f in dataclasses.fields(cls):
         required = f.default is _MISSING and f.default_factory is _MISSING
         default = f.default if f.default is not _MISSING else None
         wire = f.metadata.get("wire", camel(f.name))
         base = _strip_optional(hints[f.name])
+        java_int = _JAVA_INT in getattr(_strip_optional(extras[f.name]), "__metadata__", ())
+        no_null = base is hints[f.name] and (typing.get_origin(base) or base) in _CONTAINERS
         out.append(_Field(f.name, wire, hints[f.name], required, default,
-                          _ext_parser(f"{cls.__name__}.{wire}", base), base is str,
-                          _ext_renderer(base)))
+                          _ext_parser(f"{cls.__name__}.{wire}", base, java_int),
+                          base is str, _ext_renderer(base), no_null))
     return tuple(out)
 
 
@@ -90,18 +106,25 @@ def _ext_renderer(hint: Any) -> Callable[[Any], str]:
     return _ext_text
 
 
-def _ext_parser(where: str, hint: Any) -> Callable[[str], Any]:
+def _ext_parser(where: str, hint: Any, java_int: bool = False) -> Callable[[str], Any]:
     """How one extFields value becomes the field's type, as Java's header decoding reads it."""
     if hint is str:
         return str
     if hint is bool:
         return lambda raw: raw.strip().lower() == "true"  # Boolean.parseBoolean
     if hint is int:
+        low, high, kind = (
+            (INT32_MIN, INT32_MAX, "int") if java_int else (INT64_MIN, INT64_MAX, "long")
+        )
+
         def parse_int(raw: str) -> int:
             try:
-                return int(raw)
+                value = int(raw)
             except ValueError:
-                raise HeaderError(f"{where}: {raw!r} is not a valid int") from None
+                raise HeaderError(f"{where}: {raw[:64]!r} is not a valid {kind}") from None
+            if not low <= value <= high:
+                raise HeaderError(f"{where}: {raw[:64]} is out of range for a Java {kind}")
+            return value
         return parse_int
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         enum_cls = hint
@@ -181,6 +204,8 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
             raise BodyError(f"{where}: expected a JSON array, got {type(value).__name__}")
         args = typing.get_args(hint)
         item = args[0] if args else Any
+        if None in value and item is _strip_optional(item) and item is not Any:
+            raise BodyError(f"{where}: null item in a JSON array")
         items = [_convert(item, v, where) for v in value]
         container = origin or hint
         return container(items) if container is not list else items
@@ -197,7 +222,11 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
         kwargs = {}
         for f in _fields(hint):
             if f.wire in value:
-                kwargs[f.attr] = _convert(f.hint, value[f.wire], f"{where}.{f.wire}")
+                v = value[f.wire]
+                if v is None and f.no_null:
+                    raise BodyError(f"{where}.{f.wire}: null where a JSON array or object "
+                                    "is expected")
+                kwargs[f.attr] = _convert(f.hint, v, f"{where}.{f.wire}")
             elif f.required:
                 kwargs[f.attr] = _zero(f.hint)
         return hint(**kwargs)
@@ -253,14 +282,16 @@ def _scalar(hint: Any, value: Any, where: str, error: type[Exception]) -> Any:
         if isinstance(value, int):
             return value != 0
     elif hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
         if isinstance(value, bool):
             return int(value)
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            pass
+        if not isinstance(value, int):
+            try:
+                value = int(value)
+            except (TypeError, ValueError, OverflowError):
+                raise error(f"{where}: {str(value)[:64]!r} is not a valid long") from None
+        if INT64_MIN <= value <= INT64_MAX:
+            return value
+        raise error(f"{where}: {value} is out of range for a Java long")
     elif hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)

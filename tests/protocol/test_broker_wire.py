@@ -472,7 +472,8 @@ def test_fast_v2_send_header_decoding_matches_the_general_path(golden_dir: Path)
     for ext in variants:
         assert decode_send_header_v2(ext) == send_header_v1(
             from_ext(SendMessageRequestHeaderV2, ext))
-    with pytest.raises(HeaderError, match="'b' is missing"):
+    with pytest.raises(HeaderError, match=r"'b' \(topic\) is missing"):
         decode_send_header_v2({"a": "G"})
-    with pytest.raises(HeaderError, match=r"V2\.d: 'four' is not a valid int"):
+    with pytest.raises(HeaderError,
+                       match=r"V2\.d \(defaultTopicQueueNums\): 'four' is not a valid int"):
         decode_send_header_v2({**variants[0], "d": "four"})

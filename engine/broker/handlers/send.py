@@ -29,6 +29,7 @@ from engine.broker.transaction import half_message
 from engine.protocol.body.topic import TopicConfig, TopicFilterType
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
+from engine.protocol.errors import HeaderError
 from engine.protocol.header.broker import (
     SendMessageRequestHeader,
     SendMessageResponseHeader,
@@ -248,7 +249,10 @@ async def _stored(st: BrokerState, put: Coroutine[Any, Any, PutMessageResult]
 @router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
 def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
     st = ctx.state
-    header = _header(cmd)
+    try:
+        header = _header(cmd)
+    except HeaderError as exc:  # a send's own error: producers do not retry it
+        return cmd.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
     if header.batch and cmd.code != RequestCode.SEND_MESSAGE:
         return _send_batch(ctx, cmd, header)
     try:
@@ -291,7 +295,11 @@ def _with_cluster(props: str, cluster: str) -> str:
 
 @router.handles(RequestCode.SEND_BATCH_MESSAGE)
 def send_batch(ctx: Ctx, cmd: RemotingCommand) -> Answer:
-    return _send_batch(ctx, cmd, _header(cmd))
+    try:
+        header = _header(cmd)
+    except HeaderError as exc:
+        return cmd.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
+    return _send_batch(ctx, cmd, header)
 
 
 def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendMessageRequestHeader) -> Answer:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.protocol.body.route import BrokerName
+from engine.protocol.wire import Int32
 
 Topic = str
-QueueId = int
+QueueId = Int32
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -10,6 +10,7 @@ SEND_MESSAGE under one-letter keys; `send_header_v1`/`send_header_v2` convert be
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -17,7 +18,8 @@ from engine.protocol.body.heartbeat import ClientId, GroupName
 from engine.protocol.body.message_queue import QueueId, Topic
 from engine.protocol.body.route import BrokerName
 from engine.protocol.body.topic import TopicFilterType
-from engine.protocol.wire import from_ext, wire_name
+from engine.protocol.errors import HeaderError
+from engine.protocol.wire import Int32, from_ext, wire_name
 
 Offset = int  # logical (consume-queue) offset
 PhyOffset = int  # commit-log offset
@@ -40,16 +42,16 @@ class SendMessageRequestHeader:
     producer_group: GroupName
     topic: Topic
     default_topic: Topic
-    default_topic_queue_nums: int
+    default_topic_queue_nums: Int32
     queue_id: QueueId  # < 0: the broker picks a writable queue
-    sys_flag: int
+    sys_flag: Int32
     born_timestamp: TimestampMs
-    flag: int
+    flag: Int32
     properties: Properties | None = None
-    reconsume_times: int | None = None
+    reconsume_times: Int32 | None = None
     unit_mode: bool = False
     batch: bool = False
-    max_reconsume_times: int | None = None
+    max_reconsume_times: Int32 | None = None
     bname: BrokerName | None = None
 
 
@@ -65,15 +67,15 @@ class SendMessageRequestHeaderV2:
     a: GroupName
     b: Topic
     c: Topic
-    d: int
+    d: Int32
     e: QueueId
-    f: int
+    f: Int32
     g: TimestampMs
-    h: int
+    h: Int32
     i: Properties | None = None
-    j: int | None = None
+    j: Int32 | None = None
     k: bool = False
-    l: int | None = None  # noqa: E741 - Java's key
+    l: Int32 | None = None  # noqa: E741 - Java's key
     m: bool = False
     n: BrokerName | None = None
     bname: BrokerName | None = None
@@ -101,23 +103,50 @@ def send_header_v1(v2: SendMessageRequestHeaderV2) -> SendMessageRequestHeader:
 
 def decode_send_header_v2(ext: Mapping[str, str] | None) -> SendMessageRequestHeader:
     """`send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))`, read directly: one runs per
-    send.  Anything unusual takes the general path, which raises the precise HeaderError."""
+    send.  Anything unusual takes the general path, which raises the precise HeaderError
+    (naming the field by its V1 name too).
+
+    Raises:
+        HeaderError: a field is missing, not a number, or out of its Java type's range.
+    """
     if ext is None:
         ext = {}
     try:
         j, k, ll, m = ext.get("j"), ext.get("k"), ext.get("l"), ext.get("m")
+        d, e, f, g, h = int(ext["d"]), int(ext["e"]), int(ext["f"]), int(ext["g"]), int(ext["h"])
+        reconsume = int(j) if j else None
+        max_reconsume = int(ll) if ll else None
+        if not (_I32 <= d < -_I32 and _I32 <= e < -_I32 and _I32 <= f < -_I32
+                and _I32 <= h < -_I32 and _I64 <= g < -_I64
+                and (reconsume is None or _I32 <= reconsume < -_I32)
+                and (max_reconsume is None or _I32 <= max_reconsume < -_I32)):
+            raise ValueError("out of range")
         return SendMessageRequestHeader(
             producer_group=ext["a"], topic=ext["b"], default_topic=ext["c"],
-            default_topic_queue_nums=int(ext["d"]), queue_id=int(ext["e"]),
-            sys_flag=int(ext["f"]), born_timestamp=int(ext["g"]), flag=int(ext["h"]),
-            properties=ext.get("i"), reconsume_times=int(j) if j else None,
+            default_topic_queue_nums=d, queue_id=e, sys_flag=f, born_timestamp=g, flag=h,
+            properties=ext.get("i"), reconsume_times=reconsume,
             unit_mode=k is not None and k.strip().lower() == "true",
-            max_reconsume_times=int(ll) if ll else None,
+            max_reconsume_times=max_reconsume,
             batch=m is not None and m.strip().lower() == "true",
             bname=ext.get("n") or ext.get("bname"),
         )
     except (KeyError, ValueError):
-        return send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))
+        try:
+            return send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))
+        except HeaderError as exc:
+            raise HeaderError(_V2_FIELD.sub(_v1_name, str(exc))) from None
+
+
+_I32, _I64 = -(1 << 31), -(1 << 63)
+_V1_NAMES = dict(zip("abcdefghijklmn", (
+    "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+    "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes",
+    "batch", "brokerName"), strict=True))
+_V2_FIELD = re.compile(r"(SendMessageRequestHeaderV2\.|required field ')([a-n])(')?")
+
+
+def _v1_name(m: re.Match[str]) -> str:
+    return f"{m[1]}{m[2]}{m[3] or ''} ({_V1_NAMES[m[2]]})"
 
 
 def send_header_v2(v1: SendMessageRequestHeader) -> SendMessageRequestHeaderV2:
