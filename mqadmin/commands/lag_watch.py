@@ -37,7 +37,7 @@ def table(report: st.LagReport, source_note: str) -> Table:
         style = STYLES.get(str(row["verdict"]), "")
         t.add_row(str(row["group"]), Text(str(row["verdict"]), style=style),
                   f"{row['lag']:,}", str(row["lagTime"] or ""),
-                  "" if row["drainRate"] is None else f"{row['drainRate']:,.1f}",
+                  "" if row["drainRate"] is None else f"{round(row['drainRate'], 1) + 0.0:,.1f}",
                   str(row["eta"]), Text(str(row["trend"]), style=style),
                   str(row["rule"]), Text(str(row["retentionRisk"] or ""), style="red"))
     return t

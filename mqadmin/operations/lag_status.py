@@ -37,15 +37,17 @@ GROUP_COLUMNS = ("group", "verdict", "rule", "lag", "lagTime", "drainRate", "eta
 QUEUE_COLUMNS = ("group", "topic", "broker", "queueId", "verdict", "rule", "lag", "lagMs",
                  "drainRate", "eta", "riskMessages", "risk")
 SPARKS = "▁▂▃▄▅▆▇█"
+SPARK_FLOOR = 10
 #: A collector's window is used when its last cycle is this many intervals old at most.
 FRESH_INTERVALS = 3.0
 QUICK_SAMPLES = 3
 QUICK_SPACING = 0.5
 
 
-def sparkline(values: Sequence[int]) -> str:
-    """``▁▂▅█``: one block per value, scaled from 0 to the largest."""
-    top = max(values, default=0)
+def sparkline(values: Sequence[int], floor: int = SPARK_FLOOR) -> str:
+    """``▁▂▅█``: one block per value, scaled from 0 to the largest (at least `floor`, so a
+    lag of one or two messages does not look like a storm)."""
+    top = max(max(values, default=0), floor)
     if top <= 0:
         return SPARKS[0] * len(values)
     return "".join(SPARKS[min(len(SPARKS) - 1, v * (len(SPARKS) - 1) // top)]
@@ -172,7 +174,7 @@ async def lag_report(admin: MQAdmin, cluster: str, *, group: str | None = None,
 
 
 def _rate(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
+    return None if value is None else round(value, 2) + 0.0  # no -0.0
 
 
 def group_rows(report: LagReport, now: int | None = None) -> list[Row]:
@@ -186,7 +188,7 @@ def group_rows(report: LagReport, now: int | None = None) -> list[Row]:
             "rule": f"{v.worst.status.value}: {v.worst.rule}" if v.worst else "",
             "lag": v.lag,
             "lagTime": None if v.lag_ms is None else format_duration(v.lag_ms / 1000),
-            "drainRate": _rate(v.drain_rate), "eta": eta_text(v.eta_s),
+            "drainRate": _rate(v.drain_rate), "eta": eta_text(v.eta_s, v.keeping_up),
             "retentionRisk": g.risk_text(now) or None, "trend": sparkline(g.lags)})
     return rows
 
@@ -202,7 +204,7 @@ def queue_rows(report: LagReport, now: int | None = None) -> list[Row]:
             rows.append({"group": q.key[0], "topic": q.key[1], "broker": q.key[2],
                          "queueId": q.key[3], "verdict": q.status.value, "rule": q.rule,
                          "lag": q.lag, "lagMs": q.lag_ms, "drainRate": _rate(q.drain_rate),
-                         "eta": eta_text(q.eta_s),
+                         "eta": eta_text(q.eta_s, q.keeping_up),
                          "riskMessages": risk.messages if risk else 0,
                          "risk": risk.text(now) if risk else None})
     return rows

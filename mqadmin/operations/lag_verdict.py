@@ -15,7 +15,8 @@ above the allowed lag (else OK: idle topics are not stalled).  The rules, in thi
 
 A group takes the worst of its queues: ERROR when any queue is STOP, STALL or REWIND,
 WARNING when any is WARNING, else OK.  The net drain rate is the lag's fall per second
-over the window; the ETA is the lag divided by it (never when it does not fall).
+over the window; the ETA is the lag divided by it (never when it does not fall, unless
+the lag was down to the allowed lag within the window: then it is keeping up).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class QueueVerdict:
     drain_rate: float | None  # messages/s the lag falls by (negative: it grows)
     eta_s: float | None  # seconds to catch up; 0 caught up; None never at this rate
     samples: int
+    keeping_up: bool = False  # lag now, but it fell to the allowed lag within the window
 
     @property
     def group(self) -> str:
@@ -83,6 +85,7 @@ class GroupVerdict:
     drain_rate: float | None
     eta_s: float | None
     queues: tuple[QueueVerdict, ...]
+    keeping_up: bool = False  # every lagging queue without an ETA is keeping up
 
 
 def drain(samples: Sequence[QueueSample]) -> float | None:
@@ -137,8 +140,9 @@ def queue_verdict(series: Series, allowed_lag: int = DEFAULT_ALLOWED_LAG,
     status, rule = _rule(samples, allowed_lag)
     last = samples[-1]
     rate = drain(samples)
+    keeping_up = last.lag > allowed_lag and any(s.lag <= allowed_lag for s in samples)
     return QueueVerdict(series.key, status, rule, last.lag, last.lag_ms, rate,
-                        eta(last.lag, rate, allowed_lag), len(samples))
+                        eta(last.lag, rate, allowed_lag), len(samples), keeping_up)
 
 
 def group_verdict(group: str, verdicts: Sequence[QueueVerdict],
@@ -163,8 +167,10 @@ def group_verdict(group: str, verdicts: Sequence[QueueVerdict],
     etas = [v.eta_s for v in lagging]
     group_eta = 0.0 if not lagging else (None if any(e is None for e in etas)
                                          else max(e for e in etas if e is not None))
+    keeping_up = any(v.eta_s is None for v in lagging) and all(
+        v.keeping_up for v in lagging if v.eta_s is None)
     return GroupVerdict(group, status, worst, lag, max(times) if times else None, rate,
-                        group_eta, tuple(verdicts))
+                        group_eta, tuple(verdicts), keeping_up)
 
 
 def judge(series: Sequence[Series], allowed_lag: int = DEFAULT_ALLOWED_LAG,
@@ -189,10 +195,11 @@ def format_duration(seconds: float) -> str:
     return f"{s // 86400} d {s % 86400 // 3600} h"
 
 
-def eta_text(eta_s: float | None) -> str:
-    """"caught up", "catches up in 14 min at the current rate", "never at the current rate"."""
+def eta_text(eta_s: float | None, keeping_up: bool = False) -> str:
+    """"caught up", "catches up in 14 min at the current rate", "never at the current rate",
+    or "keeping up" (no ETA, but the lag fell to the allowed lag within the window)."""
     if eta_s is None:
-        return "never at the current rate"
+        return "keeping up" if keeping_up else "never at the current rate"
     if eta_s <= 0:
         return "caught up"
     return f"catches up in {format_duration(eta_s)} at the current rate"

@@ -4,16 +4,19 @@ a broker restart (gaps, then samples again), resume after a restart of the colle
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from engine.broker.controller import BrokerController
+from engine.namesrv.controller import NamesrvController
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
 from mqadmin.operations.lag_history import SCHEMA
 from mqadmin.operations.lag_model import Cycle
 from tests.broker.conftest import broker_configs
+from tests.conftest import namesrv_config
 from tests.lag.conftest import Lab
 from tests.lag.webhook_server import WebhookServer
 
@@ -91,3 +94,33 @@ async def test_collector_survives_a_broker_restart(lab: Lab, tmp_path: Path) -> 
     resumed = LagCollector(config(lab, tmp_path))
     await asyncio.to_thread(resumed._resume)
     assert resumed.sampler.previous and resumed.window
+
+
+async def test_collector_survives_a_name_server_outage(lab: Lab, tmp_path: Path) -> None:
+    await lab.group("g1", "T1")
+    await lab.commit("g1", "T1", 0, 0)
+    port = lab.namesrv.port
+    collector = LagCollector(config(lab, tmp_path))
+    await collector.start_collecting()
+    again: NamesrvController | None = None
+    try:
+        assert (await collector.next_cycle()).samples
+        await lab.namesrv.stop()
+        down = await collector.next_cycle()
+        assert down.error.startswith("name servers:") and not down.samples
+        assert {(g.group, g.broker) for g in down.gaps} == {("g1", "broker-a")}
+        again = NamesrvController(dataclasses.replace(namesrv_config(tmp_path / "ns2"),
+                                                      listen_port=port))
+        await again.start()
+        await lab.broker.registration.register_all()
+        for _ in range(20):
+            back = await collector.next_cycle()
+            if back.samples:
+                break
+        assert back.ok and {s.group for s in back.samples} == {"g1"}
+    finally:
+        await collector.stop()
+        if again is not None:
+            await again.stop()
+    cycles = win.cycles(win.open_db(), "test")
+    assert any(c.error for c in cycles) and cycles[-1].error == ""
