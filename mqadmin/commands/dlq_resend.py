@@ -68,7 +68,8 @@ def resend(
     until: UntilFilter = None,
     limit: LimitOpt = None,
     ids: Annotated[Path | None, typer.Option(
-        "--ids", help="Only the dead letters named in this file (message ids, one a line).")
+        "--ids", help="Only the dead letters named in this file, one a line: message id, offset "
+                "message id, or BROKER:QUEUE:OFFSET.")
     ] = None,
     to: Annotated[str, typer.Option(
         "--to", help="retry: to %RETRY%GROUP, only this group gets them; topic: to the "

@@ -19,6 +19,7 @@ from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.dlq_ledger import DISCARDED, FAILED, PENDING, SENDING, SENT, Batch, Ledger
 from mqadmin.operations.dlq_model import BATCH_PROPERTY, Filters, Row
 from mqadmin.operations.dlq_read import read_all
+from mqadmin.operations.times import format_time
 
 STATUS_COLUMNS = ("batch", "group", "action", "target", "at", "who", "total", "sent",
                   "failed", "unsent", "consumed", "pending", "backInDlq")
@@ -80,7 +81,7 @@ async def status(admin: MQAdmin, ledger: Ledger, batch: str | None = None, *,
         rows = ledger.rows(b.batch)
         counts = ledger.counts(b.batch)
         row: Row = {"batch": b.batch, "group": b.group, "action": b.action, "target": b.target,
-                    "at": b.at, "who": b.who, "total": b.total,
+                    "at": format_time(_ms(b.at)), "who": b.who, "total": b.total,
                     "sent": counts.get(SENT, 0), "failed": counts.get(FAILED, 0),
                     "unsent": counts.get(PENDING, 0) + counts.get(SENDING, 0),
                     "consumed": None, "pending": None, "backInDlq": None,

@@ -115,3 +115,20 @@ def test_export_import_round_trip(cluster: BackgroundCluster, tmp_path: Path) ->
     bad = invoke("dlq", "import", "-n", cluster.ns, "-f", str(tmp_path / "bad.jsonl"),
                  "--to-topic", "Replay", "--yes")
     assert bad.exit_code == 2 and "line 4" in bad.stderr
+
+
+def test_resend_by_ids_file(cluster: BackgroundCluster, tmp_path: Path) -> None:
+    setup_group(cluster, "g1", "Orders")
+    bury(cluster, "g1", "Orders", 3)
+    shown = json_rows("dlq", "show", "-n", cluster.ns, "-g", "g1")
+    ids = tmp_path / "ids.txt"
+    ids.write_text(f"# picked from dlq show\n{shown[1]['msgId']}\nbroker-a:0:2\n")
+    plan = json_rows("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--ids", str(ids),
+                     "--dry-run")
+    assert plan[0]["deadLetters"] == 2
+    (tmp_path / "empty.txt").write_text("\n")
+    empty = invoke("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--ids",
+                   str(tmp_path / "empty.txt"), "--yes")
+    assert empty.exit_code == 2 and "names no dead letter" in empty.stderr
+    unknown = invoke("dlq", "resend", "-n", cluster.ns, "--resume", "nope", "--yes")
+    assert unknown.exit_code == 3 and "dlq status" in unknown.stderr
