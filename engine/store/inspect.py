@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from engine.store.checkpoint import CHECKPOINT
+from engine.store.checkpoint import CHECKPOINT, CHECKPOINT_FILE_SIZE, read_recovery_offset
 from engine.store.consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, is_blank_entry
 from engine.store.index_file import INDEX_HEADER
 from engine.store.record_scan import scan_record
@@ -220,11 +220,14 @@ def inspect_store(root: str, check_crc: bool = True) -> StoreReport:
     cp = os.path.join(root, "checkpoint")
     if os.path.exists(cp):
         with open(cp, "rb") as f:
-            head = f.read(CHECKPOINT.size)
-        if len(head) == CHECKPOINT.size:
-            p, lg, ix = CHECKPOINT.unpack(head)
+            raw = f.read(CHECKPOINT_FILE_SIZE)
+        if len(raw) == CHECKPOINT_FILE_SIZE:
+            p, lg, ix = CHECKPOINT.unpack_from(raw)
             rep.checkpoint = {"physicMsgTimestamp": p, "logicsMsgTimestamp": lg,
                               "indexMsgTimestamp": ix}  # fmt: skip
+            slot = read_recovery_offset(raw)
+            if slot is not None:
+                rep.checkpoint["recoveryOffset"] = slot[1]
     return rep
 
 
@@ -255,7 +258,7 @@ def render(rep: StoreReport) -> str:
         )
     if rep.checkpoint:
         lines += ["", "checkpoint: " + ", ".join(
-            f"{k}={_fmt(v)}" for k, v in rep.checkpoint.items()
+            f"{k}={v if k == 'recoveryOffset' else _fmt(v)}" for k, v in rep.checkpoint.items()
         )]  # fmt: skip
     lines += ["", "problems:" if rep.problems else "no problems found"]
     lines += [f"  {p}" for p in rep.problems]

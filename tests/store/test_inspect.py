@@ -37,6 +37,9 @@ async def test_inspector_reports_a_consistent_store(
         ("TopicTest", 0, 20, 20), ("TopicTest", 1, 20, 20), ("TopicTest", 2, 20, 20)
     }
     assert rep["problems"] == [] and rep["index_files"] and rep["checkpoint"]
+    last = rep["segments"][-1]
+    end = int(last["name"]) + last["bytes_used"]
+    assert rep["checkpoint"]["recoveryOffset"] == end  # a clean shutdown: the log's end
     out = subprocess.run(
         [sys.executable, "-m", "engine.store.inspect", str(tmp_path / "s")],
         capture_output=True, text=True, timeout=60, check=False,
