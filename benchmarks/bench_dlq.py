@@ -4,7 +4,7 @@ Runs `mqnamesrv` and `mqbroker` as processes of their own; this process is mqadm
 ``%DLQ%BenchCG`` with 1 KiB dead letters, then measures, `RUNS` times each:
   * resend with the ledger: `dlq_resend.resend` of `RESEND` dead letters to %RETRY%BenchCG
     (ledger rows written ahead and after every chunk of sends; the reading plan is timed
-    apart);
+    apart), and the same sends by the bare producer for comparison;
   * export: `dlq_transfer.export` of the whole DLQ as JSON Lines (to /dev/null);
   * `dlq list` (`dlq_list.list_groups`) over `GROUPS` groups with a DLQ each.
 Prints medians and percentiles of messages per second of wall time and this process's CPU
@@ -36,6 +36,7 @@ from engine.remoting.loop import run
 from mqadmin.operations import dlq_list, dlq_resend, dlq_transfer
 from mqadmin.operations.dlq_ledger import Ledger
 from mqadmin.operations.dlq_model import Filters
+from mqadmin.operations.sending import producer
 
 GROUP = "BenchCG"
 DEAD = 20_000
@@ -94,6 +95,14 @@ async def measure(count: int, action: Callable[[], Awaitable[Any]]) -> tuple[flo
     return count / wall, cpu / count * 1e6, wall
 
 
+async def plain_sends(p: Producer) -> None:
+    """RESEND sends to the retry topic, as many in flight as a resend chunk."""
+    for i in range(0, RESEND, dlq_resend.CHUNK):
+        await asyncio.gather(*(p.send(Message(f"%RETRY%{GROUP}", BODY, tags="TagA",
+                                              keys=f"order-{n}"))
+                               for n in range(i, min(i + dlq_resend.CHUNK, RESEND))))
+
+
 def report(label: str, runs: list[tuple[float, float, float]], target: str) -> None:
     rates = [r for r, _, _ in runs]
     cpus = [c for _, c, _ in runs]
@@ -118,24 +127,27 @@ async def bench(namesrv: str, broker: str, home: Path) -> None:
         report(f"export, {DEAD:,} x 1 KiB", runs, ">= 20,000 msgs/s")
 
         plans, sends = [], []
-        for n in range(RUNS):
-            with Ledger("bench", home / f"ledger{n}.db") as ledger:
+        with Ledger("bench", home / "mqadmin.db") as ledger:  # one admin database, as in use
+            for _ in range(RUNS):
                 holder: list[dlq_resend.ResendPlan] = []
-
-                async def plan(ledger: Ledger = ledger,
-                               holder: list[dlq_resend.ResendPlan] = holder) -> None:
-                    holder.append(await dlq_resend.plan_resend(
-                        admin, ledger, GROUP, Filters(limit=RESEND), again=True))
-                plans.append(await measure(RESEND, plan))
                 outcomes: list[dlq_resend.ResendOutcome] = []
 
-                async def send(ledger: Ledger = ledger,
-                               holder: list[dlq_resend.ResendPlan] = holder,
+                async def plan(holder: list[dlq_resend.ResendPlan] = holder) -> None:
+                    holder.append(await dlq_resend.plan_resend(
+                        admin, ledger, GROUP, Filters(limit=RESEND), again=True))
+
+                async def send(holder: list[dlq_resend.ResendPlan] = holder,
                                outcomes: list[dlq_resend.ResendOutcome] = outcomes) -> None:
                     outcomes.append(await dlq_resend.resend(admin, ledger, holder[0]))
+                plans.append(await measure(RESEND, plan))
                 sends.append(await measure(RESEND, send))
                 assert outcomes[0].sent == RESEND, outcomes[0].failed[:3]
         report(f"resend plan (read {RESEND:,} dead letters)", plans, "-")
+        raw = []
+        async with producer(admin, retries=0) as p:
+            for _ in range(RUNS):
+                raw.append(await measure(RESEND, lambda p=p: plain_sends(p)))
+        report(f"for comparison: the same {RESEND:,} sends without the ledger", raw, "-")
         report(f"resend with the ledger, {RESEND:,} x 1 KiB to %RETRY%", sends,
                ">= 5,000 msgs/s")
 
