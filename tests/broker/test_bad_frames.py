@@ -38,21 +38,21 @@ def _max_offset(broker: BrokerController, topic: str) -> int:
     return sum(broker.state.store.get_max_offset_in_queue(topic, q) for q in range(4))
 
 
-@pytest.mark.parametrize("field", sorted(OUT_OF_RANGE))
 @pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2,
                                   RequestCode.SEND_BATCH_MESSAGE])
 async def test_out_of_range_send_header_integers_are_refused(
-    broker: BrokerController, client: RemotingClient, code: int, field: str
+    broker: BrokerController, client: RemotingClient, code: int
 ) -> None:
     v2 = to_ext(from_ext(SendMessageRequestHeaderV2, send_request("TBad", b"x").ext_fields))
     ok = await call(client, broker.addr, code, _send_ext(code, v2), _send_body(code))
     assert ok.code == ResponseCode.SUCCESS, ok.remark
     before = _max_offset(broker, "TBad")
-    v2[field] = str(OUT_OF_RANGE[field])
-    resp = await call(client, broker.addr, code, _send_ext(code, v2), _send_body(code))
-    assert resp.code == ResponseCode.MESSAGE_ILLEGAL, resp.remark
-    assert resp.remark is not None and V1_NAMES[field] in resp.remark, resp.remark
-    assert "out of range for a Java" in resp.remark
+    for field, value in OUT_OF_RANGE.items():
+        ext = _send_ext(code, {**v2, field: str(value)})
+        resp = await call(client, broker.addr, code, ext, _send_body(code))
+        assert resp.code == ResponseCode.MESSAGE_ILLEGAL, (field, resp.remark)
+        assert resp.remark is not None and V1_NAMES[field] in resp.remark, resp.remark
+        assert "out of range for a Java" in resp.remark
     assert _max_offset(broker, "TBad") == before
 
 
@@ -109,17 +109,20 @@ def _json_frame(header: dict[str, object], body: bytes = b"") -> bytes:
     return struct.pack(">II", 4 + len(head) + len(body), len(head)) + head + body
 
 
-@pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE_V2, RequestCode.GET_BROKER_RUNTIME_INFO])
-@pytest.mark.parametrize("opaque", [10**30, 1 << 31, -(1 << 31) - 1])
 async def test_an_opaque_outside_int32_closes_the_connection_and_stores_nothing(
-    broker: BrokerController, client: RemotingClient, code: int, opaque: int
+    broker: BrokerController, client: RemotingClient
 ) -> None:
-    ext = send_request("TOpaque", b"x").ext_fields if code == RequestCode.SEND_MESSAGE_V2 else {}
-    reader, writer = await _raw(broker)
-    writer.write(_json_frame({"code": code, "flag": 0, "language": "JAVA", "opaque": opaque,
-                              "version": 409, "extFields": ext}, b"body"))
-    assert await asyncio.wait_for(reader.read(), 10) == b""  # closed, nothing answered
-    writer.close()
+    """Before: a send was stored and never answered (the answer did not encode), other
+    codes closed the connection.  Now every such frame is malformed: closed, not run."""
+    for code in (RequestCode.SEND_MESSAGE_V2, RequestCode.GET_BROKER_RUNTIME_INFO):
+        ext = send_request("TOpaque", b"x").ext_fields if code == 310 else {}
+        for opaque in (10**30, 1 << 31, -(1 << 31) - 1):
+            reader, writer = await _raw(broker)
+            writer.write(_json_frame({"code": code, "flag": 0, "language": "JAVA",
+                                      "opaque": opaque, "version": 409, "extFields": ext},
+                                     b"body"))
+            assert await asyncio.wait_for(reader.read(), 10) == b""  # closed, no answer
+            writer.close()
     assert _max_offset(broker, "TOpaque") == 0
     ok = await call(client, broker.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
     assert ok.code == ResponseCode.SUCCESS
