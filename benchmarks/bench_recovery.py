@@ -83,6 +83,8 @@ class Broker:
             "bindAddress": "127.0.0.1", "listenPort": str(self.port),
             "storePathRootDir": str(root), "logsDir": str(self.logs),
             "flushDiskType": "ASYNC_FLUSH"}.items()))
+        log = self.logs / "broker.log"
+        self.log_from = log.stat().st_size if log.exists() else 0  # this run's lines only
         env = {**os.environ, "HOME": str(work), "NAMESRV_ADDR": "", "PYTHONPATH": engine}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "engine.broker.main", "-c", str(conf)],
@@ -113,8 +115,9 @@ class Broker:
         """(recovery seconds, its CPU seconds (-1 if not logged), bytes verified, records
         re-dispatched) from the newest report in the broker log."""
         found = None
-        with contextlib.suppress(OSError):
-            for line in (self.logs / "broker.log").read_text(errors="replace").splitlines():
+        with contextlib.suppress(OSError), open(self.logs / "broker.log", "rb") as f:
+            f.seek(self.log_from)
+            for line in f.read().decode(errors="replace").splitlines():
                 if m := REPORT.search(line):
                     cpu = float(m[2]) if m[2] else -1.0
                     found = (float(m[1]), cpu, int(m[5]) - int(m[4]), int(m[6]))
