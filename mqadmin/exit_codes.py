@@ -159,6 +159,11 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     return ExitCode.ERROR
 
 
+#: Words of access-control refusals (this engine's remarks, 5.3's and 4.9's messages).
+_ACCESS_WORDS = ("not signed", "AccessKey", "signature", "no rule", "denied by the rule",
+                 "no permission to access", "SUPER user", "accessKey", "is disabled")
+
+
 def _hint(exc: BaseException) -> str:
     """The next thing to try after `exc`."""
     if isinstance(exc, InvalidAddressError):
@@ -181,6 +186,11 @@ def _hint(exc: BaseException) -> str:
     if isinstance(exc, NotFoundError):
         return "Check the name; list what exists with the matching list command."
     if isinstance(exc, NoPermissionError):
+        if any(word in str(exc) for word in _ACCESS_WORDS):
+            return ("Access control refused it: use a context with keys (`mqadmin context add "
+                    "NAME -n ADDRS --access-key K --secret-key-file F`) or set "
+                    "MQADMIN_ACCESS_KEY and MQADMIN_SECRET_KEY, for a user whose rules allow "
+                    "it (`mqadmin getAcl`).")
         return ("The server does not allow this change; protected settings can only be "
                 "changed in the server's own config file.")
     if isinstance(exc, RequestCodeNotSupportedError):
