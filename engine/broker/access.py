@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from engine.auth.errors import AuthConfigError, AuthError, AuthInputError
+from engine.auth.errors import AuthConfigError
 from engine.auth.guard import AccessGuard, AuthTables
 from engine.auth.model import UserType
 from engine.auth.needs import broker_needs, needs_key
@@ -128,6 +128,3 @@ class BrokerAccess:
             return not self.enabled
         user = self.store.tables().users.get(access_key)
         return user is not None and user.user_type is UserType.SUPER
-
-
-__all__ = ["AuthError", "AuthInputError", "BrokerAccess", "inner_credentials"]
