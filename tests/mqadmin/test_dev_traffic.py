@@ -13,6 +13,7 @@ import pytest
 
 from engine.client.admin import MQAdmin
 from engine.remoting import loop
+from mqadmin.dev import access
 from mqadmin.dev import cluster as dev
 
 from .cli import invoke, rows_of
@@ -28,21 +29,25 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
         dev.down(path, timeout=5)
 
 
-def stored(namesrv: str, master: str) -> int:
-    """Orders stored on `master` (the sum of DemoOrders' queue max offsets)."""
+def stored(namesrv: str, master: str, data_dir: Path) -> int:
+    """Orders stored on `master` (the sum of DemoOrders' queue max offsets), read as the
+    dev cluster's SUPER user (access control is on)."""
+    keys = access.existing(data_dir)
+
     async def read() -> int:
-        async with MQAdmin(namesrv) as admin:
+        async with MQAdmin(namesrv, credentials=keys.admin if keys else None) as admin:
             stats = await admin.broker.topic_stats(master, "DemoOrders")
             return sum(o.max_offset for o in stats.offset_table.values())
     return loop.run(read())
 
 
-def until_growing(namesrv: str, master: str, by: int = 10, timeout: float = 40) -> None:
+def until_growing(namesrv: str, master: str, data_dir: Path, by: int = 10,
+                  timeout: float = 40) -> None:
     """Until the traffic (another process) stored `by` more orders on `master`."""
-    start = stored(namesrv, master)
+    start = stored(namesrv, master, data_dir)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if stored(namesrv, master) >= start + by:
+        if stored(namesrv, master, data_dir) >= start + by:
             return
         time.sleep(0.2)
     raise AssertionError(f"the demo traffic stored fewer than {by} orders on {master} "
@@ -55,17 +60,18 @@ def test_traffic_survives_switchover_and_failover(data_dir: Path) -> None:
     procs = {r["process"]: r for r in rows_of(up)}
     namesrv = procs["namesrv"]["addr"]
     n1, n2 = procs["broker-a-n1"]["addr"], procs["broker-a-n2"]["addr"]
-    until_growing(namesrv, n1)
+    until_growing(namesrv, n1, data_dir)
     until_slave_connected(namesrv)
-    switched = invoke("switchover", "-b", dev.BROKER, "-n", namesrv, "--yes")
+    switched = invoke("switchover", "-b", dev.BROKER, "--context", "dev", "--yes")
     assert switched.exit_code == 0, switched.stderr
-    until_growing(namesrv, n2)  # n2 is the master now: the traffic followed it
+    until_growing(namesrv, n2, data_dir)  # n2 is the master now: the traffic followed it
 
     until_slave_connected(namesrv)
     _, status, _ = status_of(data_dir)
     os.kill(status["broker-a-n2"]["pid"], signal.SIGKILL)
-    failed_over = invoke("failover", "-b", dev.BROKER, "-n", namesrv, "--accept-loss", "--yes")
+    failed_over = invoke("failover", "-b", dev.BROKER, "--context", "dev", "--accept-loss",
+                         "--yes")
     assert failed_over.exit_code == 0, failed_over.stderr
-    until_growing(namesrv, n1)  # and back to n1 after the failover
+    until_growing(namesrv, n1, data_dir)  # and back to n1 after the failover
     log = (data_dir / "logs" / "traffic.out").read_text()
     assert "send to DemoOrders failed" in log or "WARNING" in log, log[-2000:]
