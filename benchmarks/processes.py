@@ -1,4 +1,5 @@
-"""Server processes for benchmarks: free ports, waiting for a listener, an `mqbroker` process."""
+"""Server processes for benchmarks: free ports, waiting for a listener, an `mqbroker` process,
+and the CPU time a server process has used (to report CPU per operation beside throughput)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,25 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+#: pid of the server process listening at each address `broker_process` yielded.
+_PIDS: dict[str, int] = {}
+
+
+def server_pid(addr: str) -> int:
+    """The pid of the `broker_process` serving `addr`."""
+    return _PIDS[addr]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by process `pid` (all its threads); NaN where
+    /proc is not available."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -48,8 +68,11 @@ def broker_process(**settings: str) -> Iterator[str]:
                                 env={**os.environ, "HOME": tmp, "NAMESRV_ADDR": ""})
         try:
             asyncio.run(wait_listening(port, proc))
-            yield f"127.0.0.1:{port}"
+            addr = f"127.0.0.1:{port}"
+            _PIDS[addr] = proc.pid
+            yield addr
         finally:
+            _PIDS.pop(f"127.0.0.1:{port}", None)
             proc.terminate()
             proc.wait(60)
 

@@ -13,7 +13,7 @@ the check service (`transaction_check.py`) that the half message is resolved.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from engine.broker.state import BrokerState
 from engine.broker.topics import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
@@ -56,9 +56,9 @@ def half_message(st: BrokerState, msg: BrokerMessage) -> BrokerMessage:
     props = string_to_properties(msg.properties)
     props[PROPERTY_REAL_TOPIC] = msg.topic
     props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
-    return replace(msg, topic=TRANS_HALF_TOPIC, queue_id=HALF_QUEUE_ID,
-                   sysflag=with_tran_type(msg.sysflag, TRANSACTION_NOT_TYPE),
-                   properties=properties_to_string(props))
+    return msg._replace(topic=TRANS_HALF_TOPIC, queue_id=HALF_QUEUE_ID,
+                        sysflag=with_tran_type(msg.sysflag, TRANSACTION_NOT_TYPE),
+                        properties=properties_to_string(props))
 
 
 def op_message(st: BrokerState, half_queue_id: int, half_queue_offset: int) -> BrokerMessage:

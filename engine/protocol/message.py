@@ -39,10 +39,10 @@ import sys
 import zlib
 from array import array
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from operator import mul
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.protocol.errors import BodyError
 
@@ -193,12 +193,13 @@ class RecordError(BodyError):
 # ------------------------------------------------------------------------------ values
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerMessage:
+class BrokerMessage(NamedTuple):
     """A message as the broker hands it to the store (MessageExtBrokerInner).
 
     `properties` is the raw properties string; the store derives tags code and index keys
-    from it.  `store_host` None means the store's own address.
+    from it.  `store_host` None means the store's own address.  An immutable NamedTuple
+    rather than a frozen dataclass: one is made per send, on the hot path (a third of the
+    cost); copy with changes via `_replace`.
     """
 
     topic: str
@@ -298,7 +299,7 @@ def message_from_record(record: MessageRecord, *, topic: str, queue_id: int,
         born_host=record.born_host, store_host=record.store_host,
         reconsume_times=record.reconsume_times,
         prepared_transaction_offset=record.prepared_transaction_offset)
-    return replace(msg, **changes) if changes else msg
+    return msg._replace(**changes) if changes else msg
 
 
 # -------------------------------------------------------------------------- properties

@@ -1,7 +1,8 @@
 """Runs routed handlers for the requests a connection received and writes their answers.
 
-How this works: plain-function handlers answer inline, and all inline answers to one read are
-written with a single `write` (pipelined clients get their batch back in one segment).  A
+How this works: plain-function handlers answer inline (a `RemotingCommand`, or its frame
+already encoded as `bytes`), and the inline answers to one read are written in groups, each
+with one `writelines` (one syscall; pipelined clients get their answers in few segments).  A
 handler that returns an awaitable (an `async def`, or a plain function that needs to wait,
 e.g. for a group commit) finishes in a task whose answer is written when ready.  A handler
 that raises is answered with SYSTEM_ERROR and a remark; the connection stays up.  Unknown codes
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from engine.protocol.codes import ResponseCode
-from engine.protocol.command import RemotingCommand, encode
+from engine.protocol.command import FLAG_ONEWAY, RemotingCommand, encode
 from engine.protocol.errors import ProtocolError
 from engine.remoting.connection import Connection
 from engine.remoting.errors import RemotingError
@@ -69,12 +70,13 @@ class RequestDispatcher(Generic[S]):
             ctx = self._contexts[id(conn)] = RequestContext(self.state, conn)
         out: list[bytes] = []
         guard = self.guard
+        lookup = self.router.lookup
         for cmd in commands:
             if guard is not None and (refused := guard(cmd, conn.remote_addr)) is not None:
                 if not cmd.is_oneway:
                     out.append(encode(refused))
                 continue
-            route = self.router.lookup(cmd.code)
+            route = lookup(cmd.code)
             if route is None:
                 log.debug("request code %d from %s not supported", cmd.code, conn.remote_addr)
                 out.append(encode(not_supported(cmd)))
@@ -87,18 +89,18 @@ class RequestDispatcher(Generic[S]):
                 continue
             if result is None:
                 continue
-            if isinstance(result, RemotingCommand):
-                if not cmd.is_oneway:
-                    out.append(encode(result))
+            if isinstance(result, bytes) or isinstance(result, RemotingCommand):  # noqa: SIM101
+                if not cmd.flag & FLAG_ONEWAY:
+                    out.append(result if isinstance(result, bytes) else encode(result))
                     if len(out) >= WRITE_EVERY and not conn.closed:
-                        conn.write_bytes(b"".join(out))
-                        out.clear()
+                        conn.write_frames(out)
+                        out = []
             elif inspect.isawaitable(result):
                 task = asyncio.ensure_future(result)
                 self._tasks.add(task)
                 task.add_done_callback(functools.partial(self._finish, conn, cmd))
         if out and not conn.closed:
-            conn.write_bytes(out[0] if len(out) == 1 else b"".join(out))
+            conn.write_frames(out)
 
     def _finish(self, conn: Connection, cmd: RemotingCommand, task: asyncio.Future[Any]) -> None:
         self._tasks.discard(task)
@@ -111,7 +113,10 @@ class RequestDispatcher(Generic[S]):
             response = error_response(cmd, exc)
         if response is None or cmd.is_oneway or conn.closed:
             return
-        conn.write(response)
+        if isinstance(response, bytes):
+            conn.write_bytes(response)
+        else:
+            conn.write(response)
 
     def _log_failure(self, cmd: RemotingCommand, conn: Connection, exc: BaseException) -> None:
         if isinstance(exc, ProtocolError):

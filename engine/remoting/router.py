@@ -2,7 +2,8 @@
 
 A handler is ``async def handle(ctx: RequestContext[S], cmd: RemotingCommand) ->
 RemotingCommand | None`` (a plain ``def`` works too and saves a coroutine on hot paths).  It
-returns the response, or None to answer later itself (long polling) or not at all.
+returns the response, or None to answer later itself (long polling) or not at all.  A hot
+handler may return its response already encoded (the whole frame as `bytes`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 
-HandlerResult = RemotingCommand | None
+HandlerResult = RemotingCommand | bytes | None
 Handler = Callable[["RequestContext[Any]", RemotingCommand],
                    Awaitable[HandlerResult] | HandlerResult]
 

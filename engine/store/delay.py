@@ -11,8 +11,6 @@ same body, flag, sysflag, hosts, born time and reconsume times, `DELAY` removed 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from engine.protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
@@ -77,8 +75,8 @@ def schedule(msg: BrokerMessage, max_level: int) -> BrokerMessage:
     props[PROPERTY_DELAY_TIME_LEVEL] = str(level)
     props[PROPERTY_REAL_TOPIC] = msg.topic
     props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
-    return replace(msg, topic=SCHEDULE_TOPIC, queue_id=level - 1,
-                   properties=properties_to_string(props))
+    return msg._replace(topic=SCHEDULE_TOPIC, queue_id=level - 1,
+                        properties=properties_to_string(props))
 
 
 def restore(record: MessageRecord) -> BrokerMessage | None:

@@ -449,31 +449,50 @@ def test_lock_and_unlock_bodies_of_both_clients_parse(golden_dir: Path) -> None:
             assert len(unlock.mq_set) >= 7
 
 
-def test_fast_v2_send_header_decoding_matches_the_general_path(golden_dir: Path) -> None:
+def test_fast_send_header_decoding_matches_the_general_path(golden_dir: Path) -> None:
     from engine.protocol.errors import HeaderError
     from engine.protocol.frame import FrameDecoder
     from engine.protocol.header.broker import (
+        SendHeader,
+        SendMessageRequestHeader,
         SendMessageRequestHeaderV2,
+        decode_send_header_v1,
         decode_send_header_v2,
         send_header_v1,
     )
     from tests.protocol.golden import golden_frames
 
-    seen = 0
+    seen = set()
     for g in golden_frames(golden_dir):
-        if g.header["code"] in (310, 320):
+        code = g.header["code"]
+        if code in (10, 310, 320):
             [cmd] = FrameDecoder().feed(g.frame)
-            slow = send_header_v1(from_ext(SendMessageRequestHeaderV2, cmd.ext_fields))
-            assert decode_send_header_v2(cmd.ext_fields) == slow
-            seen += 1
-    assert seen
+            if code == 10:
+                slow = from_ext(SendMessageRequestHeader, cmd.ext_fields)
+                fast = decode_send_header_v1(cmd.ext_fields)
+            else:
+                slow = send_header_v1(from_ext(SendMessageRequestHeaderV2, cmd.ext_fields))
+                fast = decode_send_header_v2(cmd.ext_fields)
+            assert type(fast) is SendHeader
+            assert fast == SendHeader.of(slow)
+            seen.add(code)
+    assert seen == {10, 310, 320}
     variants = [{"a": "G", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "5",
                  "h": "0", "j": "", "k": "TRUE", "m": "false", "l": "3"}]
     for ext in variants:
-        assert decode_send_header_v2(ext) == send_header_v1(
-            from_ext(SendMessageRequestHeaderV2, ext))
+        assert decode_send_header_v2(ext) == SendHeader.of(send_header_v1(
+            from_ext(SendMessageRequestHeaderV2, ext)))
+        v1 = to_ext(send_header_v1(from_ext(SendMessageRequestHeaderV2, ext)))
+        assert decode_send_header_v1(v1) == decode_send_header_v2(ext)
     with pytest.raises(HeaderError, match=r"'b' \(topic\) is missing"):
         decode_send_header_v2({"a": "G"})
+    with pytest.raises(HeaderError, match="'topic' is missing"):
+        decode_send_header_v1({"producerGroup": "G"})
     with pytest.raises(HeaderError,
                        match=r"V2\.d \(defaultTopicQueueNums\): 'four' is not a valid int"):
         decode_send_header_v2({**variants[0], "d": "four"})
+    v1 = to_ext(send_header_v1(from_ext(SendMessageRequestHeaderV2, variants[0])))
+    for key, value in (("queueId", str(2**31)), ("bornTimestamp", str(-(2**63) - 1)),
+                       ("reconsumeTimes", str(-(2**31) - 1))):
+        with pytest.raises(HeaderError, match=f"{key}: .* out of range"):
+            decode_send_header_v1({**v1, key: value})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Coroutine
+from functools import lru_cache
 from typing import Any
 
 from engine.broker.errors import Refused
@@ -27,12 +28,13 @@ from engine.broker.topics import (
 )
 from engine.broker.transaction import half_message
 from engine.protocol.body.topic import TopicConfig, TopicFilterType
-from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.codes import RequestCode, ResponseCode, SerializeType
 from engine.protocol.command import RemotingCommand
 from engine.protocol.errors import HeaderError
 from engine.protocol.header.broker import (
-    SendMessageRequestHeader,
+    SendHeader,
     SendMessageResponseHeader,
+    decode_send_header_v1,
     decode_send_header_v2,
 )
 from engine.protocol.message import (
@@ -48,8 +50,9 @@ from engine.protocol.message import (
     string_to_properties,
 )
 from engine.protocol.perm import PERM_RW, is_writeable
+from engine.protocol.send_answer import send_answer
 from engine.protocol.version import V3_4_9
-from engine.protocol.wire import from_ext, to_ext
+from engine.protocol.wire import to_ext
 from engine.remoting.address import parse_addr
 from engine.remoting.router import RequestContext, Router
 from engine.store.config import BrokerRole, FlushDiskType
@@ -59,7 +62,7 @@ from engine.store.results import PutMessageResult, PutMessageStatus
 router = Router()
 
 Ctx = RequestContext[BrokerState]
-Answer = RemotingCommand | Awaitable[RemotingCommand]
+Answer = RemotingCommand | bytes | Awaitable[RemotingCommand | bytes]
 
 APPLY_TOPIC_TIP = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 SERVICE_NOT_AVAILABLE_REMARK = (
@@ -74,14 +77,13 @@ _STATUS_CODES = {
 }
 
 
-def _header(cmd: RemotingCommand) -> SendMessageRequestHeader:
+def _header(cmd: RemotingCommand) -> SendHeader:
     if cmd.code == RequestCode.SEND_MESSAGE:
-        return from_ext(SendMessageRequestHeader, cmd.ext_fields)
+        return decode_send_header_v1(cmd.ext_fields)
     return decode_send_header_v2(cmd.ext_fields)
 
 
-def _check_topic(st: BrokerState, header: SendMessageRequestHeader,
-                 peer: str) -> TopicConfig:
+def _check_topic(st: BrokerState, header: SendHeader, peer: str) -> TopicConfig:
     """msgCheck: the topic config to store under, auto-created when allowed."""
     cfg = st.config
     if st.is_slave:
@@ -120,7 +122,7 @@ def _check_topic(st: BrokerState, header: SendMessageRequestHeader,
     return config
 
 
-def _dlq_redirect(st: BrokerState, cmd: RemotingCommand, header: SendMessageRequestHeader,
+def _dlq_redirect(st: BrokerState, cmd: RemotingCommand, header: SendHeader,
                   topic: str, queue_id: int) -> tuple[str, int]:
     """A %RETRY% message past its max reconsume times goes to the group's %DLQ% topic."""
     if not topic.startswith(RETRY_PREFIX):
@@ -192,14 +194,19 @@ def _refuse_in_batch(props: str) -> None:
 
 
 def _answer(st: BrokerState, cmd: RemotingCommand, result: PutMessageResult, topic: str,
-            queue_id: int, nums: int, size: int) -> RemotingCommand:
+            queue_id: int, nums: int, size: int) -> RemotingCommand | bytes:
+    """The answer to a send: for a stored message on a JSON request, its encoded frame."""
     code = _STATUS_CODES.get(result.status)
     if code is None:
         return cmd.response(*_failure(st, result))
     st.stats.on_put(topic, nums, size)
+    cfg = st.config
+    if code == ResponseCode.SUCCESS and cmd.serialize_type is SerializeType.JSON:
+        return send_answer(cfg.region_id, cfg.trace_on).encode(
+            cmd.opaque, result.msg_id, queue_id, result.queue_offset)
     ext = to_ext(SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset))
-    ext["MSG_REGION"] = st.config.region_id
-    ext["TRACE_ON"] = "true" if st.config.trace_on else "false"
+    ext["MSG_REGION"] = cfg.region_id
+    ext["TRACE_ON"] = "true" if cfg.trace_on else "false"
     return cmd.response(code, None if code == ResponseCode.SUCCESS else result.status.value,
                         ext_fields=ext)
 
@@ -223,9 +230,11 @@ def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
     return ResponseCode.SYSTEM_ERROR, f"UNKNOWN_ERROR{detail}"
 
 
-def _born_host(ctx: Ctx) -> tuple[str, int]:
+@lru_cache(maxsize=4096)
+def _born_host(remote_addr: str) -> tuple[str, int]:
+    """The BORNHOST of a connection's messages (its peer address)."""
     try:
-        return parse_addr(ctx.connection.remote_addr)
+        return parse_addr(remote_addr)
     except ValueError:
         return ("127.0.0.1", 0)
 
@@ -255,10 +264,12 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
         return cmd.response(ResponseCode.MESSAGE_ILLEGAL, str(exc))
     if header.batch and cmd.code != RequestCode.SEND_MESSAGE:
         return _send_batch(ctx, cmd, header)
+    peer = ctx.connection.remote_addr
+    reconsume_times = header.reconsume_times or 0
     try:
-        config = _check_topic(st, header, ctx.connection.remote_addr)
+        config = _check_topic(st, header, peer)
         props, wait = _strip_wait(header.properties or "")
-        half = _is_half(st, props, header.reconsume_times or 0)
+        half = _is_half(st, props, reconsume_times)
         queue_id = header.queue_id
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
@@ -270,14 +281,12 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
         sysflag |= MULTI_TAGS_FLAG
     props = _with_cluster(props, st.config.broker_cluster_name)
     body = cmd.body or b""
-    msg = BrokerMessage(
-        topic=topic, body=body, queue_id=queue_id, flag=header.flag, properties=props,
-        sysflag=sysflag, born_timestamp=header.born_timestamp, born_host=_born_host(ctx),
-        store_host=st.store_host, reconsume_times=header.reconsume_times or 0)
+    msg = BrokerMessage(topic, body, queue_id, header.flag, props, sysflag,
+                        header.born_timestamp, _born_host(peer), st.store_host, reconsume_times)
     if half:
         msg = half_message(st, msg)
     if _must_wait(st, wait):
-        async def stored() -> RemotingCommand:
+        async def stored() -> RemotingCommand | bytes:
             result = await _stored(st, st.store.put_message(msg))
             return _answer(st, cmd, result, topic, queue_id, 1, len(body))
         return stored()
@@ -302,7 +311,7 @@ def send_batch(ctx: Ctx, cmd: RemotingCommand) -> Answer:
     return _send_batch(ctx, cmd, header)
 
 
-def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendMessageRequestHeader) -> Answer:
+def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendHeader) -> Answer:
     st = ctx.state
     try:
         if header.topic.startswith(RETRY_PREFIX):
@@ -323,10 +332,10 @@ def _send_batch(ctx: Ctx, cmd: RemotingCommand, header: SendMessageRequestHeader
     batch = BatchMessage(
         topic=header.topic, body=body, queue_id=queue_id,
         properties=_with_cluster(props, st.config.broker_cluster_name), sysflag=sysflag,
-        born_timestamp=header.born_timestamp, born_host=_born_host(ctx),
+        born_timestamp=header.born_timestamp, born_host=_born_host(ctx.connection.remote_addr),
         store_host=st.store_host, reconsume_times=header.reconsume_times or 0)
     if _must_wait(st, wait):
-        async def stored() -> RemotingCommand:
+        async def stored() -> RemotingCommand | bytes:
             result = await _stored(st, st.store.put_messages(batch))
             return _answer(st, cmd, result, header.topic, queue_id, result.msg_num, len(body))
         return stored()

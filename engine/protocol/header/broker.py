@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from engine.protocol.body.heartbeat import ClientId, GroupName
 from engine.protocol.body.message_queue import QueueId, Topic
@@ -101,10 +102,39 @@ def send_header_v1(v2: SendMessageRequestHeaderV2) -> SendMessageRequestHeader:
     )
 
 
-def decode_send_header_v2(ext: Mapping[str, str] | None) -> SendMessageRequestHeader:
-    """`send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))`, read directly: one runs per
-    send.  Anything unusual takes the general path, which raises the precise HeaderError
-    (naming the field by its V1 name too).
+class SendHeader(NamedTuple):
+    """`SendMessageRequestHeader`'s fields as an immutable tuple: what the broker decodes on
+    every send (building the frozen dataclass cost more than the rest of the decoding)."""
+
+    producer_group: GroupName
+    topic: Topic
+    default_topic: Topic
+    default_topic_queue_nums: int
+    queue_id: QueueId
+    sys_flag: int
+    born_timestamp: TimestampMs
+    flag: int
+    properties: Properties | None
+    reconsume_times: int | None
+    unit_mode: bool
+    batch: bool
+    max_reconsume_times: int | None
+    bname: BrokerName | None
+
+    @classmethod
+    def of(cls, h: SendMessageRequestHeader) -> SendHeader:
+        return cls(h.producer_group, h.topic, h.default_topic, h.default_topic_queue_nums,
+                   h.queue_id, h.sys_flag, h.born_timestamp, h.flag, h.properties,
+                   h.reconsume_times, h.unit_mode, h.batch, h.max_reconsume_times, h.bname)
+
+
+_new_send_header = tuple.__new__
+
+
+def decode_send_header_v2(ext: Mapping[str, str] | None) -> SendHeader:
+    """`send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))` as a `SendHeader`, read
+    directly: one runs per send.  Anything unusual takes the general path, which raises the
+    precise HeaderError (naming the field by its V1 name too).
 
     Raises:
         HeaderError: a field is missing, not a number, or out of its Java type's range.
@@ -121,20 +151,47 @@ def decode_send_header_v2(ext: Mapping[str, str] | None) -> SendMessageRequestHe
                 and (reconsume is None or _I32 <= reconsume < -_I32)
                 and (max_reconsume is None or _I32 <= max_reconsume < -_I32)):
             raise ValueError("out of range")
-        return SendMessageRequestHeader(
-            producer_group=ext["a"], topic=ext["b"], default_topic=ext["c"],
-            default_topic_queue_nums=d, queue_id=e, sys_flag=f, born_timestamp=g, flag=h,
-            properties=ext.get("i"), reconsume_times=reconsume,
-            unit_mode=k is not None and k.strip().lower() == "true",
-            max_reconsume_times=max_reconsume,
-            batch=m is not None and m.strip().lower() == "true",
-            bname=ext.get("n") or ext.get("bname"),
-        )
+        return _new_send_header(SendHeader, (
+            ext["a"], ext["b"], ext["c"], d, e, f, g, h, ext.get("i"), reconsume,
+            k is not None and k.strip().lower() == "true",
+            m is not None and m.strip().lower() == "true",
+            max_reconsume, ext.get("n") or ext.get("bname"),
+        ))  # fmt: skip
     except (KeyError, ValueError):
         try:
-            return send_header_v1(from_ext(SendMessageRequestHeaderV2, ext))
+            return SendHeader.of(send_header_v1(from_ext(SendMessageRequestHeaderV2, ext)))
         except HeaderError as exc:
             raise HeaderError(_V2_FIELD.sub(_v1_name, str(exc))) from None
+
+
+def decode_send_header_v1(ext: Mapping[str, str] | None) -> SendHeader:
+    """`from_ext(SendMessageRequestHeader, ext)` as a `SendHeader`, read directly (the C++
+    client sends SEND_MESSAGE); anything unusual takes the general path.
+
+    Raises:
+        HeaderError: a field is missing, not a number, or out of its Java type's range.
+    """
+    if ext is None:
+        ext = {}
+    try:
+        j, k, ll, m = (ext.get("reconsumeTimes"), ext.get("unitMode"),
+                       ext.get("maxReconsumeTimes"), ext.get("batch"))
+        d, e, f = int(ext["defaultTopicQueueNums"]), int(ext["queueId"]), int(ext["sysFlag"])
+        g, h = int(ext["bornTimestamp"]), int(ext["flag"])
+        reconsume = int(j) if j else None
+        max_reconsume = int(ll) if ll else None
+        if not (_I32 <= d < -_I32 and _I32 <= e < -_I32 and _I32 <= f < -_I32
+                and _I32 <= h < -_I32 and _I64 <= g < -_I64
+                and (reconsume is None or _I32 <= reconsume < -_I32)
+                and (max_reconsume is None or _I32 <= max_reconsume < -_I32)):
+            raise ValueError("out of range")
+        return _new_send_header(SendHeader, (
+            ext["producerGroup"], ext["topic"], ext["defaultTopic"], d, e, f, g, h,
+            ext.get("properties"), reconsume, k is not None and k.strip().lower() == "true",
+            m is not None and m.strip().lower() == "true", max_reconsume, ext.get("bname"),
+        ))  # fmt: skip
+    except (KeyError, ValueError):
+        return SendHeader.of(from_ext(SendMessageRequestHeader, ext))
 
 
 _I32, _I64 = -(1 << 31), -(1 << 63)

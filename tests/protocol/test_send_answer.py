@@ -1,0 +1,41 @@
+"""The precompiled send answer is byte for byte the generic encoding of the same response."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.protocol.codes import ResponseCode
+from engine.protocol.command import encode, request
+from engine.protocol.frame import FrameDecoder
+from engine.protocol.header.broker import SendMessageResponseHeader
+from engine.protocol.send_answer import SendAnswer, send_answer
+from engine.protocol.wire import to_ext
+
+
+def generic(opaque: int, msg_id: str, queue_id: int, queue_offset: int, region: str,
+            trace_on: bool) -> bytes:
+    cmd = request(310).with_opaque(opaque)
+    ext = to_ext(SendMessageResponseHeader(msg_id, queue_id, queue_offset))
+    ext["MSG_REGION"] = region
+    ext["TRACE_ON"] = "true" if trace_on else "false"
+    return encode(cmd.response(ResponseCode.SUCCESS, None, ext_fields=ext))
+
+
+@pytest.mark.parametrize("region", ["DefaultRegion", "", "r%s\"é\\n"])
+@pytest.mark.parametrize("trace_on", [True, False])
+@pytest.mark.parametrize(("opaque", "queue_id", "offset"),
+                         [(1, 0, 0), (2**31 - 1, 15, 2**63 - 1), (0, 3, 123456)])
+def test_same_bytes_as_the_generic_encoding(region: str, trace_on: bool, opaque: int,
+                                            queue_id: int, offset: int) -> None:
+    msg_id = "7F00000100002A9F00000000000004D2"
+    got = SendAnswer(region, trace_on).encode(opaque, msg_id, queue_id, offset)
+    assert got == generic(opaque, msg_id, queue_id, offset, region, trace_on)
+    [cmd] = FrameDecoder().feed(got)
+    assert cmd.is_response and cmd.opaque == opaque and cmd.code == ResponseCode.SUCCESS
+    assert cmd.ext_fields is not None and cmd.ext_fields["MSG_REGION"] == region
+
+
+def test_batch_ids_and_shared_encoders() -> None:
+    ids = "7F00000100002A9F00000000000004D2,7F00000100002A9F00000000000008D2"
+    assert send_answer("R", True).encode(9, ids, 1, 2) == generic(9, ids, 1, 2, "R", True)
+    assert send_answer("R", True) is send_answer("R", True)
