@@ -2,11 +2,13 @@
 
 How this works: plain-function handlers answer inline (a `RemotingCommand`, or its frame
 already encoded as `bytes`), and the inline answers to one read are written in groups, each
-with one `writelines` (one syscall; pipelined clients get their answers in few segments).  A
-handler that returns an awaitable (an `async def`, or a plain function that needs to wait,
-e.g. for a group commit) finishes in a task whose answer is written when ready.  A handler
-that raises is answered with SYSTEM_ERROR and a remark; the connection stays up.  Unknown codes
-get REQUEST_CODE_NOT_SUPPORTED.  As in 4.9.x, a oneway request gets no processor answer but
+with one `writelines` (one syscall; pipelined clients get their answers in few segments).
+Consecutive requests of one code whose route has a handler of many requests go to it in one
+call, which returns one result (or exception) per request.  A handler that returns an
+awaitable (an `async def`, or a plain function that needs to wait, e.g. for a group commit)
+finishes in a task whose answer is written when ready.  A handler that raises is answered
+with SYSTEM_ERROR and a remark; the connection stays up.  Unknown codes get
+REQUEST_CODE_NOT_SUPPORTED.  As in 4.9.x, a oneway request gets no processor answer but
 does get those two error answers.
 """
 
@@ -16,7 +18,7 @@ import asyncio
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from engine.protocol.codes import ResponseCode
@@ -71,34 +73,67 @@ class RequestDispatcher(Generic[S]):
         out: list[bytes] = []
         guard = self.guard
         lookup = self.router.lookup
-        for cmd in commands:
-            if guard is not None and (refused := guard(cmd, conn.remote_addr)) is not None:
-                if not cmd.is_oneway:
-                    out.append(encode(refused))
-                continue
-            route = lookup(cmd.code)
+        addr = conn.remote_addr
+        refused_at, refusal = -1, None
+        i, n = 0, len(commands)
+        while i < n:
+            cmd = commands[i]
+            if guard is not None:
+                refused = refusal if i == refused_at else guard(cmd, addr)
+                if refused is not None:
+                    if not cmd.flag & FLAG_ONEWAY:
+                        out.append(encode(refused))
+                    i += 1
+                    continue
+            code = cmd.code
+            route = lookup(code)
             if route is None:
-                log.debug("request code %d from %s not supported", cmd.code, conn.remote_addr)
+                log.debug("request code %d from %s not supported", code, addr)
                 out.append(encode(not_supported(cmd)))
+                i += 1
                 continue
-            try:
-                result = route.handler(ctx, cmd)
-            except Exception as exc:
-                self._log_failure(cmd, conn, exc)
-                out.append(encode(error_response(cmd, exc)))
-                continue
-            if result is None:
-                continue
-            if isinstance(result, bytes) or isinstance(result, RemotingCommand):  # noqa: SIM101
-                if not cmd.flag & FLAG_ONEWAY:
-                    out.append(result if isinstance(result, bytes) else encode(result))
-                    if len(out) >= WRITE_EVERY and not conn.closed:
-                        conn.write_frames(out)
-                        out = []
-            elif inspect.isawaitable(result):
-                task = asyncio.ensure_future(result)
-                self._tasks.add(task)
-                task.add_done_callback(functools.partial(self._finish, conn, cmd))
+            j = i + 1
+            many = route.many
+            if many is not None:
+                while j < n and commands[j].code == code:
+                    if guard is not None:  # a refused request ends the run
+                        refusal = guard(commands[j], addr)
+                        if refusal is not None:
+                            refused_at = j
+                            break
+                    j += 1
+            run: Sequence[RemotingCommand]
+            results: Sequence[Any]
+            if j - i > 1:
+                assert many is not None
+                run = commands[i:j]
+                try:
+                    results = many(ctx, run)
+                except Exception as exc:
+                    results = [exc] * len(run)
+            else:
+                run = (cmd,)
+                try:
+                    results = (route.handler(ctx, cmd),)
+                except Exception as exc:
+                    results = (exc,)
+            i = j
+            for cmd, result in zip(run, results, strict=True):
+                if result is None:
+                    continue
+                if isinstance(result, bytes) or isinstance(result, RemotingCommand):  # noqa: SIM101
+                    if not cmd.flag & FLAG_ONEWAY:
+                        out.append(result if isinstance(result, bytes) else encode(result))
+                        if len(out) >= WRITE_EVERY and not conn.closed:
+                            conn.write_frames(out)
+                            out = []
+                elif isinstance(result, Exception):
+                    self._log_failure(cmd, conn, result)
+                    out.append(encode(error_response(cmd, result)))
+                elif inspect.isawaitable(result):
+                    task = asyncio.ensure_future(result)
+                    self._tasks.add(task)
+                    task.add_done_callback(functools.partial(self._finish, conn, cmd))
         if out and not conn.closed:
             conn.write_frames(out)
 

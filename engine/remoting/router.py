@@ -4,13 +4,18 @@ A handler is ``async def handle(ctx: RequestContext[S], cmd: RemotingCommand) ->
 RemotingCommand | None`` (a plain ``def`` works too and saves a coroutine on hot paths).  It
 returns the response, or None to answer later itself (long polling) or not at all.  A hot
 handler may return its response already encoded (the whole frame as `bytes`).
+
+A route may also have a handler of many requests (`@router.handles_many`), called with the
+consecutive requests of one code read together, so that their work is shared (one store
+append for many sends).  It returns one result per request, in order: what the single
+handler would have returned, or the exception that request failed with.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from engine.protocol.command import RemotingCommand
@@ -23,6 +28,8 @@ S = TypeVar("S")
 HandlerResult = RemotingCommand | bytes | None
 Handler = Callable[["RequestContext[Any]", RemotingCommand],
                    Awaitable[HandlerResult] | HandlerResult]
+ManyHandler = Callable[["RequestContext[Any]", list[RemotingCommand]],
+                       Sequence[Awaitable[HandlerResult] | HandlerResult | Exception]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +44,7 @@ class RequestContext(Generic[S]):
 class Route:
     handler: Handler
     is_async: bool
+    many: ManyHandler | None = None
 
 
 class Router:
@@ -52,6 +60,15 @@ class Router:
                     raise ValueError(f"request code {int(code)} already has a handler")
                 self._routes[int(code)] = Route(handler, inspect.iscoroutinefunction(handler))
             return handler
+
+        return register
+
+    def handles_many(self, *codes: int) -> Callable[[ManyHandler], ManyHandler]:
+        """Give the routes of `codes` (registered with `handles`) a handler of many requests."""
+        def register(many: ManyHandler) -> ManyHandler:
+            for code in codes:
+                self._routes[int(code)] = replace(self._routes[int(code)], many=many)
+            return many
 
         return register
 

@@ -20,6 +20,7 @@ from engine.protocol.message import (
     TRANSACTION_TYPE_MASK,
 )
 from engine.store.commit_log import BatchRequests, CommitLog
+from engine.store.consume_queue import ConsumeQueue
 from engine.store.consume_queue_table import ConsumeQueueTable
 from engine.store.index_service import IndexService
 from engine.store.record_scan import scan_record
@@ -116,6 +117,33 @@ class Dispatcher:
         if end > self.reput_from_offset:
             self.reput_from_offset = end
         self.last_dispatched_timestamp = timestamp
+
+    def dispatch_many(self, reqs: Sequence[DispatchRequest]) -> None:
+        """`dispatch_one` for the records of puts made together (rising offsets, any
+        queues), waiters notified once per queue."""
+        flat = self.queues.flat
+        index = self.index
+        grown: dict[tuple[str, int], ConsumeQueue] = {}
+        for req in reqs:
+            topic, queue_id, offset, size, tags_code, timestamp, qo, keys, uniq, sysflag, _ = req
+            if (sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES:
+                key = (topic, queue_id)
+                cq = flat.get(key)
+                if cq is None:
+                    cq = self.queues.find_or_create(topic, queue_id)
+                cq.put_entry(offset, size, tags_code, timestamp, qo)
+                grown[key] = cq
+            if keys or uniq:
+                index.build_index(req)
+        last = reqs[-1]
+        end = last.commit_log_offset + last.msg_size
+        if end > self.reput_from_offset:
+            self.reput_from_offset = end
+        self.last_dispatched_timestamp = last.store_timestamp
+        waiters = self.waiters
+        if waiters._waiters or waiters.listeners:  # bool(waiters) without the call
+            for (topic, queue_id), cq in grown.items():
+                waiters.notify(topic, queue_id, cq.max_offset)
 
     def dispatch_batch(self, reqs: Sequence[DispatchRequest]) -> None:
         """Dispatch the records of one batch put (same topic, queue and sysflag)."""

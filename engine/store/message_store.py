@@ -34,7 +34,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from engine.common.service import Service
 from engine.protocol.message import Address, BatchMessage, BrokerMessage
@@ -67,6 +67,9 @@ from engine.store.results import (
 )
 
 log = logging.getLogger(__name__)
+
+PUT_OK = PutMessageStatus.PUT_OK
+_new = tuple.__new__  # builds the NamedTuples of the hot path without their Python __new__
 
 
 def _now_ms() -> int:
@@ -307,6 +310,30 @@ class MessageStore:
         if "DELAY\x01" in msg.properties:  # cheap test first: most messages are not delayed
             msg = schedule(msg, self._max_delay_level)
         return self._finish(self.commit_log.put(msg))
+
+    def append_many(self, msgs: Sequence[BrokerMessage]) -> list[PutMessageResult]:
+        """`append_message` for messages received together, in order: one commit-log lock,
+        one store time and one dispatch pass for all of them; one result each."""
+        refused = self._check_writable()
+        if refused is not None:
+            return [refused] * len(msgs)
+        max_level = self._max_delay_level
+        msgs = [schedule(m, max_level) if "DELAY\x01" in m.properties else m for m in msgs]
+        appended = self.commit_log.put_many(msgs)
+        reqs = [r.requests[0] for r in appended if r.status is PUT_OK]
+        if reqs:
+            self.dispatcher.dispatch_many(reqs)
+            hook = self.on_append
+            if hook is not None:
+                last = reqs[-1]
+                hook(last.commit_log_offset + last.msg_size, len(reqs))
+        return [
+            _new(PutMessageResult, (PUT_OK, r.wrote_offset, r.wrote_bytes, r.msg_ids[0],
+                                    r.queue_offset, 1, r.store_timestamp, ""))
+            if r.status is PUT_OK
+            else PutMessageResult(r.status, error_message=r.error_message)
+            for r in appended
+        ]
 
     def append_messages(self, batch: BatchMessage) -> PutMessageResult:
         """Append and dispatch a batch (one pass, consecutive queue offsets); no flush wait."""

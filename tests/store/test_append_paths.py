@@ -271,3 +271,55 @@ def test_batch_requests_are_the_dispatch_requests() -> None:
         reqs[-4]
     prepared = BatchRequests("T", 0, 0x4, 5, 0, 0, (1, 2), (1, 1), (0, 0), ("", ""), (None, None))
     assert [r.consume_queue_offset for r in prepared] == [0, 0]  # no queue offsets taken
+
+
+MANY = st.lists(
+    st.tuples(
+        st.sampled_from(["T", "U", "T" * 130]),  # the last one is too long: refused alone
+        st.integers(0, 2),
+        st.binary(max_size=700),
+        st.sampled_from(["", "TAGS\x01a\x02KEYS\x01k1 k2", "DELAY\x012\x02UNIQ_KEY\x01" + "0B" * 16,
+                         "P\x01" + "v" * 33000]),  # the last one: properties too long
+        st.sampled_from([0, 4, 8, 12]),  # transaction types: prepared and rollback not queued
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(MANY)
+def test_append_many_is_append_message_one_by_one(
+    make_store: Callable[..., MessageStore],
+    tmp_path_factory: pytest.TempPathFactory,
+    items: list[tuple[str, int, bytes, str, int]],
+) -> None:
+    """Same records byte for byte, same results, same queue entries and index, across
+    segment rolls (4 KiB segments) and with refused messages among the others."""
+    clock = Clock()
+    stores = [make_store(tmp_path_factory.mktemp("m"), clock=clock, max_message_size=40000)
+              for _ in range(2)]
+    try:
+        msgs = [BrokerMessage(t, b, queue_id=q, properties=p, sysflag=f, born_timestamp=5,
+                              born_host=("10.0.0.3", 77), reconsume_times=q)
+                for t, q, b, p, f in items]
+        one = [stores[0].append_message(m) for m in msgs]
+        many = stores[1].append_many(msgs)
+        assert many == one
+        end = stores[0].get_max_phy_offset()
+        assert stores[1].get_max_phy_offset() == end
+        assert stores[0].commit_log.get_data(0, end) == stores[1].commit_log.get_data(0, end)
+        for topic in ("T", "U", "SCHEDULE_TOPIC_XXXX"):
+            for q in range(3):
+                a, b = (s.get_message("g", topic, q, 0, 64) for s in stores)
+                assert (a.status, a.messages, a.next_begin_offset) == (
+                    b.status, b.messages, b.next_begin_offset)
+        for key in ("k1", "k2", "0B" * 16):
+            a, b = (s.query_message("T", key, 64, 0, 2**62) for s in stores)
+            assert a.messages == b.messages
+        assert stores[0].dispatcher.reput_from_offset == stores[1].dispatcher.reput_from_offset
+    finally:
+        for s in stores:
+            s.close()

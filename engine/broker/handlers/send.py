@@ -255,8 +255,13 @@ async def _stored(st: BrokerState, put: Coroutine[Any, Any, PutMessageResult]
     return result
 
 
-@router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
-def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
+Prepared = tuple[BrokerMessage, str, int]
+"""A message ready for the store, with the topic and queue id its answer names."""
+
+
+def _prepare(ctx: Ctx, cmd: RemotingCommand) -> Prepared | Answer:
+    """A single send checked and turned into the message to store, or its answer already (a
+    refusal, a batch, or an awaitable when the answer must wait for a flush or a slave)."""
     st = ctx.state
     try:
         header = _header(cmd)
@@ -290,7 +295,42 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
             result = await _stored(st, st.store.put_message(msg))
             return _answer(st, cmd, result, topic, queue_id, 1, len(body))
         return stored()
-    return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(body))
+    return msg, topic, queue_id
+
+
+@router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
+def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
+    prepared = _prepare(ctx, cmd)
+    if not isinstance(prepared, tuple):
+        return prepared
+    msg, topic, queue_id = prepared
+    st = ctx.state
+    return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(msg.body))
+
+
+@router.handles_many(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
+def send_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[Answer | Exception]:
+    """Sends read together: each prepared as `send_message` does, the messages ready to
+    store appended with one `append_many`, answers in order."""
+    answers: list[Answer | Exception] = []
+    ready: list[tuple[int, RemotingCommand, Prepared]] = []
+    for cmd in cmds:
+        try:
+            prepared = _prepare(ctx, cmd)
+        except Exception as exc:  # answered by the dispatcher, as a failed single handler
+            answers.append(exc)
+            continue
+        if isinstance(prepared, tuple):
+            ready.append((len(answers), cmd, prepared))
+            answers.append(b"")  # replaced below
+        else:
+            answers.append(prepared)
+    if ready:
+        st = ctx.state
+        results = st.store.append_many([prepared[0] for _, _, prepared in ready])
+        for (i, cmd, (msg, topic, queue_id)), result in zip(ready, results, strict=True):
+            answers[i] = _answer(st, cmd, result, topic, queue_id, 1, len(msg.body))
+    return answers
 
 
 def _with_cluster(props: str, cluster: str) -> str:
