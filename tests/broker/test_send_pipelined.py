@@ -82,3 +82,26 @@ async def test_pipelined_sends_are_answered_in_order(broker: BrokerController,
         "topic": "Pipe", "key": "k0", "maxNum": "32", "beginTimestamp": "0",
         "endTimestamp": str(2**62)}))
     assert [r.body for r in decode_records(found.body or b"")] == [b"m0"]
+
+
+async def test_a_guard_refusal_inside_a_run_of_sends(broker: BrokerController,
+                                                     client: RemotingClient) -> None:
+    seen: list[bytes | None] = []
+
+    def guard(cmd: RemotingCommand, addr: str) -> RemotingCommand | None:
+        seen.append(cmd.body)
+        return cmd.response(ResponseCode.NO_PERMISSION, "denied") if cmd.body == b"deny" else None
+
+    broker.server.set_guard(guard)
+    try:
+        bodies = [b"g0", b"deny", b"g1", b"g2", b"deny"]
+        got = await exchange(broker.addr, [send_request("Guarded", b) for b in bodies], 5)
+    finally:
+        broker.server.set_guard(None)
+    assert seen == bodies  # each request checked once, in order
+    assert [r.opaque for r in got] == [1, 2, 3, 4, 5]
+    assert [r.code for r in got] == [ResponseCode.SUCCESS, ResponseCode.NO_PERMISSION,
+                                      ResponseCode.SUCCESS, ResponseCode.SUCCESS,
+                                      ResponseCode.NO_PERMISSION]
+    pulled = await client.invoke(broker.addr, pull_request("Guarded", 0, 0))
+    assert [r.body for r in decode_records(pulled.body or b"")] == [b"g0", b"g1", b"g2"]
