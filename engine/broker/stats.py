@@ -90,6 +90,8 @@ class BrokerStats:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.sets: dict[str, dict[str, Counter]] = {}
+        #: TOPIC_PUT_NUMS, TOPIC_PUT_SIZE and BROKER_PUT_NUMS counters by topic (never removed).
+        self._put_counters: dict[str, tuple[Counter, Counter, Counter]] = {}
         self.yesterday_morning = {BROKER_PUT_NUMS: 0, BROKER_GET_NUMS: 0}
         self.today_morning = {BROKER_PUT_NUMS: 0, BROKER_GET_NUMS: 0}
         self._day = time.localtime(self.clock()).tm_yday
@@ -111,9 +113,19 @@ class BrokerStats:
     # ------------------------------------------------------------------ events
 
     def on_put(self, topic: str, nums: int, size: int) -> None:
-        self.counter(TOPIC_PUT_NUMS, topic).add(nums)
-        self.counter(TOPIC_PUT_SIZE, topic).add(size)
-        self.counter(BROKER_PUT_NUMS, "").add(nums)
+        """One stored send (of `nums` messages): runs per send, so its counters are cached."""
+        counters = self._put_counters.get(topic)
+        if counters is None:
+            counters = self._put_counters[topic] = (
+                self.counter(TOPIC_PUT_NUMS, topic), self.counter(TOPIC_PUT_SIZE, topic),
+                self.counter(BROKER_PUT_NUMS, ""))
+        put_nums, put_size, broker_nums = counters
+        put_nums.total += nums
+        put_nums.times += 1
+        put_size.total += size
+        put_size.times += 1
+        broker_nums.total += nums
+        broker_nums.times += 1
 
     def on_get(self, group: str, topic: str, nums: int, size: int) -> None:
         key = f"{topic}@{group}"

@@ -1,11 +1,20 @@
-"""The precompiled send answer is byte for byte the generic encoding of the same response."""
+"""The hot paths' codecs equal the general ones: the precompiled send answer is byte for byte
+the generic encoding of the same response, `make_command` is `RemotingCommand(...)`, and a
+JSON header with non-string extFields values still reads them as Java's strings."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.protocol.codes import ResponseCode
-from engine.protocol.command import encode, request
+from engine.protocol.codes import LanguageCode, ResponseCode, SerializeType
+from engine.protocol.command import (
+    FRAME_PREFIX,
+    RemotingCommand,
+    decode_frame,
+    encode,
+    make_command,
+    request,
+)
 from engine.protocol.frame import FrameDecoder
 from engine.protocol.header.broker import SendMessageResponseHeader
 from engine.protocol.send_answer import SendAnswer, send_answer
@@ -39,3 +48,25 @@ def test_batch_ids_and_shared_encoders() -> None:
     ids = "7F00000100002A9F00000000000004D2,7F00000100002A9F00000000000008D2"
     assert send_answer("R", True).encode(9, ids, 1, 2) == generic(9, ids, 1, 2, "R", True)
     assert send_answer("R", True) is send_answer("R", True)
+
+
+def test_make_command_is_the_dataclass() -> None:
+    values = (310, 7, 2, LanguageCode.JAVA, 401, "r", {"a": "1"}, b"body",
+              SerializeType.ROCKETMQ)
+    made = make_command(*values)
+    assert made == RemotingCommand(*values)
+    assert repr(made) == repr(RemotingCommand(*values))
+    with pytest.raises(AttributeError):
+        made.code = 1  # type: ignore[misc]
+    response = made.response(ResponseCode.SUCCESS, "ok")
+    assert response == RemotingCommand(code=0, opaque=7, flag=1, remark="ok",
+                                       serialize_type=SerializeType.ROCKETMQ)
+
+
+def test_json_header_ext_values_of_other_types() -> None:
+    header = (b'{"code":310,"extFields":{"a":"G","d":4,"k":true,"x":null,"o":{"n":1}},'
+              b'"flag":0,"language":"JAVA","opaque":3,"version":401}')
+    frame = FRAME_PREFIX.pack(4 + len(header), len(header)) + header
+    cmd = decode_frame(frame, 4)
+    assert cmd.ext_fields == {"a": "G", "d": "4", "k": "true", "x": "", "o": '{"n":1}'}
+    assert (cmd.code, cmd.opaque, cmd.language) == (310, 3, LanguageCode.JAVA)
