@@ -16,7 +16,14 @@ from tests.broker.helpers import send_request
 from tests.ha.inproc import ha_status
 from tests.ha.procs import BrokerProcess, wait_for_slave
 from tests.ha.stores import assert_same_stores, queue_entries
-from tests.ha.traffic import Consumer, Producer, create_topic, mqadmin, route_of
+from tests.ha.traffic import (
+    Consumer,
+    Producer,
+    create_topic,
+    mqadmin,
+    route_of,
+    wait_topic_on,
+)
 
 TOPIC = "HaTopic"
 QUEUES = 4
@@ -60,6 +67,7 @@ async def test_failover_after_sigkill_keeps_every_acknowledged_message(
     await slave.start()
     await wait_for_slave(client, master)
     await create_topic(client, ns, master.addr, TOPIC, QUEUES)
+    await wait_topic_on(client, slave.addr, TOPIC)  # else the new master cannot serve it
     producer = Producer(client, ns, TOPIC, QUEUES)
     stop = asyncio.Event()
     running = asyncio.create_task(producer.run(stop, pause=0))

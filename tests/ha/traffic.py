@@ -61,6 +61,14 @@ async def create_topic(client: RemotingClient, ns: str, master: str, topic: str,
             await asyncio.sleep(0.02)
 
 
+async def wait_topic_on(client: RemotingClient, addr: str, topic: str) -> None:
+    """Until the broker at `addr` (a slave: after its next metadata sync) knows `topic`."""
+    async with asyncio.timeout(10):
+        while (await client.invoke(addr, pull_request(topic, 0, 0))).code == \
+                ResponseCode.TOPIC_NOT_EXIST:
+            await asyncio.sleep(0.02)
+
+
 class Producer:
     def __init__(self, client: RemotingClient, ns: str, topic: str, queues: int) -> None:
         self.client, self.ns, self.topic, self.queues = client, ns, topic, queues
