@@ -64,7 +64,8 @@ async def test_pipelined_sends_are_answered_in_order(broker: BrokerController,
     assert [by[i].ext("queueOffset") for i in (1, 2, 3, 8, 10)] == ["0", "1", "2", "3", "4"]
     assert by[4].code == ResponseCode.SYSTEM_ERROR and "illegal characters" in (
         by[4].remark or "")
-    assert by[5].code == ResponseCode.SYSTEM_ERROR and "'b' is missing" in (by[5].remark or "")
+    assert by[5].code == ResponseCode.MESSAGE_ILLEGAL and "'b' (topic) is missing" in (
+        by[5].remark or "")
     assert by[9].code == ResponseCode.SUCCESS
     assert [r.body for r in decode_records(by[9].body or b"")] == [b"m0", b"m1", b"m2", b"m4"]
     pulled = await client.invoke(addr, pull_request("Pipe", 0, 0))
