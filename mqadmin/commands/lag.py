@@ -41,6 +41,9 @@ WindowOpt = Annotated[int, typer.Option(
     "--window", min=2, max=60, help="Samples a verdict looks at (Burrow's window).")]
 AllowedOpt = Annotated[int, typer.Option(
     "--allowed-lag", min=0, help="Lag (messages) at or below which a queue is OK.")]
+ViewAllowedOpt = Annotated[int | None, typer.Option(
+    "--allowed-lag", min=0, help="Lag (messages) at or below which a queue is OK (default: "
+                                 "the collector's, else 0).")]
 IntervalOpt = Annotated[str, typer.Option(
     "--interval", metavar="DURATION", help="Sampling interval: 500ms, 10s, 1m, 1h.")]
 
@@ -186,7 +189,7 @@ def scheduled_report(cron: str, period: str, root: Path) -> ReportDuty:
 
 
 def _report(namesrv: str | None, context: str | None, group: str | None, window: int,
-            allowed_lag: int) -> st.LagReport:
+            allowed_lag: int | None) -> st.LagReport:
     where = endpoint(namesrv, context)
     keys = [cluster_key(where), where.text]
     for key in keys:
@@ -197,7 +200,7 @@ def _report(namesrv: str | None, context: str | None, group: str | None, window:
 
     async def work(admin: MQAdmin) -> st.LagReport:
         return await st.sample_report(admin, keys[0], group=group, window=window,
-                                      allowed_lag=allowed_lag)
+                                      allowed_lag=allowed_lag or DEFAULT_ALLOWED_LAG)
 
     return with_admin(where, work)
 
@@ -206,7 +209,7 @@ def _report(namesrv: str | None, context: str | None, group: str | None, window:
 def status(
     group: GroupOpt = None,
     window: WindowOpt = DEFAULT_WINDOW,
-    allowed_lag: AllowedOpt = DEFAULT_ALLOWED_LAG,
+    allowed_lag: ViewAllowedOpt = None,
     queues: Annotated[bool, typer.Option("--queues", help="One row per queue.")] = False,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
@@ -235,7 +238,7 @@ def status(
 def watch(
     group: GroupOpt = None,
     window: WindowOpt = DEFAULT_WINDOW,
-    allowed_lag: AllowedOpt = DEFAULT_ALLOWED_LAG,
+    allowed_lag: ViewAllowedOpt = None,
     interval: Annotated[str | None, typer.Option(
         "--interval", metavar="DURATION",
         help="Refresh period (default: the collector's interval, else 2s).")] = None,

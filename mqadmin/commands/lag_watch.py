@@ -77,7 +77,7 @@ class Feed:
     """Reports one after the other: the collector's window, else sampling here."""
 
     def __init__(self, admin: MQAdmin, keys: Sequence[str], group: str | None, window: int,
-                 allowed_lag: int, every: float | None) -> None:
+                 allowed_lag: int | None, every: float | None) -> None:
         self.admin = admin
         self.keys = keys
         self.group = group
@@ -97,12 +97,12 @@ class Feed:
         period = self.every or DEFAULT_EVERY
         if self.local is None:
             self.local = LocalSampling(self.keys[0], self.window, int(period * 1000))
-        report = await self.local.report(self.admin, self.group, self.allowed_lag)
+        report = await self.local.report(self.admin, self.group, self.allowed_lag or 0)
         return report, period, "sampled here (no collector runs)"
 
 
 async def run_watch(where: Endpoint, keys: Sequence[str], *, group: str | None, window: int,
-                    allowed_lag: int, every: float | None, stream: TextIO,
+                    allowed_lag: int | None, every: float | None, stream: TextIO,
                     output: OutputFormat = OutputFormat.TABLE) -> None:
     """Refresh the table (or print the rows, for json and csv) until Ctrl-C."""
     async with MQAdmin(where.addrs, credentials=where.credentials) as admin:

@@ -231,7 +231,7 @@ class LagCollector(Service):
     def _store(self, cycle: Cycle, risks: list[Risk]) -> None:
         db = win.open_db(self.config.db_path)
         try:
-            win.save_cycle(db, cycle, pid=self.pid)
+            win.save_cycle(db, cycle, pid=self.pid, allowed_lag=self.config.allowed_lag)
             win.save_risks(db, self.config.cluster, cycle.ts, risks)
         finally:
             db.close()

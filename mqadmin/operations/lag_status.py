@@ -108,11 +108,12 @@ def build_report(cluster: str, series: Sequence[Series], risks: Sequence[Risk], 
 
 
 def report_from_window(cluster: str, *, group: str | None = None,
-                       window: int = DEFAULT_WINDOW, allowed_lag: int = DEFAULT_ALLOWED_LAG,
+                       window: int = DEFAULT_WINDOW, allowed_lag: int | None = None,
                        db_path: Path | None = None, now: int | None = None,
                        fresh_only: bool = True) -> LagReport | None:
-    """The collector's view of the cluster; None when no collector wrote a cycle lately
-    (with `fresh_only`) or ever."""
+    """The collector's view of the cluster (judged with the collector's allowed lag unless
+    `allowed_lag` is given); None when no collector wrote a cycle lately (with
+    `fresh_only`) or ever."""
     db = win.open_db(db_path)
     try:
         last = win.latest_cycle(db, cluster)
@@ -125,7 +126,8 @@ def report_from_window(cluster: str, *, group: str | None = None,
         risks = [r for r in win.read_risks(db, cluster) if group is None or r.key[0] == group]
         return build_report(cluster, series, risks, source="collector", ts=last.ts,
                             interval_ms=last.interval_ms, window=window,
-                            allowed_lag=allowed_lag, gaps=last.gaps)
+                            allowed_lag=last.allowed_lag if allowed_lag is None else allowed_lag,
+                            gaps=last.gaps)
     finally:
         db.close()
 
@@ -162,15 +164,17 @@ async def sample_report(admin: MQAdmin, cluster: str, *, group: str | None = Non
 
 
 async def lag_report(admin: MQAdmin, cluster: str, *, group: str | None = None,
-                     window: int = DEFAULT_WINDOW, allowed_lag: int = DEFAULT_ALLOWED_LAG,
+                     window: int = DEFAULT_WINDOW, allowed_lag: int | None = None,
                      db_path: Path | None = None) -> LagReport:
-    """The collector's window when one runs for `cluster`, else a quick sampling."""
+    """The collector's window when one runs for `cluster` (with its allowed lag unless
+    `allowed_lag` is given), else a quick sampling."""
     report = await asyncio.to_thread(report_from_window, cluster, group=group, window=window,
                                      allowed_lag=allowed_lag, db_path=db_path)
     if report is not None:
         return report
-    return await sample_report(admin, cluster, group=group, window=window,
-                               allowed_lag=allowed_lag)
+    return await sample_report(
+        admin, cluster, group=group, window=window,
+        allowed_lag=DEFAULT_ALLOWED_LAG if allowed_lag is None else allowed_lag)
 
 
 def _rate(value: float | None) -> float | None:

@@ -53,6 +53,7 @@ class CycleInfo:
     duration_ms: float
     error: str
     pid: int
+    allowed_lag: int = 0  # the collector's --allowed-lag
 
 
 def open_db(path: Path | None = None) -> Database:
@@ -73,8 +74,10 @@ def open_db(path: Path | None = None) -> Database:
     if CYCLES not in names:
         db.table(CYCLES).create({"cluster": str, "ts": int, "interval_ms": int, "groups": int,
                                  "queues": int, "gaps": int, "duration_ms": float,
-                                 "error": str, "pid": int})
+                                 "error": str, "pid": int, "allowed_lag": int})
         db.table(CYCLES).create_index(["cluster", "ts"])
+    elif "allowed_lag" not in db.table(CYCLES).columns_dict:  # a window of an earlier version
+        db.table(CYCLES).add_column("allowed_lag", int)
     if GAPS not in names:
         db.table(GAPS).create({"cluster": str, "ts": int, "consumer_group": str,
                                "broker": str, "reason": str})
@@ -108,7 +111,8 @@ def _sample(row: Mapping[str, Any]) -> QueueSample:
                        row["risk_messages"] or 0)
 
 
-def save_cycle(db: Database, cycle: Cycle, *, pid: int = 0, keep: int = KEEP_CYCLES) -> None:
+def save_cycle(db: Database, cycle: Cycle, *, pid: int = 0, keep: int = KEEP_CYCLES,
+               allowed_lag: int = 0) -> None:
     """Append one cycle and drop the cluster's cycles older than the newest `keep`."""
     with db.conn:
         db.table(SAMPLES).insert_all((_sample_row(cycle.cluster, s) for s in cycle.samples),
@@ -119,7 +123,8 @@ def save_cycle(db: Database, cycle: Cycle, *, pid: int = 0, keep: int = KEEP_CYC
         db.table(CYCLES).insert({
             "cluster": cycle.cluster, "ts": cycle.ts, "interval_ms": cycle.interval_ms,
             "groups": len(cycle.groups), "queues": len(cycle.samples), "gaps": len(cycle.gaps),
-            "duration_ms": round(cycle.duration_ms, 1), "error": cycle.error, "pid": pid})
+            "duration_ms": round(cycle.duration_ms, 1), "error": cycle.error, "pid": pid,
+            "allowed_lag": allowed_lag})
         cut = db.execute(f"SELECT ts FROM {CYCLES} WHERE cluster = ? ORDER BY ts DESC "
                          "LIMIT 1 OFFSET ?", [cycle.cluster, keep - 1]).fetchone()
         if cut is not None:
@@ -129,13 +134,16 @@ def save_cycle(db: Database, cycle: Cycle, *, pid: int = 0, keep: int = KEEP_CYC
 
 
 def _cycle_info(row: tuple[Any, ...]) -> CycleInfo:
-    return CycleInfo(*row)
+    cluster, ts, interval, groups, queues, gaps, duration, error, pid, allowed = row
+    return CycleInfo(cluster, ts, interval, groups, queues, gaps, duration, error, pid,
+                     allowed or 0)
 
 
 def cycles(db: Database, cluster: str, limit: int = KEEP_CYCLES) -> list[CycleInfo]:
     """The cluster's newest `limit` cycles, oldest first."""
     rows = db.execute(f"SELECT cluster, ts, interval_ms, groups, queues, gaps, duration_ms, "
-                      f"error, pid FROM {CYCLES} WHERE cluster = ? ORDER BY ts DESC LIMIT ?",
+                      f"error, pid, allowed_lag FROM {CYCLES} WHERE cluster = ? "
+                      "ORDER BY ts DESC LIMIT ?",
                       [cluster, limit]).fetchall()
     return [_cycle_info(r) for r in reversed(rows)]
 

@@ -27,3 +27,16 @@ def test_window_round_trip_and_prune() -> None:
     assert len(win.gaps(db, "dev")) == 5 and win.clusters(db) == ["dev"]
     win.save_state(db, "dev", 7000, [("g", "ERROR", True)])
     assert win.load_state(db, "dev") == {"g": ("ERROR", True)}
+
+
+def test_status_judges_with_the_collectors_allowed_lag() -> None:
+    from mqadmin.operations.lag_status import report_from_window
+
+    db = win.open_db()
+    for i in range(3):
+        win.save_cycle(db, cycle(1000 * i, 4), allowed_lag=5)  # lag 4 all along: STALL at 0
+    assert win.latest_cycle(db, "dev").allowed_lag == 5  # type: ignore[union-attr]
+    mine = report_from_window("dev", fresh_only=False)
+    assert mine is not None and mine.groups[0].verdict.status.value == "OK"
+    strict = report_from_window("dev", fresh_only=False, allowed_lag=0)
+    assert strict is not None and strict.groups[0].verdict.status.value == "ERROR"
