@@ -11,7 +11,7 @@ clients send all of those.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -75,7 +75,9 @@ class RemotingCommand:
         return self.ext_fields.get(key, default)
 
     def with_opaque(self, opaque: int) -> RemotingCommand:
-        return replace(self, opaque=opaque)
+        """This command with another opaque (a client numbers each request it sends)."""
+        return make_command(self.code, opaque, self.flag, self.language, self.version,
+                            self.remark, self.ext_fields, self.body, self.serialize_type)
 
     def response(
         self,

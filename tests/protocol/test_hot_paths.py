@@ -4,6 +4,8 @@ JSON header with non-string extFields values still reads them as Java's strings.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from engine.protocol.codes import LanguageCode, ResponseCode, SerializeType
@@ -58,6 +60,7 @@ def test_make_command_is_the_dataclass() -> None:
     assert repr(made) == repr(RemotingCommand(*values))
     with pytest.raises(AttributeError):
         made.code = 1  # type: ignore[misc]
+    assert made.with_opaque(99) == dataclasses.replace(made, opaque=99)
     response = made.response(ResponseCode.SUCCESS, "ok")
     assert response == RemotingCommand(code=0, opaque=7, flag=1, remark="ok",
                                        serialize_type=SerializeType.ROCKETMQ)
