@@ -16,7 +16,7 @@ above the allowed lag (else OK: idle topics are not stalled).  The rules, in thi
 A group takes the worst of its queues: ERROR when any queue is STOP, STALL or REWIND,
 WARNING when any is WARNING, else OK.  The net drain rate is the lag's fall per second
 over the window; the ETA is the lag divided by it (never when it does not fall, unless
-the lag was down to the allowed lag within the window: then it is keeping up).
+the lag was within the allowed lag a sample ago: then it is keeping up).
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from mqadmin.operations.lag_model import QueueKey, QueueSample, Series
 
 DEFAULT_WINDOW = 10
 DEFAULT_ALLOWED_LAG = 0
+#: A lagging queue is "keeping up" (no ETA needed) when the lag was within the allowed lag
+#: in one of its last this many samples: a busy group whose lag flickers.
+KEEPING_UP_SAMPLES = 2
 
 
 class Status(StrEnum):
@@ -68,7 +71,7 @@ class QueueVerdict:
     drain_rate: float | None  # messages/s the lag falls by (negative: it grows)
     eta_s: float | None  # seconds to catch up; 0 caught up; None never at this rate
     samples: int
-    keeping_up: bool = False  # lag now, but it fell to the allowed lag within the window
+    keeping_up: bool = False  # lag now, but it was within the allowed lag a sample ago
 
     @property
     def group(self) -> str:
@@ -140,7 +143,8 @@ def queue_verdict(series: Series, allowed_lag: int = DEFAULT_ALLOWED_LAG,
     status, rule = _rule(samples, allowed_lag)
     last = samples[-1]
     rate = drain(samples)
-    keeping_up = last.lag > allowed_lag and any(s.lag <= allowed_lag for s in samples)
+    keeping_up = last.lag > allowed_lag and any(s.lag <= allowed_lag
+                                                for s in samples[-KEEPING_UP_SAMPLES:])
     return QueueVerdict(series.key, status, rule, last.lag, last.lag_ms, rate,
                         eta(last.lag, rate, allowed_lag), len(samples), keeping_up)
 
@@ -197,7 +201,7 @@ def format_duration(seconds: float) -> str:
 
 def eta_text(eta_s: float | None, keeping_up: bool = False) -> str:
     """"caught up", "catches up in 14 min at the current rate", "never at the current rate",
-    or "keeping up" (no ETA, but the lag fell to the allowed lag within the window)."""
+    or "keeping up" (no ETA, but the lag was within the allowed lag a sample ago)."""
     if eta_s is None:
         return "keeping up" if keeping_up else "never at the current rate"
     if eta_s <= 0:

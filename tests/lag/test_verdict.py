@@ -105,3 +105,12 @@ def test_verdict_is_total_and_group_matches_worst(offsets: list[int], extra: lis
     assert (g.status is GroupStatus.ERROR) == (v.status in (Status.STOP, Status.STALL,
                                                            Status.REWIND))
     assert (v.eta_s is None) == (v.lag > 0 and (v.drain_rate is None or v.drain_rate <= 0))
+
+
+def test_keeping_up_only_when_the_lag_was_down_a_sample_ago() -> None:
+    flicker = queue_verdict(series([10, 11, 12, 13], [10, 12, 12, 14]))
+    assert flicker.status is Status.OK and flicker.eta_s is None and flicker.keeping_up
+    assert eta_text(flicker.eta_s, flicker.keeping_up) == "keeping up"
+    growing = queue_verdict(series([0, 1, 2, 3, 4], [0, 3, 6, 9, 12]))
+    assert growing.status is Status.OK and not growing.keeping_up  # lag 0 only long ago
+    assert eta_text(growing.eta_s, growing.keeping_up) == "never at the current rate"
