@@ -93,9 +93,12 @@ class StoreCheckpoint:
         self._lock = threading.Lock()
 
     def advance(self, offset: int, epoch: int) -> None:
-        """Set the recovery offset for the next `flush()` unless `epoch` is stale."""
+        """Raise the recovery offset for the next `flush()` unless `epoch` is stale (it
+        only goes down through `lower`)."""
         with self._lock:
-            if epoch == self.epoch:
+            if epoch == self.epoch and (
+                self.recovery_offset is None or offset > self.recovery_offset
+            ):
                 self.recovery_offset = offset
 
     def lower(self, offset: int) -> None:

@@ -317,14 +317,20 @@ class ConsumeQueue:
         return self.mfq.flush(least_pages)
 
     def first_unflushed_phys(self) -> int:
-        """Commit-log offset of the first entry not yet on disk (0 if unknown)."""
+        """Commit-log offset of the first record whose entry is not yet on disk (blank
+        entries name no record), or 2**62 if there is none."""
         where = self.mfq.flushed_where
-        mf = self.mfq.find(where)
-        entry = mf.read(where - mf.file_from_offset, CQ_STORE_UNIT_SIZE) if mf else b""
-        if len(entry) != CQ_STORE_UNIT_SIZE:
-            return 0 if where < self.mfq.max_offset() else 1 << 62
-        offset, size, _ = CQ_ENTRY.unpack(entry)
-        return 0 if is_blank_entry(offset, size) else max(0, offset)
+        while (mf := self.mfq.find(where)) is not None:
+            rel = where - mf.file_from_offset
+            data = mf.read(rel, mf.wrote_position - rel)
+            for pos in range(0, len(data) - CQ_STORE_UNIT_SIZE + 1, CQ_STORE_UNIT_SIZE):
+                offset, size, _ = CQ_ENTRY.unpack_from(data, pos)
+                if not is_blank_entry(offset, size):
+                    return max(0, int(offset))
+            if mf.wrote_position < mf.file_size:
+                break
+            where = mf.file_end_offset
+        return 1 << 62
 
     def destroy(self) -> None:
         self.mfq.destroy()

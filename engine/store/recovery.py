@@ -7,9 +7,9 @@ written.  With a valid P, after a crash or a clean shutdown alike:
 1. every consume queue is cut after the entries of records ending by P (binary search
    in its last file) and the index drops its entries for records at or past P;
 2. the commit log is scanned from P, validating magic, sizes, topic, physical offset and
-   (with checkCRCOnRecover) the body CRC; the first invalid record is the new end;
-3. bytes past the end are zeroed and later segments deleted, and the records between P
-   and the end are dispatched again to the consume queues and the index.
+   (with checkCRCOnRecover) the body CRC, and each valid record is dispatched again to the
+   consume queues and the index in the same pass; the first invalid record is the end;
+3. bytes past the end are zeroed and later segments deleted.
 
 So the work is what was written after the last checkpoint, whatever the store's size.
 Without a valid P (a store written by RocketMQ, or a P outside the log) the RocketMQ
@@ -50,12 +50,12 @@ class RecoveryReport:
     from_checkpoint: bool = False  # the scan started at the checkpoint's recovery offset
 
 
-def scan_forward(files: list[MappedFile], start: int, check_crc: bool, pos: int = 0) -> int:
-    """Global offset of the end of the last valid record, scanning from `files[start]`
-    at segment position `pos`."""
-    process = files[start].file_from_offset + pos if files else 0
+def scan_forward(files: list[MappedFile], start: int, check_crc: bool) -> int:
+    """Global offset of the end of the last valid record, scanning from `files[start]`."""
+    process = files[start].file_from_offset if files else 0
     for i in range(start, len(files)):
         mf = files[i]
+        pos = 0
         limit = mf.file_size
         mm = mf.mm
         base = mf.file_from_offset
@@ -66,11 +66,9 @@ def scan_forward(files: list[MappedFile], start: int, check_crc: bool, pos: int 
             pos += r.size
         else:
             process = base + pos
-            pos = 0
             continue  # the segment is exactly full: go on
         if r.blank and i + 1 < len(files):
             process = files[i + 1].file_from_offset
-            pos = 0
             continue
         return base + pos
     return process

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from engine.store import GetMessageStatus, MessageStore
 from engine.store.checkpoint import RECOVERY_SLOTS, StoreCheckpoint, read_recovery_offset
+from engine.store.flush import FlushConsumeQueueService
 from tests.store.helpers import msg
 
 
@@ -148,3 +149,30 @@ def test_truncation_lowers_the_checkpoint_first(
     assert c.recovery_report is not None and c.recovery_report.scan_from == cut
     assert len(_bodies(c, 0)) == 10 + 2 and len(_bodies(c, 1)) == 10 + 1
     c.close()
+
+
+def test_the_recovery_offset_never_passes_an_unflushed_queue_entry(
+    make_store: Callable[..., MessageStore], tmp_path: Path
+) -> None:
+    s = make_store(tmp_path / "a")
+    cp = s.checkpoint
+    assert cp is not None and cp.recovery_offset is None  # a new store
+    svc = FlushConsumeQueueService(s.queues, s.index, s.dispatcher, cp, 1000, 1000, 60_000,
+                                   s.commit_log.mfq)  # fmt: skip
+
+    def flush_round(pages: int) -> int | None:
+        svc._flush(pages, 0, s.dispatcher.reput_from_offset, cp.epoch)
+        return StoreCheckpoint(str(tmp_path / "a" / "checkpoint")).recovery_offset
+
+    _fill(s, 0, 10)
+    s.commit_log.mfq.flush(0)
+    assert flush_round(1000) == 0  # queues below their least pages: nothing is covered
+    end = s.get_max_phy_offset()
+    assert flush_round(0) == end  # a thorough flush covers everything
+    first_new = s.append_message(msg(10, queue_id=0)).wrote_offset
+    _fill(s, 11, 5)
+    assert flush_round(1000) == end  # the commit log is not flushed yet
+    s.commit_log.mfq.flush(0)
+    assert flush_round(1000) == first_new  # queue 0's entry for it is not on disk yet
+    assert flush_round(0) == s.get_max_phy_offset()
+    s.close()
