@@ -132,20 +132,26 @@ def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str) -> Path:
 
 
 def _registered(namesrv: str, addr: str | None = None) -> bool:
-    """Whether the name server lists `addr` under broker-a (None: a master and a slave)."""
+    """Whether the name server lists `addr` under broker-a with the brokerId the broker
+    itself has now (a returning old master is listed only once it demoted itself); None: a
+    master and a slave."""
     async def check() -> bool:
         async with MQAdmin(namesrv, timeout=1.0) as admin:
             info = await admin.namesrv.cluster_info()
-        data = info.broker_addr_table.get(BROKER)
-        if data is None:
-            return False
-        if addr is None:
-            return {0, 1} <= set(data.broker_addrs)
-        return addr in data.broker_addrs.values()
+            data = info.broker_addr_table.get(BROKER)
+            if data is None:
+                return False
+            if addr is None:
+                return {0, 1} <= set(data.broker_addrs)
+            listed = [i for i, a in data.broker_addrs.items() if a == addr]
+            if not listed:
+                return False
+            own = (await admin.broker.broker_config(addr)).get("brokerId")
+            return own == str(listed[0])
 
     try:
         return loop.run(check())
-    except ClientError:
+    except (ClientError, TimeoutError):
         return False
 
 
