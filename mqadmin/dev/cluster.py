@@ -131,12 +131,14 @@ def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str) -> Path:
 # ---------------------------------------------------------------------------- starting
 
 
-def _registered(namesrv: str, addr: str | None = None) -> bool:
+def _registered(namesrv: str, addr: str | None = None, data_dir: Path | None = None) -> bool:
     """Whether the name server lists `addr` under broker-a with the brokerId the broker
     itself has now (a returning old master is listed only once it demoted itself); None: a
     master and a slave."""
     async def check() -> bool:
-        async with MQAdmin(namesrv, timeout=1.0) as admin:
+        keys = access.existing(data_dir) if data_dir is not None else None
+        async with MQAdmin(namesrv, timeout=1.0,
+                           credentials=keys.admin if keys else None) as admin:
             info = await admin.namesrv.cluster_info()
             data = info.broker_addr_table.get(BROKER)
             if data is None:
@@ -193,7 +195,7 @@ def _wait_serving(name: str, state: DevState, data_dir: Path, timeout: float) ->
     elif name in BROKERS:
         addr = state.brokers[name]
         wait_ready(f"{name}'s registration",
-                   lambda: accepting(_port(addr)) and _registered(state.namesrv, addr),
+                   lambda: accepting(_port(addr)) and _registered(state.namesrv, addr, data_dir),
                    {name: state.pids[name]}, data_dir, timeout)
 
 

@@ -37,7 +37,15 @@ def _reap(pid: int) -> None:
 
 
 def is_ours(pid: int, data_dir: Path) -> bool:
-    """Whether `pid` runs (not a zombie) and its command line names `data_dir`."""
+    """Whether `pid` runs (not a zombie) and its command line names `data_dir`.  A child
+    started by this process is trusted while it runs: just after a spawn its command line
+    can still read empty (the exec has not set up its arguments yet)."""
+    child = _CHILDREN.get(pid)
+    if child is not None:
+        if child.poll() is None:
+            return True
+        del _CHILDREN[pid]
+        return False
     _reap(pid)
     try:
         os.kill(pid, 0)
