@@ -13,8 +13,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# On a terminal, `make run` then opens the dashboard; quitting it leaves the cluster running.
 run: $(STAMP)
 	$(BIN)/mqadmin dev up
+	@if [ -t 0 ] && [ -t 1 ]; then $(BIN)/mqadmin dashboard --context dev; \
+	else echo "Open the dashboard on a terminal with: $(BIN)/mqadmin dashboard --context dev"; fi
 
 stop: $(STAMP)
 	$(BIN)/mqadmin dev down

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import time
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -57,7 +58,7 @@ class Dashboard(App[None]):
     """`mqadmin dashboard`."""
 
     TITLE = "mqadmin dashboard"
-    CSS_PATH = "dashboard.tcss"
+    CSS_PATH = Path(__file__).with_name("dashboard.tcss")
     MODES: ClassVar[dict[str, type[DashScreen]]] = {  # type: ignore[assignment]
         "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
         "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen,

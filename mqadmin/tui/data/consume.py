@@ -31,19 +31,28 @@ async def masters(admin: MQAdmin) -> dict[str, str]:
             if (addr := select_addr(data)) is not None}
 
 
-async def read_lags(admin: MQAdmin, addrs: list[str]) -> tuple[list[QueueLag], list[str]]:
-    """Queue rows of every group on the brokers at `addrs`; and the brokers that failed."""
+@dataclass(frozen=True, slots=True)
+class Lags:
+    rows: list[QueueLag]
+    groups: set[str]  # every group the brokers know, with offsets or not
+    failed: list[str]  # brokers that did not answer, with why
+
+
+async def read_lags(admin: MQAdmin, addrs: list[str]) -> Lags:
+    """Queue rows of every group on the brokers at `addrs`."""
     outcomes = await admin.on_brokers(addrs, admin.broker.broker_consume_stats)
     rows: list[QueueLag] = []
+    groups: set[str] = set()
     for outcome in outcomes:
         if outcome.value is None:
             continue
         for entry in outcome.value.consume_stats_list:
             for group, per_topic in entry.items():
+                groups.add(group)
                 for stats in per_topic:
                     for mq, w in stats.offset_table.items():
                         rows.append(QueueLag(group, mq.topic, mq.broker_name, mq.queue_id,
                                              w.broker_offset, w.consumer_offset,
                                              w.last_timestamp, stats.consume_tps))
     failed = [f"{o.addr}: {str(o.error).splitlines()[0]}" for o in outcomes if o.error]
-    return rows, failed
+    return Lags(rows, groups, failed)

@@ -22,6 +22,9 @@ from mqadmin.tui.data.lag import lag_report
 Row = dict[str, Any]
 #: Client-list requests in flight at once.
 CONCURRENCY = 32
+#: The broker's own groups, shown only when they have offsets or clients.
+SYSTEM_GROUPS = ("CID_ONS", "CID_RMQ_SYS_", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
+                 "TOOLS_CONSUMER", "CID_ONSAPI_")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +54,10 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint) -> GroupsView:
     """Every group with its lag, clients and state, and the lag monitor's verdict, rule,
     lag in time, drain ETA, retention risk and lag history."""
     addrs = list((await masters(admin)).values())
-    (lags, failures), report = await asyncio.gather(read_lags(admin, addrs),
-                                                    lag_report(admin, endpoint))
-    per: dict[str, Row] = {}
+    found, report = await asyncio.gather(read_lags(admin, addrs), lag_report(admin, endpoint))
+    lags, failures = found.rows, found.failed
+    per: dict[str, Row] = {g: {"group": g, "lag": 0, "tps": 0.0, "last": 0, "queues": 0}
+                           for g in found.groups if not g.startswith(SYSTEM_GROUPS)}
     topics: dict[str, set[str]] = defaultdict(set)
     for lag in lags:
         row = per.setdefault(lag.group, {"group": lag.group, "lag": 0, "tps": 0.0,

@@ -42,7 +42,7 @@ def kind_of(topic: str, broker_names: set[str], clusters: set[str]) -> str:
 async def read_topics(admin: MQAdmin) -> TopicsView:
     found = await masters(admin)
     addrs = list(found.values())
-    info, listed, configs, (lags, lag_failures) = await asyncio.gather(
+    info, listed, configs, found_lags = await asyncio.gather(
         admin.namesrv.cluster_info(), topic_ops.topic_list(admin),
         admin.on_brokers(addrs, admin.broker.all_topic_config), read_lags(admin, addrs))
     name_of = {addr: name for name, addr in found.items()}
@@ -51,6 +51,7 @@ async def read_topics(admin: MQAdmin) -> TopicsView:
         if outcome.value is not None:
             for topic, config in outcome.value.topic_config_table.items():
                 per_topic[topic].append((name_of[outcome.addr], config))
+    lags, lag_failures = found_lags.rows, found_lags.failed
     backlog: dict[str, int] = defaultdict(int)
     groups: dict[str, set[str]] = defaultdict(set)
     offsets: dict[tuple[str, str, int], int] = {}
@@ -94,9 +95,10 @@ class TopicDetail:
 
 async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
     """A topic's routes and per-queue status (topicRoute, topicStatus) and its groups' lag."""
-    routes, status, (lags, failed) = await asyncio.gather(
+    routes, status, found = await asyncio.gather(
         topic_ops.topic_route(admin, topic), topic_ops.topic_status(admin, topic),
-        _topic_lags(admin, topic))
+        read_lags(admin, list((await masters(admin)).values())))
+    lags = [lag for lag in found.rows if lag.topic == topic]
     per_group: dict[str, Row] = {}
     for lag in lags:
         row = per_group.setdefault(lag.group, {"group": lag.group, "lag": 0, "queues": 0,
@@ -105,9 +107,4 @@ async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
         row["queues"] += 1
     failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in status.failures]
     return TopicDetail(routes, status.rows, sorted(per_group.values(), key=lambda r: r["group"]),
-                       failures + failed)
-
-
-async def _topic_lags(admin: MQAdmin, topic: str) -> tuple[list[Any], list[str]]:
-    lags, failed = await read_lags(admin, list((await masters(admin)).values()))
-    return [lag for lag in lags if lag.topic == topic], failed
+                       failures + found.failed)

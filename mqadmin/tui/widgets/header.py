@@ -21,11 +21,11 @@ class StatusHeader(Static):
         text.append(" mqadmin ", style="bold reverse")
         text.append(f"  {getattr(app, 'where', '')}", style="bold")
         if getattr(app, "readonly", False):
-            text.append("  READ-ONLY: changes are disabled", style="bold black on yellow")
-        health: Text | str = getattr(app, "health", "")
-        text.append("\n ")
-        text.append_text(health if isinstance(health, Text) else Text(health))
+            text.append("  READ-ONLY: changes are disabled ", style="bold black on yellow")
         at = getattr(app, "refreshed_at", "")
         if at:
             text.append(f"   refreshed {at}", style="dim")
+        health: Text | str = getattr(app, "health", "")
+        text.append("\n ")
+        text.append_text(health if isinstance(health, Text) else Text(health))
         self.update(text)
