@@ -193,7 +193,7 @@ class Dashboard(App[None]):
             except Exception as exc:
                 text, ok = Text(f"cluster unreachable: {message_for(exc)}", style="bold red"), \
                     False
-            if ok and rounds % EXTRA_EVERY == 0:
+            if ok and rounds % EXTRA_EVERY == 1:  # not in the first round: the screen first
                 try:
                     extra = await self.backend.call(
                         functools.partial(read_extra, endpoint=self.backend.endpoint))

@@ -3,21 +3,26 @@ cursor on the same row (by key) across refreshes.
 
 How this works: screens hand it every row they have (`show`); it filters them with the
 current filter text (any cell containing it, case-insensitively), sorts them by the sort
-column, and formats their cells.  When the keys come out in the same order as last time
-only the cells that changed are updated, so a refresh neither flickers nor moves the
-cursor; otherwise the rows are rebuilt and the cursor put back on the row it was on.
+column, and formats their cells as `Text` (never markup: a topic may be called "[x]").
+When the keys come out in the same order as last time only the cells that changed are
+updated, so a refresh neither flickers nor moves the cursor; otherwise the rows are rebuilt
+and the cursor put back on the row it was on.  Column widths come from the cells' plain
+text, measured once when the cell is made, instead of DataTable's measuring of every
+rendered cell (most of the cost of showing a thousand rows).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import CellKey, RowKey
 
 Row = dict[str, Any]
 Cell = str | Text
@@ -48,8 +53,9 @@ class Col:
     #: The row key to sort on instead of `key` (e.g. a verdict's severity).
     sort_on: str | None = None
 
-    def cell(self, row: Row) -> Cell:
-        return self.of_row(row) if self.of_row is not None else self.fmt(row.get(self.key))
+    def cell(self, row: Row) -> Text:
+        value = self.of_row(row) if self.of_row is not None else self.fmt(row.get(self.key))
+        return value if isinstance(value, Text) else Text(value, no_wrap=True)
 
 
 def sort_key(value: Any) -> tuple[int, Any]:
@@ -63,7 +69,7 @@ def sort_key(value: Any) -> tuple[int, Any]:
     return (1, str(value).lower())
 
 
-class RowTable(DataTable[Cell]):
+class RowTable(DataTable[Text]):
     """Rows as dicts with a stable key; `s` sorts by the next column, `S` reverses."""
 
     BINDINGS = [  # noqa: RUF012 (Textual reads class-level bindings)
@@ -86,8 +92,9 @@ class RowTable(DataTable[Cell]):
         self.filter_text = ""
         self.all_rows: list[Row] = []
         self._shown: list[str] = []
-        self._cells: dict[str, tuple[Cell, ...]] = {}
+        self._cells: dict[str, tuple[Text, ...]] = {}
         self._by_key: dict[str, Row] = {}
+        self._column_index = {c.key: i for i, c in enumerate(self.spec)}
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -113,7 +120,8 @@ class RowTable(DataTable[Cell]):
         rows = self.all_rows
         if self.filter_text:
             needle = self.filter_text
-            rows = [r for r in rows if any(needle in str(c.cell(r)).lower() for c in self.spec)]
+            rows = [r for r in rows
+                    if any(needle in c.cell(r).plain.lower() for c in self.spec)]
         col = self.spec[self.sort_index]
         field = col.sort_on or col.key
         return sorted(rows, key=lambda r: sort_key(r.get(field)), reverse=self.reverse)
@@ -151,12 +159,40 @@ class RowTable(DataTable[Cell]):
             self.clear(columns=columns_changed)
             if columns_changed:
                 self._add_columns()
+            for column in self.columns.values():
+                column.content_width = cell_len(column.label.plain)
             for k in keys:
                 self.add_row(*cells[k], key=k)
             if keep in keys:
                 self.move_cursor(row=keys.index(keep), animate=False)
         self._shown = keys
         self._cells = cells
+
+    # ------------------------------------------------------------------ widths
+    # DataTable (Textual 8) calls these on idle for new and updated cells; every cell here
+    # is plain single-line Text, so its width is the cell length of its text.
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        columns = self.ordered_columns
+        for row_key in new_rows:
+            cells = self._cells.get(str(row_key.value))
+            if cells is None or row_key not in self.rows:
+                continue
+            for column, cell in zip(columns, cells, strict=False):
+                width = cell_len(cell.plain)
+                if width > column.content_width:
+                    column.content_width = width
+
+    def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
+        for row_key, column_key in updated_cells:
+            column = self.columns.get(column_key)
+            cells = self._cells.get(str(row_key.value))
+            if column is None or cells is None:
+                continue
+            index = self._column_index.get(str(column_key.value))
+            if index is not None:
+                column.content_width = max(column.content_width,
+                                           cell_len(cells[index].plain))
 
     # ------------------------------------------------------------------ actions
 

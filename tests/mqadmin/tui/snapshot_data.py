@@ -121,4 +121,6 @@ class SnapshotDashboard(Dashboard):
 
 async def shown(pilot: Pilot[None]) -> None:
     await until(pilot, lambda: getattr(pilot.app.screen, "loads", 0) >= 1, what="the data")
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
     await pilot.pause()
