@@ -11,7 +11,8 @@ A name server and a broker run as processes; the dashboard runs headless (Textua
   has moved, with a refresh started just before each key.
 
 Run: ``python -m benchmarks.bench_dashboard`` (BENCH_TOPICS / BENCH_GROUPS / BENCH_ROUNDS in
-the environment change the size).  Medians, 95th percentiles and maxima are printed with the machine.
+the environment change the size).  Medians, 95th percentiles and maxima are printed with
+the machine.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from textual import events
-from textual.message import Message
+from textual.message import Message as UIMessage
 
 from benchmarks.bench_client import namesrv_process
 from benchmarks.machine import machine
@@ -85,7 +86,7 @@ async def populate(ns: str, broker: str) -> None:
 
 def summary(name: str, values: list[float], unit: str = "ms", scale: float = 1000) -> str:
     ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return (f"{name:<44} median {statistics.median(values) * scale:8.1f} {unit}   "
             f"p95 {p95 * scale:8.1f} {unit}   max {max(values) * scale:8.1f} {unit}   "
             f"(n={len(values)})")
@@ -115,7 +116,7 @@ async def refreshes(ns: str, start: str) -> tuple[list[float], list[float], list
     keys: list[float] = []
     seen: list[float] = []
 
-    def hook(message: Message) -> None:
+    def hook(message: UIMessage) -> None:
         if isinstance(message, Loaded):
             seen.append(message.elapsed)
 

@@ -79,7 +79,8 @@ def running(tmp_path: Path) -> Iterator[Path]:
 def test_every_screen_in_a_real_terminal(running: Path, tmp_path: Path) -> None:
     tmux = Tmux(f"mqadmin-test-{os.getpid()}")
     command = " ".join(shlex.quote(a) for a in (
-        "env", "-u", "COLUMNS", "-u", "LINES", f"MQADMIN_HOME={os.environ['MQADMIN_HOME']}", "TERM=xterm-256color",
+        "env", "-u", "COLUMNS", "-u", "LINES", f"MQADMIN_HOME={os.environ['MQADMIN_HOME']}",
+        "TERM=xterm-256color",
         sys.executable, "-m", "mqadmin.app", "dashboard", "--context", "dev"))
     try:
         tmux.run("-f", "/dev/null", "new-session", "-d", "-s", "dash", "-x", "160", "-y", "48",
