@@ -69,9 +69,9 @@ async def bound(admin: MQAdmin, q: DlqQueue, since: int | None, until: int | Non
     high = await admin.broker.max_offset(q.addr, topic, qid)
     if since is not None and high > low:
         low = max(low, await admin.broker.search_offset(q.addr, topic, qid, since))
-    if until is not None and high > low:
+    if until is not None and high > low:  # one past what the search finds: the filter cuts
         found = await admin.broker.search_offset(q.addr, topic, qid, until)
-        high = min(high, found)
+        high = min(high, found + 1)
     q.low, q.high = low, max(high, low)
     return q
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from engine.protocol.perm import PERM_RW, PERM_WRITE
@@ -42,3 +44,18 @@ def test_show_errors(cluster: BackgroundCluster) -> None:
     result = invoke("dlq", "show", "-n", cluster.ns, "-g", "g1", "--summary", "color")
     assert result.exit_code == 2
     assert "key-prefix" in result.stderr
+
+
+def test_show_between_store_times(cluster: BackgroundCluster) -> None:
+    setup_group(cluster, "g1", "Orders")
+    bury(cluster, "g1", "Orders", 2)
+    time.sleep(0.01)  # two store times a few milliseconds apart
+    split = str(int(time.time() * 1000))
+    time.sleep(0.01)
+    bury(cluster, "g1", "Orders", 2, start=2)
+    later = json_rows("dlq", "show", "-n", cluster.ns, "-g", "g1", "--since", split)
+    earlier = json_rows("dlq", "show", "-n", cluster.ns, "-g", "g1", "--until", split)
+    assert [r["keys"] for r in earlier] == ["order-0", "order-1"]
+    assert [r["keys"] for r in later] == ["order-2", "order-3"]
+    limited = json_rows("dlq", "show", "-n", cluster.ns, "-g", "g1", "--limit", "3")
+    assert len(limited) == 3
