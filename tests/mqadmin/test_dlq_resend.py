@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.client.admin import MQAdmin
+from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.perm import PERM_RW, PERM_WRITE
 from mqadmin.operations.dlq_model import BATCH_PROPERTY, LINK_PROPERTY
 from tests.mqadmin.cli import invoke, json_rows, rows_of
@@ -104,6 +106,16 @@ def test_export_import_round_trip(cluster: BackgroundCluster, tmp_path: Path) ->
     assert imported == [{"topic": "Replay", "total": 3, "sent": 3, "failed": 0}]
     replayed = json_rows("printMsg", "-n", cluster.ns, "-t", "Replay")
     assert [r["keys"] for r in replayed] == ["order-0", "order-1", "order-2"]
+
+    async def stored(admin: MQAdmin) -> list[tuple[bytes, dict[str, str]]]:
+        pulled = await admin.broker.pull_records(cluster.broker_addr,
+                                                 MessageQueue("Replay", "broker-a", 0), 0)
+        return [(r.body, r.properties()) for r in pulled.records]
+    copies = cluster.admin_call(stored)
+    for line, (body, props) in zip(lines, copies, strict=True):  # byte for byte
+        assert body == base64.b64decode(line["body"])
+        for name in ("KEYS", "TAGS", "tenant", "trace"):
+            assert props[name] == line["properties"][name]
     detail = json_rows("queryMsgByOffset", "-n", cluster.ns, "-t", "Replay", "-b", "broker-a",
                        "-i", "0", "-o", "2")
     props = detail[0]["properties"]
