@@ -127,7 +127,8 @@ def order_consumer(namesrv: str, counts: Counts, rule: PoisonRule, *,
 def laggard(namesrv: str, counts: Counts) -> PushConsumer:
     consumer = PushConsumer("demo-laggard", _config(namesrv, "demo-laggard"),
                             options=ConsumerOptions(consume_thread_max=1,
-                                                    pull_threshold_for_queue=16))
+                                                    pull_threshold_for_queue=16,
+                                                    await_termination_millis=1_000))
 
     async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
                        ) -> ConsumeConcurrentlyStatus:
@@ -181,10 +182,9 @@ async def run(namesrv: str, rate: float, stop: asyncio.Event,
                 next_summary = clock() + SUMMARY_EVERY
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1 / rate)
-    finally:
-        for consumer in consumers:
-            await consumer.shutdown()
-        await producer.shutdown()
+    finally:  # all at once, so SIGTERM ends the process well within `dev down`'s timeout
+        await asyncio.gather(*(c.shutdown() for c in consumers), producer.shutdown(),
+                             return_exceptions=True)
         if store is not None:
             await store.close()
 

@@ -55,7 +55,8 @@ def until_growing(namesrv: str, master: str, data_dir: Path, by: int = 10,
 
 
 def test_traffic_survives_switchover_and_failover(data_dir: Path) -> None:
-    up = invoke("dev", "up", "--data-dir", str(data_dir), "--rate", "20", "-o", "json")
+    up = invoke("dev", "up", "--data-dir", str(data_dir), "--rate", "20", "--open",
+                "-o", "json")
     assert up.exit_code == 0, up.stderr
     procs = {r["process"]: r for r in rows_of(up)}
     namesrv = procs["namesrv"]["addr"]
