@@ -114,8 +114,13 @@ def status_of(data_dir: Path) -> tuple[int, dict[str, dict[str, Any]], str]:
 
 
 def test_dev_up_restarts_only_what_is_dead(data_dir: Path) -> None:
-    first = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "-o", "json")
+    first = invoke("dev", "up", "--data-dir", str(data_dir), "--no-traffic", "--open",
+                   "-o", "json")
     assert first.exit_code == 0, first.stderr
+    assert "Access control is off" in first.stderr
+    assert not (data_dir / access.KEYS_FILE).exists()  # --open: no keys, unsigned is fine
+    namesrv = {r["process"]: r for r in rows_of(first)}["namesrv"]["addr"]
+    assert invoke("getBrokerConfig", "-c", dev.CLUSTER, "-n", namesrv).exit_code == 0
     old = {r["process"]: r["pid"] for r in rows_of(first)}
     os.kill(old["broker-a-n2"], signal.SIGKILL)
     code, status, err = status_of(data_dir)
