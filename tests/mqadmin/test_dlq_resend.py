@@ -10,7 +10,9 @@ import pytest
 
 from engine.client.admin import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
-from engine.protocol.perm import PERM_RW, PERM_WRITE
+from engine.protocol.body.topic import TopicConfig
+from engine.protocol.perm import PERM_READ, PERM_RW, PERM_WRITE
+from mqadmin.exit_codes import ExitCode
 from mqadmin.operations.dlq_model import BATCH_PROPERTY, LINK_PROPERTY
 from tests.mqadmin.cli import invoke, json_rows, rows_of
 from tests.mqadmin.conftest import BackgroundCluster
@@ -144,3 +146,36 @@ def test_resend_by_ids_file(cluster: BackgroundCluster, tmp_path: Path) -> None:
     assert empty.exit_code == 2 and "names no dead letter" in empty.stderr
     unknown = invoke("dlq", "resend", "-n", cluster.ns, "--resume", "nope", "--yes")
     assert unknown.exit_code == 3 and "dlq status" in unknown.stderr
+
+
+def test_partial_resend_then_resume(cluster: BackgroundCluster) -> None:
+    """Sends the broker refuses are failures: exit 6, the ledger says which; --resume sends
+    them once the cause is fixed."""
+    setup_group(cluster, "g1", "Orders")
+    bury(cluster, "g1", "Orders", 2)
+    cluster.create_topic("Frozen", queues=1)
+    bury(cluster, "g1", "Frozen", 1, start=2)
+
+    def frozen_perm(perm: int) -> None:
+        async def set_perm(admin: MQAdmin) -> None:
+            await admin.broker.create_topic(cluster.broker_addr,
+                                            TopicConfig("Frozen", 1, 1, perm))
+        cluster.admin_call(set_perm)
+
+    frozen_perm(PERM_READ)
+    result = invoke("dlq", "resend", "-n", cluster.ns, "-g", "g1", "--to", "topic", "--yes",
+                    "-o", "json")
+    assert result.exit_code == ExitCode.PARTIAL, result.stderr
+    [row] = json.loads(result.stdout)
+    assert (row["sent"], row["failed"]) == (2, 1)
+    assert "--resume " + row["batch"] in result.stderr
+    [status] = json_rows("dlq", "status", "-n", cluster.ns, row["batch"])
+    assert (status["sent"], status["failed"]) == (2, 1)
+    shown = json_rows("dlq", "show", "-n", cluster.ns, "-g", "g1", "--topic", "Frozen")
+    assert shown[0]["triage"] == "unhandled"
+    frozen_perm(PERM_RW)
+    resumed = rows_of(invoke("dlq", "resend", "-n", cluster.ns, "--resume", row["batch"],
+                             "-o", "json"))
+    assert (resumed[0]["sent"], resumed[0]["failed"]) == (3, 0)
+    copies = json_rows("printMsg", "-n", cluster.ns, "-t", "Frozen")
+    assert [r["keys"] for r in copies] == ["order-2", "order-2"]  # the original and one copy
