@@ -28,6 +28,12 @@ OUTCOME_COLUMNS = ("batch", "total", "sent", "alreadyOnTarget", "failed")
 OptGroupOpt = Annotated[str | None, typer.Option("-g", "--group", help="Consumer group.")]
 
 
+class ResendInterrupted(CliError):
+    """Ctrl-C during a resend: the batch is to be finished with --resume."""
+
+    code = ExitCode.INTERRUPTED
+
+
 class ResendIncomplete(CliError):
     """Some copies were not sent (SEND_OK): the ledger says which."""
 
@@ -130,13 +136,25 @@ def resend(
                         f"{plan.group}):", plan.rows(), dlq_resend.PLAN_COLUMNS)
             confirm("dlq resend", yes, "cluster")
 
+            opened: list[str] = []
+
             def started(batch: str) -> None:
+                opened.append(batch)
                 render.note(f"batch {batch}: if interrupted, finish it with `mqadmin dlq "
                             f"resend --resume {batch}`")
 
-            with render.progress("dlq resend") as update:
-                outcome = with_admin(where, lambda admin: dlq_resend.resend(
-                    admin, ledger, plan, rate=rate, on_progress=update, on_batch=started))
+            try:
+                with render.progress("dlq resend") as update:
+                    outcome = with_admin(where, lambda admin: dlq_resend.resend(
+                        admin, ledger, plan, rate=rate, on_progress=update,
+                        on_batch=started))
+            except KeyboardInterrupt:
+                if not opened:
+                    raise
+                raise ResendInterrupted(
+                    f"interrupted: batch {opened[0]} is part sent (the ledger says which). "
+                    f"Finish it with `mqadmin dlq resend --resume {opened[0]}`; a plain "
+                    "re-run would leave its unsent dead letters out.") from None
         audit(where, "dlq resend", args, outcome.batch,
               outcome="partial" if outcome.failed else "applied",
               exit_code=ExitCode.PARTIAL if outcome.failed else 0, plan=plan.rows(),

@@ -87,3 +87,22 @@ def test_sigkill_at_random_points_then_resume(cluster: BackgroundCluster) -> Non
     assert len(offset_ids) == N
     assert {k: n for k, n in copies.items() if n != 1} == {}
     assert set(copies) == offset_ids
+
+
+def test_ctrl_c_names_the_batch_to_resume(cluster: BackgroundCluster) -> None:
+    setup_group(cluster, "g1", "Orders", dlq_perm=6)
+    stuff(cluster, "g1", "Orders", 300)
+    proc = _mqadmin("dlq", "resend", "-g", "g1", "--yes", "-n", cluster.ns, "--rate", "100")
+    assert proc.stderr is not None
+    batch = next(line.split()[1].rstrip(":") for line in proc.stderr
+                 if line.startswith("batch "))
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(30) == 130
+    assert f"--resume {batch}" in rest
+    final = subprocess.run([sys.executable, "-m", "mqadmin.app", "dlq", "resend", "--resume",
+                            batch, "-n", cluster.ns], capture_output=True, text=True,
+                           timeout=120)
+    assert final.returncode == 0, final.stderr
+    copies = _copies(cluster, "%RETRY%g1")
+    assert len(copies) == 300 and set(copies.values()) == {1}
