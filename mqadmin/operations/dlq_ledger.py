@@ -170,8 +170,8 @@ class Ledger:
 
     # ------------------------------------------------------------------ writes
 
-    def open_batch(self, batch: Batch, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Write the batch and all its rows in one transaction."""
+    def open_batch(self, batch: Batch, rows: Sequence[Mapping[str, Any]]) -> list[int]:
+        """Write the batch and all its rows in one transaction; the rows' ids, in order."""
         db = self.db
         with db.conn:
             db.conn.execute(
@@ -186,6 +186,8 @@ class Ledger:
                   r["dl_offset_msg_id"], r["origin_topic"], r.get("target_topic"),
                   r.get("new_msg_id"), r["state"], r.get("status"), batch.who, batch.at,
                   batch.at) for r in rows])
+        return [i for (i,) in db.execute(
+            f"select id from {LEDGER} where batch = ? order by id", [batch.batch]).fetchall()]
 
     def mark(self, ids: Sequence[int], state: str) -> None:
         """Set `state` on the rows (committed before this returns)."""

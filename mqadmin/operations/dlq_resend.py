@@ -219,14 +219,13 @@ async def resend(admin: MQAdmin, ledger: Ledger, plan: ResendPlan, *, rate: floa
              "new_msg_id": ids.next(), "state": PENDING} for d in plan.letters]
     batch = Batch(batch_id, ledger.scope, plan.group, "resend", plan.to,
                   plan.filters.describe(), who(), now_iso(), len(rows))
-    ledger.open_batch(batch, rows)
+    ids_written = ledger.open_batch(batch, rows)
     if on_batch is not None:
         on_batch(batch_id)
-    written = ledger.rows(batch_id)
-    by_key = {d.key: d for d in plan.letters}
+    written = [{**r, "id": i} for r, i in zip(rows, ids_written, strict=True)]
     outcome = ResendOutcome(batch_id, total=len(written))
-    await _send(admin, ledger, batch_id, [(r, by_key[r["dl_key"]]) for r in written], outcome,
-                rate, on_progress)
+    await _send(admin, ledger, batch_id, list(zip(written, plan.letters, strict=True)),
+                outcome, rate, on_progress)
     return outcome
 
 
