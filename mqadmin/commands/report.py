@@ -30,7 +30,8 @@ RESULT_COLUMNS = ("id", "status", "period", "duration_s", "groups", "groups_in_b
 def report_lag(
     period: PeriodOpt = "daily",
     date: Annotated[str | None, typer.Option(
-        "--date", help="The (last) day, YYYY-MM-DD (default: yesterday, UTC).")] = None,
+        "--date", help="The (last) day: YYYY-MM-DD, yesterday or today (default: today so "
+                       "far, UTC).")] = None,
     start: Annotated[str | None, typer.Option(
         "--from", help="Start of an explicit range (ISO 8601, UTC unless zoned).")] = None,
     end: Annotated[str | None, typer.Option("--to", help="End of the range (exclusive).")]
@@ -112,7 +113,7 @@ def report_schedule(
             raise UsageProblem(f"unknown period {period!r}: use daily or weekly.")
         expr = sched.parse_cron(cron)
         command = shlex.join([*sched.mqadmin_command(), "report", "lag", "--period", period,
-                              "--trigger", "schedule"])
+                              "--date", "yesterday", "--trigger", "schedule"])
         files = sched.schedule_files(expr, period, command, str(config.home()))
         upcoming = ", ".join(t.strftime("%Y-%m-%d %H:%M UTC")
                              for t in sched.next_times(expr, dt.datetime.now(dt.UTC), 3))

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mqadmin.exit_codes import UsageProblem
+from mqadmin.reports.period import yesterday
 
 log = logging.getLogger(__name__)
 _DOW = ("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
@@ -168,7 +169,8 @@ class ReportDuty:
                  clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
         self.cron = parse_cron(cron)
         self.period = period
-        self.argv = argv or (lambda attempt: report_argv(period, extra, attempt=attempt))
+        self.argv = argv or (lambda attempt: report_argv(
+            period, ["--date", yesterday(self.clock()), *extra], attempt=attempt))
         self.clock = clock
         self.due = next_times(self.cron, clock())[0]
         self.outcomes: list[Outcome] = []

@@ -79,12 +79,18 @@ def _cycle_aggs() -> list[Column]:
     ]
 
 
-def topic_cycles(rows: DataFrame) -> DataFrame:
-    """One row per (cluster, group, topic, ts) sampled: lag summed over the queues, the
-    worst time lag, the interval, whether any queue was at retention risk and how many
-    messages."""
-    return rows.filter(F.col("ok")).groupBy("cluster", "group", "topic", "ts") \
-        .agg(*_cycle_aggs())
+def cycles(rows: DataFrame) -> DataFrame:
+    """One row per (cluster, group, topic, ts): lag summed over the queues, the worst time
+    lag, the interval, whether any queue was at retention risk and how many messages, and
+    ``gap`` (1 for the gap rows, whose topic is empty).  One pass over the samples feeds
+    every figure but the verdicts: cache it."""
+    return rows.groupBy("cluster", "group", "topic", "ts").agg(
+        *_cycle_aggs(), F.max((~F.col("ok")).cast("int")).alias("gap"))
+
+
+def topic_cycles(all_cycles: DataFrame) -> DataFrame:
+    """The sampled rows of `cycles` (no gaps)."""
+    return all_cycles.filter(F.col("gap") == 0).drop("gap")
 
 
 def group_cycles(topics: DataFrame) -> DataFrame:
@@ -95,10 +101,10 @@ def group_cycles(topics: DataFrame) -> DataFrame:
         F.sum("risk_messages").alias("risk_messages"), F.sum("queues").alias("queues"))
 
 
-def gap_cycles(rows: DataFrame) -> DataFrame:
-    """One row per (cluster, group, ts) with a gap row (a broker not sampled that cycle)."""
-    return rows.filter(~F.col("ok")).groupBy("cluster", "group", "ts").agg(
-        F.max("interval_ms").alias("interval_ms"), F.count("*").alias("brokers"))
+def gap_cycles(all_cycles: DataFrame) -> DataFrame:
+    """One row per (cluster, group, ts) with a gap (a broker not sampled that cycle)."""
+    return all_cycles.filter(F.col("gap") == 1).select(
+        "cluster", "group", "ts", "interval_ms", F.col("queues").alias("brokers"))
 
 
 def with_slo(df: DataFrame, slo_default_ms: int, slo_groups: dict[str, int]) -> DataFrame:

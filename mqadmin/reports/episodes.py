@@ -8,11 +8,13 @@ span of commits; REWIND when the committed offset is below the window's highest 
 back and has not recovered); then, if the lag never fell to the allowed lag within the
 window, STALL when the committed offset did not change, else WARNING when the lag never
 decreased; otherwise OK.  The history has no commit timestamps, so a commit is taken to
-happen in a cycle where the queue's offset moved or any queue of its group moved (the
-group's consumers are online and committing); a group whose every queue stands still is
-therefore STOP, not STALL, once its standstill outlasts the rest of the window (the live
-`lag status`, which sees the connections, can tell the two apart sooner).  A group takes
-its worst queue's verdict each cycle.  Episodes are runs of consecutive cycles in the same
+happen in a cycle where any queue of the group moved (the group's consumers are online and
+committing); the commit times are therefore the group's, and STOP is judged once per
+group cycle over the group's last `n` cycles (then every lagging queue of it is STOP).  A
+group whose every queue stands still is STOP, not STALL, once its standstill outlasts the
+rest of the window (the live `lag status`, which sees the connections, can tell the two
+apart).  Only one sort of the samples (by queue and time) is needed; the group's rules run
+on the per-cycle aggregate.  A group takes its worst queue's verdict each cycle.  Episodes are runs of consecutive cycles in the same
 state ("gaps and islands"); a missing cycle (more than 1.5 intervals between samples) ends
 one.
 """
@@ -37,50 +39,70 @@ def _ms(col: Column) -> Column:
 
 
 def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) -> DataFrame:
-    """The sampled (``ok``) rows of `rows` with ``severity`` (see SEVERITY) per sample."""
+    """The sampled (``ok``) rows of `rows` with ``severity``, the queue's verdict by every
+    rule but STOP (REWIND, STALL, WARNING or OK: STOP is the group's, see `group_states`),
+    and ``moved`` (the committed offset changed since the queue's previous sample, or this
+    is its first)."""
     if window < 2:
         raise ValueError("the verdict window needs at least 2 samples")
     series = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
     last_n = series.rowsBetween(-(window - 1), 0)
     pairs = series.rowsBetween(-(window - 2), 0)
-    cycle = Window.partitionBy("cluster", "group", "ts")
     prev_offset = F.lag("consumer_offset").over(series)
-    moved = (prev_offset.isNull() | (F.col("consumer_offset") != prev_offset)).cast("int")
-    df = rows.filter(F.col("ok")).select(*QUEUE_KEY, "ts", "consumer_offset", "lag") \
-        .withColumn("moved", moved) \
-        .withColumn("group_moved", F.max("moved").over(cycle)) \
-        .withColumn("commit_ms", F.max(F.when(F.col("group_moved") > 0, _ms(F.col("ts"))))
-                    .over(series.rowsBetween(Window.unboundedPreceding, 0)))
-    first_commit = F.min("commit_ms").over(last_n)
-    stop = (_ms(F.col("ts")) - F.col("commit_ms")) > (F.col("commit_ms") - first_commit)
+    decreased = F.coalesce((F.col("lag") < F.lag("lag").over(series)).cast("int"), F.lit(0))
+    df = rows.filter(F.col("ok")).select(
+        *QUEUE_KEY, "ts", "consumer_offset", "lag", "lag_ms", "interval_ms",
+        (prev_offset.isNull() | (F.col("consumer_offset") != prev_offset)).cast("int")
+        .alias("moved"),
+        decreased.alias("decreased"))
     rewind = F.col("consumer_offset") < F.max("consumer_offset").over(last_n)
     never_fell = F.min("lag").over(last_n) > allowed_lag
     full = F.count("*").over(last_n) >= 2
     stalled = F.min("consumer_offset").over(last_n) == F.max("consumer_offset").over(last_n)
-    decreased = (F.col("lag") < F.lag("lag").over(series)).cast("int")
-    df = df.withColumn("decreased", F.coalesce(decreased, F.lit(0)))
     no_decrease = F.max("decreased").over(pairs) == 0
     severity = (
         F.when(F.col("lag") <= allowed_lag, 0)
-        .when(stop, SEVERITY["STOP"])
         .when(rewind, SEVERITY["REWIND"])
         .when(never_fell & full & stalled, SEVERITY["STALL"])
         .when(never_fell & full & no_decrease, SEVERITY["WARNING"])
         .otherwise(0)
     )
-    return df.select(*QUEUE_KEY, "ts", "lag", severity.alias("severity"))
+    return df.select(*QUEUE_KEY, "ts", "lag", "lag_ms", "interval_ms", "moved",
+                     (F.col("lag") > allowed_lag).alias("lagging"),
+                     severity.alias("severity"))
 
 
-def group_states(verdicts: DataFrame, cycles: DataFrame) -> DataFrame:
-    """Per (cluster, group, ts): the worst queue's ``severity``, the topics in an ERROR
-    state (STOP, REWIND, STALL), and the cycle's lag and interval from `cycles`."""
+def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
+    """Per (cluster, group, ts): the worst queue's ``severity`` with STOP decided on the
+    group's commits, the topics in an ERROR state (STOP, REWIND, STALL), how many queues,
+    and the cycle's lag, time lag and interval.
+
+    A commit happens in a cycle where any queue of the group moved; STOP holds when the
+    time since the last commit is longer than the span of the commits of the group's last
+    `window` cycles, and then every lagging queue is STOP."""
     bad = F.col("severity") >= SEVERITY["STALL"]
-    worst = verdicts.groupBy("cluster", "group", "ts").agg(
-        F.max("severity").alias("severity"),
-        F.collect_set(F.when(bad, F.col("topic"))).alias("topics"),
-        F.sum(bad.cast("int")).alias("bad_queues"))
-    return worst.join(cycles.select("cluster", "group", "ts", "lag", "lag_ms", "interval_ms"),
-                      ["cluster", "group", "ts"])
+    cycles = verdicts.groupBy("cluster", "group", "ts").agg(
+        F.max("severity").alias("queue_severity"), F.max("moved").alias("moved"),
+        F.max(F.col("lagging").cast("int")).alias("lagging"),
+        F.collect_set(F.when(bad, F.col("topic"))).alias("bad_topics"),
+        F.collect_set(F.when(F.col("lagging"), F.col("topic"))).alias("lagging_topics"),
+        F.sum(bad.cast("int")).alias("bad_queues"),
+        F.sum(F.col("lagging").cast("int")).alias("lagging_queues"),
+        F.sum("lag").alias("lag"), F.max("lag_ms").alias("lag_ms"),
+        F.max("interval_ms").alias("interval_ms"))
+    series = Window.partitionBy("cluster", "group").orderBy("ts")
+    commit = F.max(F.when(F.col("moved") > 0, _ms(F.col("ts")))).over(
+        series.rowsBetween(Window.unboundedPreceding, 0))
+    cycles = cycles.withColumn("commit_ms", commit)
+    first = F.min("commit_ms").over(series.rowsBetween(-(window - 1), 0))
+    stop = (F.col("lagging") > 0) & (
+        (_ms(F.col("ts")) - F.col("commit_ms")) > (F.col("commit_ms") - first))
+    return cycles.select(
+        "cluster", "group", "ts", "lag", "lag_ms", "interval_ms",
+        F.when(stop, SEVERITY["STOP"]).otherwise(F.col("queue_severity")).alias("severity"),
+        F.when(stop, F.col("lagging_topics")).otherwise(F.col("bad_topics")).alias("topics"),
+        F.when(stop, F.col("lagging_queues")).otherwise(F.col("bad_queues"))
+        .alias("bad_queues"))
 
 
 def state_time(states: DataFrame) -> DataFrame:

@@ -84,38 +84,41 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     period, previous = opts.period, opts.period.previous()
     progress(f"reading {opts.input} (partitions {period.dates()[0]}..{period.dates()[-1]} "
-             "and the previous period's)")
-    rows = dataset.read(spark, opts.input, [previous, period])
+             "and the previous period's), one pass for every figure")
+    context = Period(period.kind, period.start - VERDICT_CONTEXT, period.end)
+    rows = dataset.read(spark, opts.input, [previous, context])
     slo_map = dict(opts.slo.groups)
-    current = dataset.in_period(rows, period)
-    topics = dataset.with_slo(dataset.topic_cycles(current), opts.slo.default_ms, slo_map)
-    groups = dataset.with_slo(dataset.group_cycles(topics), opts.slo.default_ms, slo_map) \
-        .cache()
+
+    def slo(df: DataFrame) -> DataFrame:
+        return dataset.with_slo(df, opts.slo.default_ms, slo_map)
+
+    all_cycles = dataset.cycles(rows).cache()  # both periods: the one pass over the samples
+    topics = dataset.in_period(dataset.topic_cycles(all_cycles), period)
+    groups = slo(dataset.group_cycles(topics)).cache()
     progress("computing figures per group and topic")
-    group_rows = _rows(figures.group_figures(groups, dataset.gap_cycles(current),
-                                             period.end_ms - period.start_ms))
+    gaps = dataset.in_period(dataset.gap_cycles(all_cycles), period)
+    group_rows = _rows(figures.group_figures(groups, gaps, period.end_ms - period.start_ms))
     if not any(g["samples"] for g in group_rows):
+        all_cycles.unpersist()
         groups.unpersist()
-        raise ReportError(f"no lag samples between {period.label} in {opts.input}: check "
+        raise ReportError(f"no lag samples in {period.label} in {opts.input}: check "
                           "--input and the period (the monitor writes date=YYYY-MM-DD "
                           "folders; list them to see which days exist)")
-    topic_rows = _rows(figures.series_figures(topics, ["cluster", "group", "topic"]))
-    prev_topics = dataset.topic_cycles(dataset.in_period(rows, previous))
-    prev_groups = dataset.with_slo(dataset.group_cycles(prev_topics), opts.slo.default_ms,
-                                   slo_map)
+    topic_rows = _rows(figures.series_figures(slo(topics), ["cluster", "group", "topic"]))
+    prev_groups = slo(dataset.group_cycles(
+        dataset.in_period(dataset.topic_cycles(all_cycles), previous)))
     previous_rows = _rows(figures.series_figures(prev_groups, ["cluster", "group"]))
+    all_cycles.unpersist()
     progress("worst hours and heat map")
     hour_rows = _rows(figures.worst_hours(groups))
     heat_rows = _rows(figures.heatmap(groups))
     progress(f"verdicts over windows of {opts.window} samples, episodes")
-    context = Period(period.kind, period.start - VERDICT_CONTEXT, period.end)
-    verdicts = dataset.in_period(
-        episodes.queue_verdicts(dataset.in_period(rows, context), opts.window), period)
-    states = episodes.group_states(verdicts, groups).cache()
+    verdicts = episodes.queue_verdicts(dataset.in_period(rows, context), opts.window)
+    states = dataset.in_period(episodes.group_states(verdicts, opts.window), period).cache()
     state_rows = _rows(episodes.state_time(states))
     episode_rows = _rows(episodes.verdict_episodes(states))
-    risk_rows = _rows(episodes.risk_episodes(groups))
     states.unpersist()
+    risk_rows = _rows(episodes.risk_episodes(groups))
     doc = summary.build(
         period, inputs=opts.input, window=opts.window,
         slo={"default_ms": opts.slo.default_ms, "groups": slo_map},
@@ -173,7 +176,8 @@ def parse_args(argv: list[str]) -> tuple[Options, str | None]:
     p.add_argument("--input", required=True, help="the lag-history folder or URI")
     p.add_argument("--out", required=True, help="output folder (created)")
     p.add_argument("--period", default="daily", choices=("daily", "weekly"))
-    p.add_argument("--date", help="the (last) UTC day, YYYY-MM-DD; default yesterday")
+    p.add_argument("--date", help="the (last) UTC day: YYYY-MM-DD, yesterday, today "
+                                  "(default: today so far)")
     p.add_argument("--from", dest="start", help="start (ISO 8601, UTC unless zoned)")
     p.add_argument("--to", dest="end", help="end, exclusive")
     p.add_argument("--slo", type=Path, help="SLO file (TOML); default 5 min for every group")

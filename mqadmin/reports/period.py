@@ -35,17 +35,23 @@ class Period:
 
     @property
     def label(self) -> str:
-        """``2026-11-23`` for a day, ``2026-11-16..2026-11-22`` for a week, else the ISO
-        times."""
-        if self.kind in ("daily", "weekly") and _midnight(self.start) and _midnight(self.end):
-            last = (self.end - dt.timedelta(days=1)).date()
+        """``2026-11-23`` for a day, ``2026-11-16..2026-11-22`` for a week, ``2026-11-24
+        until 11:42`` for today so far, else the ISO times."""
+        if self.kind in ("daily", "weekly") and _midnight(self.start):
             first = self.start.date()
-            return str(first) if first == last else f"{first}..{last}"
+            if _midnight(self.end):
+                last = (self.end - dt.timedelta(days=1)).date()
+                return str(first) if first == last else f"{first}..{last}"
+            days = f"{first}" if first == self.end.date() else f"{first}..{self.end.date()}"
+            return f"{days} until {self.end:%H:%M}"
         return f"{iso(self.start)}..{iso(self.end)}"
 
     def previous(self) -> Period:
-        """The period of the same length just before this one (the trend's baseline)."""
-        return Period(self.kind, self.start - self.length, self.start)
+        """The trend's baseline: the day (week) before, same hours; for a range, the range of
+        the same length just before."""
+        shift = {"daily": dt.timedelta(days=1), "weekly": dt.timedelta(days=7)}.get(
+            self.kind, self.length)
+        return Period(self.kind, self.start - shift, self.end - shift)
 
     def dates(self) -> list[str]:
         """The ``date=`` partition values holding this period's samples."""
@@ -90,7 +96,8 @@ def resolve(kind: str, *, date: str | None = None, start: str | None = None,
     Args:
         kind: ``daily`` (one UTC day) or ``weekly`` (the 7 days ending with the day);
             ignored when `start` and `end` are given.
-        date: the (last) day; default: yesterday, the last complete day.
+        date: the (last) day, YYYY-MM-DD, ``yesterday`` or ``today``; default: today so
+            far (until `now`, to the minute).
         start: with `end`, an explicit ``[start, end)`` range.
         end: see `start`.
         now: the current time (tests).
@@ -109,14 +116,27 @@ def resolve(kind: str, *, date: str | None = None, start: str | None = None,
         return Period("range", first, last)
     if kind not in ("daily", "weekly"):
         raise PeriodError(f"unknown period {kind!r}: use daily or weekly, or --from/--to")
-    if date is None:
-        today = (now or dt.datetime.now(UTC)).astimezone(UTC).date()
-        day = today - dt.timedelta(days=1)
+    current = (now or dt.datetime.now(UTC)).astimezone(UTC).replace(second=0, microsecond=0)
+    if date is None or date.strip() in ("today", "yesterday"):
+        day = current.date() - dt.timedelta(days=1 if date and "y" in date else 0)
     else:
         try:
             day = dt.date.fromisoformat(date.strip())
         except ValueError:
             raise PeriodError(f"cannot read the date {date!r}: give YYYY-MM-DD") from None
+        if day > current.date():
+            raise PeriodError(f"{day} has not begun yet (today is {current.date()} UTC)")
     end_at = dt.datetime.combine(day + dt.timedelta(days=1), dt.time(0), UTC)
     days = 1 if kind == "daily" else 7
-    return Period(kind, end_at - dt.timedelta(days=days), end_at)
+    start_at = end_at - dt.timedelta(days=days)
+    if day == current.date():
+        if current <= start_at:
+            raise PeriodError("today has only just begun: give --date of a past day")
+        end_at = current  # today so far
+    return Period(kind, start_at, end_at)
+
+
+def yesterday(now: dt.datetime | None = None) -> str:
+    """The last complete UTC day, YYYY-MM-DD (what a scheduled daily report covers)."""
+    return ((now or dt.datetime.now(UTC)).astimezone(UTC).date()
+            - dt.timedelta(days=1)).isoformat()

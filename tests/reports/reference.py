@@ -63,44 +63,62 @@ def hour_ms(ts: int) -> int:
     return ts - ts % 3_600_000
 
 
-def queue_severities(rows: list[Row], window: int) -> dict[tuple[Any, ...], int]:
-    """Severity per (cluster, group, topic, broker, queue_id, ts), Burrow's rules as stated
-    in the job, computed one sample at a time."""
+def queue_severities(rows: list[Row], window: int) -> dict[tuple[Any, ...], tuple[int, bool]]:
+    """Per (cluster, group, topic, broker, queue_id, ts): the queue's verdict by every rule
+    but STOP, and whether its offset moved (or it is the queue's first sample)."""
     ok = sorted((r for r in rows if r["ok"]), key=lambda r: r["ts"])
     series: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
     for r in ok:
         series[(r["cluster"], r["group"], r["topic"], r["broker"], r["queue_id"])].append(r)
-    moved_at: set[tuple[str, str, int]] = set()
-    for s in series.values():
-        for i, r in enumerate(s):
-            if i == 0 or r["consumer_offset"] != s[i - 1]["consumer_offset"]:
-                moved_at.add((r["cluster"], r["group"], r["ts"]))
     out = {}
     for key, s in series.items():
-        commit: list[int] = []
-        for r in s:
-            if (r["cluster"], r["group"], r["ts"]) in moved_at:
-                commit.append(r["ts"])
-            else:
-                commit.append(commit[-1])
         for i, r in enumerate(s):
             lo = max(0, i - window + 1)
             win = s[lo:i + 1]
-            sev = 0
             offsets = [w["consumer_offset"] for w in win]
+            sev = 0
             if r["lag"] > 0:
                 decreased = any(s[j]["lag"] < s[j - 1]["lag"] for j in range(max(1, lo + 1), i + 1))
                 never_fell = min(w["lag"] for w in win) > 0
-                if r["ts"] - commit[i] > commit[i] - min(commit[lo:i + 1]):
-                    sev = SEV["STOP"]
-                elif r["consumer_offset"] < max(offsets):
+                if r["consumer_offset"] < max(offsets):
                     sev = SEV["REWIND"]
                 elif never_fell and len(win) >= 2 and min(offsets) == max(offsets):
                     sev = SEV["STALL"]
                 elif never_fell and len(win) >= 2 and not decreased:
                     sev = SEV["WARNING"]
-            out[(*key, r["ts"])] = sev
+            moved = i == 0 or r["consumer_offset"] != s[i - 1]["consumer_offset"]
+            out[(*key, r["ts"])] = (sev, moved)
     return out
+
+
+def group_severities(rows: list[Row], window: int) -> tuple[dict[tuple[str, str, int], int],
+                                                             dict[tuple[str, str, int], set[str]]]:
+    """Per (cluster, group, ts): the group's verdict (STOP on the group's commit times over
+    its last `window` cycles, else its worst queue) and the topics in that ERROR state."""
+    queues = queue_severities(rows, window)
+    lag = {(r["cluster"], r["group"], r["topic"], r["broker"], r["queue_id"], r["ts"]): r["lag"]
+           for r in rows if r["ok"]}
+    cycles: dict[tuple[str, str], dict[int, list[tuple[str, int, bool, int]]]] = \
+        defaultdict(lambda: defaultdict(list))
+    for (cluster, group, topic, _b, _q, ts), (sev, moved) in queues.items():
+        cycles[(cluster, group)][ts].append((topic, sev, moved,
+                                             lag[(cluster, group, topic, _b, _q, ts)]))
+    severity: dict[tuple[str, str, int], int] = {}
+    topics: dict[tuple[str, str, int], set[str]] = {}
+    for key, by_ts in cycles.items():
+        commits: list[int] = []
+        for ts in sorted(by_ts):
+            qs = by_ts[ts]
+            commits.append(ts if any(m for _t, _s, m, _l in qs) else commits[-1])
+            first = min(commits[-window:])
+            lagging = [t for t, _s, _m, lg in qs if lg > 0]
+            if lagging and ts - commits[-1] > commits[-1] - first:
+                severity[(*key, ts)] = SEV["STOP"]
+                topics[(*key, ts)] = set(lagging)
+            else:
+                severity[(*key, ts)] = max(s for _t, s, _m, _l in qs)
+                topics[(*key, ts)] = {t for t, s, _m, _l in qs if s >= 2}
+    return severity, topics
 
 
 def islands(points: list[tuple[int, int, Any]]) -> list[list[tuple[int, int, Any]]]:
@@ -132,14 +150,8 @@ def report(rows: list[Row], start: int, end: int, slo: Callable[[str], int],
     for r in cur:
         if not r["ok"]:
             gaps[(r["cluster"], r["group"])][r["ts"]] = r["interval_ms"]
-    sev = queue_severities([r for r in rows if start - context_ms <= r["ts"] < end], window)
-    g_sev: dict[tuple[str, str, int], int] = defaultdict(int)
-    g_topics: dict[tuple[str, str, int], set[str]] = defaultdict(set)
-    for (cluster, group, topic, _b, _q, ts), s in sev.items():
-        if start <= ts < end:
-            g_sev[(cluster, group, ts)] = max(g_sev[(cluster, group, ts)], s)
-            if s >= 2:
-                g_topics[(cluster, group, ts)].add(topic)
+    g_sev, g_topics = group_severities(
+        [r for r in rows if start - context_ms <= r["ts"] < end], window)
     out: dict[tuple[str, str], Row] = {}
     keys = {k[:2] for k in g_cycles} | set(gaps)
     for key in keys:

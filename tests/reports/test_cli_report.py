@@ -67,7 +67,7 @@ def test_schedule_prints_crontab_and_systemd_units(report_home: Path, tmp_path: 
                  "--print")
     assert result.exit_code == 0
     assert "30 6 * * 1-5 MQADMIN_HOME=" in result.stdout
-    assert "report lag --period weekly --trigger schedule" in result.stdout
+    assert "report lag --period weekly --date yesterday --trigger schedule" in result.stdout
     assert "OnCalendar=Mon..Fri *-*-* 06:30:00 UTC" in result.stdout
     assert "next runs:" in result.stderr
     written = run("report", "schedule", "--cron", "0 6 * * *", "--write", str(tmp_path))

@@ -13,10 +13,20 @@ from mqadmin.reports.slo import DEFAULT_SLO_MS, SloError, load, parse_duration
 NOW = dt.datetime(2026, 11, 24, 6, 0, tzinfo=dt.UTC)
 
 
-def test_daily_defaults_to_yesterday_and_has_a_previous_day() -> None:
-    p = resolve("daily", now=NOW)
+def test_a_past_day_and_its_previous_day() -> None:
+    p = resolve("daily", date="2026-11-23", now=NOW)
     assert (p.label, p.dates()) == ("2026-11-23", ["2026-11-23"])
     assert p.previous().label == "2026-11-22"
+    assert resolve("daily", date="yesterday", now=NOW).label == "2026-11-23"
+
+
+def test_daily_defaults_to_today_so_far() -> None:
+    p = resolve("daily", now=NOW.replace(hour=11, minute=42, second=30))
+    assert p.label == "2026-11-24 until 11:42" and p.dates() == ["2026-11-24"]
+    assert p.previous().label == "2026-11-23 until 11:42"
+    week = resolve("weekly", now=NOW)
+    assert week.label == "2026-11-18..2026-11-24 until 06:00"
+    assert week.previous().start == dt.datetime(2026, 11, 11, tzinfo=dt.UTC)
 
 
 def test_weekly_ends_with_the_date() -> None:
@@ -40,10 +50,11 @@ def test_explicit_range_reads_only_its_days() -> None:
     ({"date": "23/11/2026"}, "YYYY-MM-DD"),
     ({"start": "yesterday", "end": "today"}, "ISO 8601"),
     ({"date": "2026-11-23", "start": "2026-11-23", "end": "2026-11-24"}, "not both"),
+    ({"date": "2026-11-25"}, "has not begun"),
 ])
 def test_bad_periods(kwargs: dict[str, str], message: str) -> None:
     with pytest.raises(PeriodError, match=message):
-        resolve("daily", **kwargs)  # type: ignore[arg-type]
+        resolve("daily", now=NOW, **kwargs)  # type: ignore[arg-type]
 
 
 def test_slo_file(tmp_path: Path) -> None:
