@@ -89,7 +89,26 @@ def report_show(
                       vertical=True)
 
 
-@app.command("schedule")
+@app.command("bundle")
+def report_bundle(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the bundle into.")],
+    master: Annotated[str, typer.Option(
+        "--master", help="The cluster's master, for the printed command.")]
+    = "spark://HOST:7077",
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Write the report job for `spark-submit` on a cluster (mqadmin-reports.zip and
+    submit.py: nothing else of mqadmin is needed there) and print the command to run."""
+    with guarded(debug):
+        from mqadmin.reports import bundle
+
+        archive, entry = bundle.bundle(out)
+        command = shlex.join(bundle.submit_command(archive, entry, master, [
+            "--input", "hdfs:///mqadmin/lag-history", "--out", "report", "--period", "daily",
+            "--date", "yesterday"]))
+        render.render([{"zip": str(archive), "entry": str(entry), "command": command}], output,
+                      columns=("zip", "entry", "command"), vertical=True)
 def report_schedule(
     cron: Annotated[str, typer.Option("--cron", metavar="EXPR",
                                       help="Cron expression in UTC, e.g. \"0 6 * * *\".")],

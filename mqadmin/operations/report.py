@@ -35,7 +35,13 @@ class ReportRequest:
 
 
 def default_input() -> str:
-    return str(config.home() / HISTORY_DIR)
+    """The monitor's history under mqadmin's home, else that of the `mqadmin dev up`
+    cluster of the current folder (its collector writes under the dev data dir)."""
+    from mqadmin.dev.cluster import DEFAULT_DATA_DIR
+
+    home = config.home() / HISTORY_DIR
+    dev = Path(DEFAULT_DATA_DIR).resolve() / HISTORY_DIR
+    return str(dev if not home.exists() and dev.exists() else home)
 
 
 def _folder_name(run_id: int, kind: str, label: str) -> str:
@@ -66,7 +72,8 @@ def run_lag_report(req: ReportRequest, progress: Callable[[str], None]) -> dict[
     source = req.input or default_input()
     if "://" not in source and not Path(source).exists():
         raise TargetNotFound(f"no lag history at {source}: start the monitor (`mqadmin lag "
-                             "collect`) or pass --input PATH (local, hdfs://, s3a://).")
+                             "collect`, or `mqadmin dev up` here) or pass --input PATH "
+                             "(local, hdfs://, s3a://).")
     with report_runs.exclusive():
         run_id = report_runs.start(kind=span.kind, period=span.label,
                                    period_from=period.iso(span.start),
@@ -74,7 +81,8 @@ def run_lag_report(req: ReportRequest, progress: Callable[[str], None]) -> dict[
                                    attempt=req.attempt, master=req.master or "local[*]",
                                    input_path=source)
         out = req.out or report_runs.reports_dir() / _folder_name(run_id, span.kind, span.label)
-        progress(f"run {run_id}: {span.kind} report for {span.label} (UTC) into {out}")
+        progress(f"run {run_id}: {span.kind} report for {span.label} (UTC) of {source} "
+                 f"into {out}")
         started = time.monotonic()
         opts = job.Options(source, out, span, slos, req.window)
         try:

@@ -12,6 +12,8 @@ from typing import Any
 HEAT_GROUPS = 30
 BAR_GROUPS = 20
 DPI = 110
+#: Colour-bar ticks of the heat map, in minutes (1 s ... 1 d).
+_NICE_MINUTES = (1 / 60, 5 / 60, 15 / 60, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 720, 1440)
 _UNITS = ((3_600_000, "h"), (60_000, "min"), (1000, "s"), (1, "ms"))
 
 
@@ -31,8 +33,10 @@ def duration(ms: float | None) -> str:
     if s < 60:
         return f"{s:.3g} s"
     if s < 3600:
-        return f"{int(s // 60)} min {int(s % 60)} s"
-    return f"{int(s // 3600)} h {int((s % 3600) // 60)} min"
+        return f"{int(s // 60)} min" + (f" {int(s % 60)} s" if int(s % 60) else "")
+    if s < 86_400:
+        return f"{int(s // 3600)} h" + (f" {int(s % 3600 // 60)} min" if s % 3600 >= 60 else "")
+    return f"{int(s // 86_400)} d {int(s % 86_400 // 3600)} h"
 
 
 def _plt() -> Any:
@@ -65,7 +69,7 @@ def lag_over_time(doc: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]],
             series[(r["cluster"], r["group"])].append((when, float(r["lag_ms"])))
     peak = max([v for s in series.values() for _, v in s] + [1.0])
     scale, unit = _unit(peak)
-    fig, ax = plt.subplots(figsize=(10, 4.2))
+    fig, ax = plt.subplots(figsize=(10, 4.8))
     for i, (key, points) in enumerate(series.items()):
         color = f"C{i}"
         label = _name({"cluster": key[0], "group": key[1]}, clusters)
@@ -87,7 +91,8 @@ def lag_over_time(doc: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]],
     ax.xaxis.set_major_formatter(
         mdates.ConciseDateFormatter(locator, tz=dt.UTC))  # type: ignore[no-untyped-call]
     if series:
-        ax.legend(loc="upper left", fontsize=8, framealpha=0.85)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(3, len(series)),
+                  fontsize=8, frameon=False)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -120,10 +125,14 @@ def heatmap(doc: Mapping[str, Any], path: Path) -> Path:
     cmap = plt.get_cmap("YlOrRd").with_extremes(bad="#eeeeee")
     shown = np.where(data > 0, data, np.nan)
     if positive.size:
-        norm = LogNorm(vmin=max(positive.min(), 1 / 60), vmax=max(positive.max(), 1 / 30))
+        lo, hi = float(max(positive.min(), 1 / 60)), float(max(positive.max(), 1 / 30))
+        norm = LogNorm(vmin=lo, vmax=hi)
         image = ax.imshow(shown, aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
         bar = fig.colorbar(image, ax=ax, pad=0.01)
-        bar.set_label("p95 time lag (min, log scale)")
+        ticks = [lo, *(t for t in _NICE_MINUTES if lo * 1.4 <= t <= hi / 1.4), hi]
+        bar.set_ticks(ticks, labels=[duration(t * 60_000) for t in ticks])
+        bar.minorticks_off()
+        bar.set_label("p95 time lag (log scale)")
     else:
         ax.imshow(shown, aspect="auto", cmap=cmap, interpolation="nearest")
     ax.set_yticks(range(len(chosen)), [_name(g, clusters) for g in chosen] or [""])

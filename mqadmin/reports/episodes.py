@@ -1,22 +1,22 @@
-"""Verdicts recomputed from the samples with window functions (the rules of `lag status`),
-and the STOP/REWIND/STALL and retention-risk episodes they form.
+"""Verdicts recomputed from the samples with window functions (the rules of `lag status`), and
+the STOP/REWIND/STALL and retention-risk episodes they form.
 
-How this works: for every queue sample, the window is the queue's last `n` samples (this
-one included), ordered by time.  Evaluated only when the sample's lag is above the allowed
-lag, in this order: STOP when the time since the last commit is longer than the window's
-span of commits; REWIND when the committed offset is below the window's highest (it went
-back and has not recovered); then, if the lag never fell to the allowed lag within the
-window, STALL when the committed offset did not change, else WARNING when the lag never
-decreased; otherwise OK.  The history has no commit timestamps, so a commit is taken to
-happen in a cycle where any queue of the group moved (the group's consumers are online and
-committing); the commit times are therefore the group's, and STOP is judged once per
-group cycle over the group's last `n` cycles (then every lagging queue of it is STOP).  A
-group whose every queue stands still is STOP, not STALL, once its standstill outlasts the
-rest of the window (the live `lag status`, which sees the connections, can tell the two
-apart).  Only one sort of the samples (by queue and time) is needed; the group's rules run
-on the per-cycle aggregate.  A group takes its worst queue's verdict each cycle.  Episodes are runs of consecutive cycles in the same
-state ("gaps and islands"); a missing cycle (more than 1.5 intervals between samples) ends
-one.
+How this works: for every queue sample, the window is the queue's last `n` samples (this one
+included), ordered by time. Evaluated only when the sample's lag is above the allowed lag,
+in this order: STOP when the time since the last commit is longer than the window's span of
+commits; REWIND when the committed offset is below the window's highest (it went back and
+has not recovered); then, if the lag never fell to the allowed lag within the window, STALL
+when the committed offset did not change, else WARNING when the lag never decreased;
+otherwise OK. The history has no commit timestamps, so a commit is taken to happen in a
+cycle where any queue of the group moved (the group's consumers are online and committing);
+the commit times are therefore the group's, and STOP is judged once per group cycle over the
+group's last `n` cycles (then every lagging queue of it is STOP). A group whose every queue
+stands still is STOP, not STALL, once its standstill outlasts the rest of the window (the
+live `lag status`, which sees the connections, can tell the two apart). Only one sort of the
+samples (by queue and time) is needed; the group's rules run on the per-cycle aggregate. A
+group takes its worst queue's verdict each cycle. Episodes are runs of consecutive cycles in
+the same state ("gaps and islands"); a missing cycle (more than 1.5 intervals between
+samples) ends one.
 """
 
 from __future__ import annotations
@@ -34,6 +34,14 @@ NAMES = {v: k for k, v in SEVERITY.items()}
 EPISODE_STATES = ("STOP", "REWIND", "STALL")
 
 
+def keyed(keys: Sequence[str]) -> list[Column]:
+    """A window's partition columns led by a 64-bit hash of them: Spark sorts the rows by
+    the partition columns first, and a leading long gives its radix/prefix sort something
+    to work with where the names (one cluster, long group names) would not; the names
+    follow, so a hash collision cannot merge two series."""
+    return [F.xxhash64(*keys), *(F.col(k) for k in keys)]
+
+
 def _ms(col: Column) -> Column:
     return F.unix_millis(col)
 
@@ -45,7 +53,7 @@ def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) 
     is its first)."""
     if window < 2:
         raise ValueError("the verdict window needs at least 2 samples")
-    series = Window.partitionBy(*QUEUE_KEY).orderBy("ts")
+    series = Window.partitionBy(*keyed(QUEUE_KEY)).orderBy("ts")
     last_n = series.rowsBetween(-(window - 1), 0)
     pairs = series.rowsBetween(-(window - 2), 0)
     prev_offset = F.lag("consumer_offset").over(series)
@@ -90,7 +98,7 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
         F.sum(F.col("lagging").cast("int")).alias("lagging_queues"),
         F.sum("lag").alias("lag"), F.max("lag_ms").alias("lag_ms"),
         F.max("interval_ms").alias("interval_ms"))
-    series = Window.partitionBy("cluster", "group").orderBy("ts")
+    series = Window.partitionBy(*keyed(("cluster", "group"))).orderBy("ts")
     commit = F.max(F.when(F.col("moved") > 0, _ms(F.col("ts")))).over(
         series.rowsBetween(Window.unboundedPreceding, 0))
     cycles = cycles.withColumn("commit_ms", commit)
@@ -115,7 +123,7 @@ def state_time(states: DataFrame) -> DataFrame:
 def islands(df: DataFrame, keys: Sequence[str], state: Column) -> DataFrame:
     """`df` (cycles with ts and interval_ms) with ``state`` and an ``episode`` number that
     grows whenever the state changes or a cycle is missing."""
-    ordered = Window.partitionBy(*keys).orderBy("ts")
+    ordered = Window.partitionBy(*keyed(keys)).orderBy("ts")
     with_state = df.withColumn("state", state)
     prev_state = F.lag("state").over(ordered)
     prev_ts = F.lag("ts").over(ordered)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -60,6 +61,9 @@ def session(master: str | None, app_name: str = "mqadmin-lag-report") -> SparkSe
         builder = builder.master(master)
     if master is None or master.startswith("local"):
         builder = builder.config("spark.sql.shuffle.partitions", "8") \
+            .config("spark.driver.memory", "2g") \
+            .config("spark.driver.extraJavaOptions", os.environ.get(
+                "MQADMIN_REPORT_JAVA_OPTS", "-XX:+UseParallelGC -XX:TieredStopAtLevel=1")) \
             .config("spark.driver.host", "127.0.0.1") \
             .config("spark.driver.bindAddress", "127.0.0.1")
     spark = builder.getOrCreate()

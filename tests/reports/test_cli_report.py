@@ -89,3 +89,12 @@ def test_cron_next_times(expr: str) -> None:
     after = dt.datetime(2026, 11, 24, 5, 59, tzinfo=dt.UTC)
     first, second = next_times(expr, after, 2)
     assert after < first < second
+
+
+def test_bundle_prints_the_spark_submit_command(report_home: Path, tmp_path: Path) -> None:
+    result = run("report", "bundle", "--out", str(tmp_path), "--master", "spark://h:7077",
+                 "-o", "json")
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)[0]
+    assert Path(row["zip"]).is_file() and Path(row["entry"]).is_file()
+    assert row["command"].startswith("spark-submit --master spark://h:7077 --py-files ")
