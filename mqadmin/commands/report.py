@@ -109,6 +109,7 @@ def report_bundle(
             "--date", "yesterday"]))
         render.render([{"zip": str(archive), "entry": str(entry), "command": command}], output,
                       columns=("zip", "entry", "command"), vertical=True)
+@app.command("schedule")
 def report_schedule(
     cron: Annotated[str, typer.Option("--cron", metavar="EXPR",
                                       help="Cron expression in UTC, e.g. \"0 6 * * *\".")],

@@ -56,7 +56,7 @@ def test_a_second_report_waits_for_none(report_home: Path, tmp_path: Path) -> No
 
 def test_an_empty_period_fails_cleanly(spark: Any, history: tuple[Path, Any],
                                        report_home: Path) -> None:
-    result = run("report", "lag", "--input", str(history[0]), "--date", "2026-12-30")
+    result = run("report", "lag", "--input", str(history[0]), "--date", "2026-10-15")
     assert result.exit_code == 3 and "no lag samples" in result.stderr
     runs = json.loads(run("report", "list", "-o", "json").stdout)
     assert runs[-1]["status"] == "failed"
