@@ -50,11 +50,18 @@ async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]) -> dict[s
     return dict(zip(groups, counts, strict=True))
 
 
-async def read_groups(admin: MQAdmin, endpoint: Endpoint) -> GroupsView:
+async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
+                      full: bool = True) -> GroupsView:
     """Every group with its lag, clients and state, and the lag monitor's verdict, rule,
-    lag in time, drain ETA, retention risk and lag history."""
+    lag in time, drain ETA, retention risk and lag history; without `full` only the lag
+    (a quicker first view)."""
     addrs = list((await masters(admin)).values())
-    found, report = await asyncio.gather(read_lags(admin, addrs), lag_report(admin, endpoint))
+    empty = st.LagReport("", "", 0, 0, ())
+
+    async def report_of() -> st.LagReport:
+        return await lag_report(admin, endpoint) if full else empty
+
+    found, report = await asyncio.gather(read_lags(admin, addrs), report_of())
     lags, failures = found.rows, found.failed
     per: dict[str, Row] = {g: {"group": g, "lag": 0, "tps": 0.0, "last": 0, "queues": 0}
                            for g in found.groups if not g.startswith(SYSTEM_GROUPS)}
@@ -68,7 +75,7 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint) -> GroupsView:
         if not lag.topic.startswith("%RETRY%"):
             topics[lag.group].add(lag.topic)
     tps: dict[tuple[str, str], float] = {(lag.group, lag.topic): lag.group_tps for lag in lags}
-    online = await _online(admin, addrs, sorted(per))
+    online = await _online(admin, addrs, sorted(per)) if full else {}
     judged = {r["group"]: r for r in st.group_rows(report, now_ms())}
     reports = {g.group: g for g in report.groups}
     rows = []
@@ -77,7 +84,7 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint) -> GroupsView:
         verdict = judged.get(group, {})
         rows.append({**row, "tps": round(sum(v for (g, _), v in tps.items() if g == group), 2),
                      "topics": ",".join(sorted(topics[group])), "clients": clients,
-                     "state": "ONLINE" if clients else "OFFLINE",
+                     "state": ("ONLINE" if clients else "OFFLINE") if full else None,
                      "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None,
                      "verdict": verdict.get("verdict"), "rule": verdict.get("rule"),
                      "lagTime": verdict.get("lagTime"), "eta": verdict.get("eta"),

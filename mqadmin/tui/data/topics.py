@@ -13,7 +13,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string
 from mqadmin.operations import topic as topic_ops
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
-from mqadmin.tui.data.consume import masters, read_lags
+from mqadmin.tui.data.consume import Lags, masters, read_lags
 
 Row = dict[str, Any]
 SYSTEM_TOPICS = ("TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_", "BenchmarkTest", "OFFSET_MOVED",
@@ -39,12 +39,18 @@ def kind_of(topic: str, broker_names: set[str], clusters: set[str]) -> str:
     return "normal"
 
 
-async def read_topics(admin: MQAdmin) -> TopicsView:
+async def read_topics(admin: MQAdmin, *, with_lag: bool = True) -> TopicsView:
+    """Every topic; without `with_lag`, without groups and backlog (a quicker first view)."""
     found = await masters(admin)
     addrs = list(found.values())
+    no_lag = Lags([], set(), [])
+
+    async def lags_now() -> Lags:
+        return await read_lags(admin, addrs) if with_lag else no_lag
+
     info, listed, configs, found_lags = await asyncio.gather(
         admin.namesrv.cluster_info(), topic_ops.topic_list(admin),
-        admin.on_brokers(addrs, admin.broker.all_topic_config), read_lags(admin, addrs))
+        admin.on_brokers(addrs, admin.broker.all_topic_config), lags_now())
     name_of = {addr: name for name, addr in found.items()}
     per_topic: dict[str, list[tuple[str, TopicConfig]]] = defaultdict(list)
     for outcome in configs:
@@ -77,7 +83,7 @@ async def read_topics(admin: MQAdmin) -> TopicsView:
             "order": any(c.order for _, c in on),
             "brokers": ",".join(name for name, _ in on) or "(route only)",
             "cluster": ",".join(sorted({cluster_of.get(name, "?") for name, _ in on})),
-            "groups": len(groups.get(topic, ())),
+            "groups": len(groups.get(topic, ())) if with_lag else None,
             "backlog": backlog.get(topic, 0) if topic in groups else None,
             "produced": produced.get(topic),
         })

@@ -51,6 +51,7 @@ class DashScreen(Screen[None]):
         self.loaded_at: float | None = None
         self.loads = 0
         self.data: Any = None
+        self._had_first = False  # the quick first view was read (see fetch_first)
 
     @property
     def dashboard(self) -> Dashboard:
@@ -73,6 +74,15 @@ class DashScreen(Screen[None]):
     async def fetch(self, admin: MQAdmin) -> Any:
         """Read what the screen shows (runs on the backend loop)."""
         raise NotImplementedError
+
+    async def fetch_first(self, admin: MQAdmin) -> Any:
+        """The first read: a screen whose full read is slow returns a quicker, partial view
+        here (drawn at once, then completed by `fetch` right after)."""
+        return await self.fetch(admin)
+
+    @property
+    def partial_first(self) -> bool:
+        return type(self).fetch_first is not DashScreen.fetch_first
 
     def present(self, data: Any) -> None:
         """Draw `data` (runs on the UI loop)."""
@@ -98,15 +108,18 @@ class DashScreen(Screen[None]):
         while True:
             self._wake.clear()
             started = time.perf_counter()
+            first = not self._had_first and self.partial_first
             try:
-                data = await self.dashboard.backend.call(self.fetch)
+                data = await self.dashboard.backend.call(
+                    self.fetch_first if first else self.fetch)
             except Exception as exc:
                 failures += 1
                 delay = min(self.REFRESH_EVERY * 2 ** failures, MAX_BACKOFF)
                 self.post_message(Failed(message_for(exc), delay))
             else:
                 failures = 0
-                delay = self.REFRESH_EVERY
+                self._had_first = True
+                delay = 0.0 if first else self.REFRESH_EVERY
                 self.post_message(Loaded(data, time.perf_counter() - started))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)

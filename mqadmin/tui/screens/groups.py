@@ -27,6 +27,8 @@ SEVERITY = {"STOP": 5, "ERROR": 4, "REWIND": 3, "STALL": 3, "WARNING": 2, "OK": 
 
 
 def _clients(row: Row) -> Text | str:
+    if row.get("state") is None:
+        return ""  # not read yet
     n = row.get("clients") or 0
     return f"{n} online" if n else Text("none online", style="bold red" if row.get("lag")
                                         else "dim")
@@ -76,6 +78,9 @@ class GroupsScreen(DashScreen):
     async def fetch(self, admin: MQAdmin) -> GroupsView:
         return await read_groups(admin, self.dashboard.backend.endpoint)
 
+    async def fetch_first(self, admin: MQAdmin) -> GroupsView:
+        return await read_groups(admin, self.dashboard.backend.endpoint, full=False)
+
     def present(self, data: GroupsView) -> None:
         for row in data.rows:
             self.lag_history.add(row["group"], row["lag"])
@@ -83,8 +88,9 @@ class GroupsScreen(DashScreen):
         self.lag_history.keep(r["group"] for r in data.rows)
         self.query_one(RowTable).show(data.rows)
         bad = sum(1 for r in data.rows if r.get("verdict") in ("ERROR", "STOP", "WARNING"))
-        source = ("the lag monitor's window" if data.source == "collector" else
-                  "a quick sampling (no `mqadmin lag collect` runs for this cluster)")
+        source = {"collector": "the lag monitor's window",
+                  "sampled": "a quick sampling (no `mqadmin lag collect` runs for this "
+                             "cluster)"}.get(data.source, "the lag monitor (reading…)")
         text = (f"{len(data.rows)} groups, {bad} not OK; verdicts from {source}.  Enter: "
                 "queues, lag in time and clients · r reset offsets · / filter · s sort")
         if data.failures:

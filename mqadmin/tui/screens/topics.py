@@ -55,6 +55,9 @@ class TopicsScreen(DashScreen):
     async def fetch(self, admin: MQAdmin) -> TopicsView:
         return await read_topics(admin)
 
+    async def fetch_first(self, admin: MQAdmin) -> TopicsView:
+        return await read_topics(admin, with_lag=False)
+
     def present(self, data: TopicsView) -> None:
         now = time.monotonic()
         produced = {r["topic"]: r["produced"] for r in data.rows if r["produced"] is not None}

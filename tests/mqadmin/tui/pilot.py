@@ -19,7 +19,7 @@ def dashboard(ns: str, *, readonly: bool = False, start: str = "cluster") -> Das
     return Dashboard(Endpoint([ns], "test"), readonly=readonly, start=start)
 
 
-async def until(pilot: Pilot[None], check: Callable[[], object], timeout: float = 15,
+async def until(pilot: Pilot[None], check: Callable[[], object], timeout: float = 30,
                 what: str = "") -> None:
     """Let the app run until `check()` is true (its messages processed between checks)."""
     loop = asyncio.get_running_loop()
@@ -37,9 +37,13 @@ def screen(pilot: Pilot[None]) -> DashScreen:
 
 
 async def loaded(pilot: Pilot[None], kind: type[DashScreen], loads: int = 1) -> DashScreen:
-    """Wait until the current screen is a `kind` that has refreshed `loads` times."""
-    await until(pilot, lambda: isinstance(pilot.app.screen, kind)
-                and pilot.app.screen.loads >= loads, what=f"{kind.__name__} loaded")
+    """Wait until the current screen is a `kind` that has refreshed `loads` times (not
+    counting the quick partial view some screens draw first)."""
+    def done() -> bool:
+        shown = pilot.app.screen
+        return isinstance(shown, kind) and shown.loads >= loads + int(shown.partial_first)
+
+    await until(pilot, done, what=f"{kind.__name__} loaded")
     return screen(pilot)
 
 

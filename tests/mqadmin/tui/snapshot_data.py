@@ -99,7 +99,8 @@ def fixed(cls: type[DashScreen]) -> type[DashScreen]:
     async def fetch(self: DashScreen, admin: Any) -> Any:
         return FIXED[cls]
 
-    return type(cls.__name__, (cls,), {"fetch": fetch, "REFRESH_EVERY": 3600.0})
+    return type(cls.__name__, (cls,), {"fetch": fetch, "fetch_first": fetch,
+                                       "REFRESH_EVERY": 3600.0})
 
 
 class SnapshotDashboard(Dashboard):
@@ -120,7 +121,11 @@ class SnapshotDashboard(Dashboard):
 
 
 async def shown(pilot: Pilot[None]) -> None:
-    await until(pilot, lambda: getattr(pilot.app.screen, "loads", 0) >= 1, what="the data")
+    def done() -> bool:
+        screen = pilot.app.screen
+        return isinstance(screen, DashScreen) and screen.loads >= 1 + int(screen.partial_first)
+
+    await until(pilot, done, what="the data")
     await pilot.wait_for_scheduled_animations()
     await pilot.pause()
     await pilot.pause()

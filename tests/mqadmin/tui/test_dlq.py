@@ -71,7 +71,7 @@ async def test_resend_discard_and_export_dead_letters(cluster: BackgroundCluster
             await loaded(pilot, DlqScreen)
             await until(pilot, lambda: (overview.action_refresh_now() or True) and (
                 table(pilot, "#dlq-batches").row_by_key(batch) or {}).get("consumed") == 2,
-                timeout=30, what="the resent copies consumed")
+                timeout=60, what="the resent copies consumed")
             row = table(pilot, "#dlq-groups").row_by_key("g1")
             assert row is not None and row["unhandled"] == 0
         audited = history.records()
