@@ -136,18 +136,23 @@ def choose_ports(path: Path, asked: dict[str, int],
     except (OSError, ValueError, TypeError, AttributeError):
         last = {}
     ports: dict[str, int] = {}
+    taken: set[int] = set()  # every port of the servers chosen so far, neighbours included
+
+    def fits(port: int, neighbours: tuple[int, ...]) -> bool:
+        return all(port + d not in taken and _port_free(port + d) for d in (0, *neighbours))
+
     for name, port in asked.items():
         neighbours = () if name == "namesrv" else BROKER_NEIGHBOURS
         if port:
             ports[name] = port
-        elif (old := last.get(name)) and old not in ports.values() and all(
-                _port_free(old + d) for d in (0, *neighbours)):
+        elif (old := last.get(name)) and fits(old, neighbours):
             ports[name] = old
         else:
             port = free_port(neighbours=neighbours)
-            while port in ports.values():
+            while not fits(port, neighbours):
                 port = free_port(neighbours=neighbours)
             ports[name] = port
+        taken.update(ports[name] + d for d in (0, *neighbours))
     path.write_text(json.dumps(ports) + "\n")
     return ports
 
