@@ -20,6 +20,7 @@ from typing import Any
 from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import CellKey, RowKey
@@ -92,9 +93,8 @@ class RowTable(DataTable[Text]):
         self.filter_text = ""
         self.all_rows: list[Row] = []
         self._shown: list[str] = []
-        self._cells: dict[str, tuple[Text, ...]] = {}
+        self._cells_drawn: dict[str, tuple[Text, ...]] = {}
         self._by_key: dict[str, Row] = {}
-        self._column_index = {c.key: i for i, c in enumerate(self.spec)}
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -149,50 +149,44 @@ class RowTable(DataTable[Text]):
         self._by_key = dict(zip(keys, rows, strict=True))
         if keys == self._shown and not columns_changed:
             for k in keys:
-                old, new = self._cells.get(k), cells[k]
+                old, new = self._cells_drawn.get(k), cells[k]
                 if old == new:
                     continue
                 for i, col in enumerate(self.spec):
                     if old is None or old[i] != new[i]:
                         self.update_cell(k, col.key, new[i])
+                        self._widen(i, new[i])
         else:
             self.clear(columns=columns_changed)
             if columns_changed:
                 self._add_columns()
-            for column in self.columns.values():
-                column.content_width = cell_len(column.label.plain)
+            for i, column in enumerate(self.ordered_columns):
+                column.content_width = max([cell_len(column.label.plain),
+                                            *(cell_len(c[i].plain) for c in cells.values())])
             for k in keys:
                 self.add_row(*cells[k], key=k)
             if keep in keys:
                 self.move_cursor(row=keys.index(keep), animate=False)
         self._shown = keys
-        self._cells = cells
+        self._cells_drawn = cells
+
+    def _widen(self, index: int, cell: Text) -> None:
+        column = self.ordered_columns[index]
+        column.content_width = max(column.content_width, cell_len(cell.plain))
 
     # ------------------------------------------------------------------ widths
-    # DataTable (Textual 8) calls these on idle for new and updated cells; every cell here
-    # is plain single-line Text, so its width is the cell length of its text.
+    # Every cell here is plain single-line Text: `_draw` sets the column widths from the
+    # cells' text when it adds or changes them, so DataTable's own measuring of each
+    # rendered cell (on idle, for new and updated cells) is not needed.
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        columns = self.ordered_columns
-        for row_key in new_rows:
-            cells = self._cells.get(str(row_key.value))
-            if cells is None or row_key not in self.rows:
-                continue
-            for column, cell in zip(columns, cells, strict=False):
-                width = cell_len(cell.plain)
-                if width > column.content_width:
-                    column.content_width = width
+        width = sum(c.get_render_width(self) for c in self.columns.values())
+        header = self.header_height if self.show_header else 0
+        self.virtual_size = Size(width + self._row_label_column_width,
+                                 self._total_row_height + header)
 
     def _update_column_widths(self, updated_cells: set[CellKey]) -> None:
-        for row_key, column_key in updated_cells:
-            column = self.columns.get(column_key)
-            cells = self._cells.get(str(row_key.value))
-            if column is None or cells is None:
-                continue
-            index = self._column_index.get(str(column_key.value))
-            if index is not None:
-                column.content_width = max(column.content_width,
-                                           cell_len(cells[index].plain))
+        self._require_update_dimensions = True
 
     # ------------------------------------------------------------------ actions
 
