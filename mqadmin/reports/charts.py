@@ -85,7 +85,9 @@ def lag_over_time(doc: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]],
     ax.set_ylabel(f"time lag ({unit}, worst queue)")
     ax.set_xlabel("time (UTC)")
     ax.set_ylim(bottom=0)
-    ax.set_xlim(_utc(period["start"]), _utc(period["end"]))
+    first = min((p[0] for s in series.values() for p in s), default=_utc(period["start"]))
+    # From the first sample (a history that starts late would squeeze into the right edge).
+    ax.set_xlim(max(_utc(period["start"]), first), _utc(period["end"]))
     locator = mdates.AutoDateLocator(tz=dt.UTC)  # type: ignore[no-untyped-call]
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(
@@ -129,7 +131,10 @@ def heatmap(doc: Mapping[str, Any], path: Path) -> Path:
         norm = LogNorm(vmin=lo, vmax=hi)
         image = ax.imshow(shown, aspect="auto", cmap=cmap, norm=norm, interpolation="nearest")
         bar = fig.colorbar(image, ax=ax, pad=0.01)
-        ticks = [lo, *(t for t in _NICE_MINUTES if lo * 1.4 <= t <= hi / 1.4), hi]
+        ticks = [lo]
+        for t in (*(t for t in _NICE_MINUTES if lo * 2 <= t <= hi / 2), hi):
+            if t >= ticks[-1] * 2 or t == hi:
+                ticks.append(t)
         bar.set_ticks(ticks, labels=[duration(t * 60_000) for t in ticks])
         bar.minorticks_off()
         bar.set_label("p95 time lag (log scale)")

@@ -148,7 +148,9 @@ def _groups(groups: Sequence[Mapping[str, Any]], clusters: int) -> str:
     rows, classes = [], []
     for g in ranked:
         worst = g["worst_hours"][0]["hour"][11:16] + " UTC" if g["worst_hours"] else "–"
-        rows.append([_name(g, clusters), _num(g["samples"]), f"{g['coverage'] * 100:.0f}%",
+        cover = g["coverage"] * 100
+        rows.append([_name(g, clusters), _num(g["samples"]),
+                     f"{cover:.0f}%" if cover >= 10 or cover == 0 else f"{cover:.2g}%",
                      _num(g["lag_max"]), duration(g["lag_ms_p50"]),
                      duration(g["lag_ms_p95"]), duration(g["lag_ms_max"]),
                      duration(g["slo_ms"]),
