@@ -67,6 +67,8 @@ def lag_over_time(doc: Mapping[str, Any], timeline: Sequence[Mapping[str, Any]],
         if r["lag_ms"] is not None:
             when = dt.datetime.fromtimestamp(r["bucket"] / 1000, dt.UTC)
             series[(r["cluster"], r["group"])].append((when, float(r["lag_ms"])))
+    rank = {(t["cluster"], t["group"]): i for i, t in enumerate(doc["top_offenders"])}
+    series = dict(sorted(series.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
     peak = max([v for s in series.values() for _, v in s] + [1.0])
     scale, unit = _unit(peak)
     fig, ax = plt.subplots(figsize=(10, 4.8))
