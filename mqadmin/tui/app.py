@@ -87,6 +87,7 @@ class Dashboard(App[None]):
         self.start_mode = start
         self._history: list[str] = []
         self._health_wake = asyncio.Event()
+        self._health_started = False
 
     @staticmethod
     def _where_text(endpoint: Endpoint) -> str:
@@ -95,7 +96,14 @@ class Dashboard(App[None]):
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_mode)
-        self.health_loop()
+        # The header's reads start once the first screen has its data (or after a second):
+        # the first paint does not share the backend with them.
+        self.set_timer(1.0, self._start_health)
+
+    def _start_health(self) -> None:
+        if not self._health_started:
+            self._health_started = True
+            self.health_loop()
 
     def on_unmount(self) -> None:
         self.backend.close()
@@ -181,6 +189,7 @@ class Dashboard(App[None]):
 
     def refreshed(self) -> None:
         self.refreshed_at = time.strftime("%H:%M:%S")
+        self._start_health()
 
     @work(exclusive=True, group="health")
     async def health_loop(self) -> None:

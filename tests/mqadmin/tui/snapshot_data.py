@@ -118,6 +118,7 @@ class SnapshotDashboard(Dashboard):
 
     def refreshed(self) -> None:
         self.refreshed_at = "03:04:05"
+        self._start_health()
 
 
 async def shown(pilot: Pilot[None]) -> None:
