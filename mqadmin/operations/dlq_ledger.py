@@ -191,21 +191,28 @@ class Ledger:
 
     def mark(self, ids: Sequence[int], state: str) -> None:
         """Set `state` on the rows (committed before this returns)."""
-        at = now_iso()
-        with self.db.conn:
-            self.db.conn.executemany(
-                f"update {LEDGER} set state = ?, updated_at = ? where id = ?",
-                [(state, at, i) for i in ids])
+        self.advance((), ids, state)
 
     def record(self, outcomes: Sequence[Mapping[str, Any]]) -> None:
         """Write send outcomes: each has id, state, status and the new message's place."""
+        self.advance(outcomes, ())
+
+    def advance(self, outcomes: Sequence[Mapping[str, Any]], ids: Sequence[int],
+                state: str = SENDING) -> None:
+        """`record` the outcomes and `mark` the rows `state`, in one transaction (committed
+        before this returns)."""
         at = now_iso()
-        with self.db.conn:
-            self.db.conn.executemany(
-                f"update {LEDGER} set state = ?, status = ?, new_broker = ?, "
-                "new_queue_id = ?, new_queue_offset = ?, updated_at = ? where id = ?",
-                [(o["state"], o.get("status"), o.get("new_broker"), o.get("new_queue_id"),
-                  o.get("new_queue_offset"), at, o["id"]) for o in outcomes])
+        conn = self.db.conn
+        with conn:
+            if outcomes:
+                conn.executemany(
+                    f"update {LEDGER} set state = ?, status = ?, new_broker = ?, "
+                    "new_queue_id = ?, new_queue_offset = ?, updated_at = ? where id = ?",
+                    [(o["state"], o.get("status"), o.get("new_broker"), o.get("new_queue_id"),
+                      o.get("new_queue_offset"), at, o["id"]) for o in outcomes])
+            if ids:
+                conn.executemany(f"update {LEDGER} set state = ?, updated_at = ? where id = ?",
+                                 [(state, at, i) for i in ids])
 
 
 _ROW_COLUMNS = ("batch", "scope", "group_name", "dl_key", "dl_msg_id", "dl_offset_msg_id",

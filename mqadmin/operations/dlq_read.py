@@ -26,7 +26,7 @@ from mqadmin.operations.mutation import Progress
 from mqadmin.operations.targets import dlq_topic, route_brokers
 
 CHUNK = 32  # messages per pull (Apache's maxTransferCountOnMessageInMemory)
-WINDOW = 8  # pulls in flight per queue
+WINDOW = 32  # pulls in flight per queue
 
 
 @dataclass(slots=True)

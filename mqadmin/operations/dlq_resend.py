@@ -16,6 +16,7 @@ RETRY_TOPIC = the original topic (only that group gets it, seeing the original t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -54,7 +55,7 @@ from mqadmin.operations.targets import retry_topic, route_brokers
 TARGETS = ("retry", "topic")
 PLAN_COLUMNS = ("originTopic", "deadLetters", "target", "alsoReceivedBy")
 FAILURE_COLUMNS = ("dlMsgId", "originTopic", "targetTopic", "state", "status")
-CHUNK = 256
+CHUNK = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,13 +160,15 @@ class _Pacer:
         self.count += n
 
 
-async def _send_chunk(p: Producer, ledger: Ledger, batch: str,
-                      work: Sequence[tuple[Row, DeadLetter]], outcome: ResendOutcome) -> None:
-    ledger.mark([r["id"] for r, _ in work], SENDING)
+async def _send_chunk(p: Producer, batch: str, work: Sequence[tuple[Row, DeadLetter]],
+                      outcome: ResendOutcome) -> list[Row]:
+    """Send a chunk's copies concurrently (its rows are committed ``sending`` already); the
+    outcomes to record."""
 
     async def one(row: Row, d: DeadLetter) -> Row:
-        retry_of = d.origin_topic if row["target_topic"].startswith("%RETRY%") else None
-        msg = copy_of(d, row["target_topic"], row["new_msg_id"], batch, retry_of=retry_of)
+        target = row["target_topic"]
+        retry_of = d.origin_topic if target.startswith("%RETRY%") else None
+        msg = copy_of(d, target, row["new_msg_id"], batch, retry_of=retry_of)
         try:
             sent = await p.send(msg)
         except (ClientError, TimeoutError, OSError) as exc:
@@ -177,12 +180,12 @@ async def _send_chunk(p: Producer, ledger: Ledger, batch: str,
                 "new_queue_offset": sent.queue_offset}
 
     results = await asyncio.gather(*(one(r, d) for r, d in work))
-    ledger.record(results)
     for result, (row, d) in zip(results, work, strict=True):
         if result["state"] == SENT:
             outcome.sent += 1
         else:
             outcome.failed.append(_failure(row, d, result["status"]))
+    return results
 
 
 def _failure(row: Row, d: DeadLetter | None, status: str) -> Row:
@@ -194,17 +197,25 @@ def _failure(row: Row, d: DeadLetter | None, status: str) -> Row:
 async def _send(admin: MQAdmin, ledger: Ledger, batch: str,
                 work: Sequence[tuple[Row, DeadLetter]], outcome: ResendOutcome,
                 rate: float | None, on_progress: Progress | None) -> None:
+    """Send chunk by chunk; one ledger transaction between chunks records the outcomes of
+    the chunk sent and marks the next one ``sending`` before any of its sends."""
     pacer = _Pacer(rate)
     done = outcome.sent + outcome.found + len(outcome.failed)
     async with producer(admin, retries=0) as p:
+        for topic in sorted({row["target_topic"] for row, _ in work}):
+            with contextlib.suppress(ClientError):  # one route lookup, not one per send
+                await p.publish_info(topic)
+        results: list[Row] = []
         i = 0
         while i < len(work):
             part = work[i:i + pacer.chunk()]
             await pacer.wait(len(part))
-            await _send_chunk(p, ledger, batch, part, outcome)
+            ledger.advance(results, [r["id"] for r, _ in part])
+            results = await _send_chunk(p, batch, part, outcome)
             i += len(part)
             if on_progress is not None:
                 on_progress(done + i, outcome.total)
+        ledger.record(results)
 
 
 async def resend(admin: MQAdmin, ledger: Ledger, plan: ResendPlan, *, rate: float | None = None,

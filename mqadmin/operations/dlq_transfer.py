@@ -14,11 +14,12 @@ import asyncio
 import base64
 import binascii
 import contextlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError, MessageValidationError
@@ -33,17 +34,23 @@ from mqadmin.operations.sending import producer, require_topic
 IMPORT_CHUNK = 256
 
 
-def to_json_line(d: DeadLetter) -> str:
+def _doc(d: DeadLetter) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "group": d.group, "msgId": d.msg_id, "offsetMsgId": d.offset_msg_id,
         "brokerName": d.broker_name, "queueId": d.queue_id, "queueOffset": d.queue_offset,
         "originTopic": d.origin_topic, "originMsgId": d.origin_msg_id, "tags": d.tags,
-        "keys": list(d.keys), "flag": d.flag, "reconsumeTimes": d.reconsume_times,
+        "keys": d.keys, "flag": d.flag, "reconsumeTimes": d.reconsume_times,
         "bornTimestamp": d.born_timestamp, "storeTimestamp": d.store_timestamp,
         "properties": d.properties, "body": base64.b64encode(d.body).decode("ascii")}
     with contextlib.suppress(UnicodeDecodeError):
         doc["bodyText"] = d.body.decode("utf-8")
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    return doc
+
+
+def to_json_lines(letters: Iterable[DeadLetter]) -> str:
+    """The dead letters as JSON Lines (each line ends with a newline)."""
+    dumps, newline = orjson.dumps, orjson.OPT_APPEND_NEWLINE
+    return b"".join(dumps(_doc(d), option=newline) for d in letters).decode("utf-8")
 
 
 async def export(admin: MQAdmin, group: str, out: IO[str], filters: Filters | None = None, *,
@@ -55,7 +62,7 @@ async def export(admin: MQAdmin, group: str, out: IO[str], filters: Filters | No
     """
     count = 0
     async for chunk in scan(admin, group, filters, on_progress=on_progress):
-        out.write("".join(to_json_line(d) + "\n" for d in chunk))
+        out.write(to_json_lines(chunk))
         count += len(chunk)
     return count
 
@@ -79,7 +86,7 @@ class Imported:
 
 def _parse(number: int, text: str) -> Imported:
     try:
-        doc = json.loads(text)
+        doc = orjson.loads(text)
         if not isinstance(doc, dict):
             raise ValueError("not a JSON object")
         body = base64.b64decode(doc["body"], validate=True)
