@@ -209,8 +209,8 @@ async def _send(admin: MQAdmin, ledger: Ledger, batch: str,
         i = 0
         while i < len(work):
             part = work[i:i + pacer.chunk()]
+            ledger.advance(results, [r["id"] for r, _ in part])  # before --rate's wait
             await pacer.wait(len(part))
-            ledger.advance(results, [r["id"] for r, _ in part])
             results = await _send_chunk(p, batch, part, outcome)
             i += len(part)
             if on_progress is not None:
