@@ -151,15 +151,16 @@ class Guard:
     def consumed(self, keys: Sequence[str]) -> Awaitable[None]:
         return self.dedupe.store.finish(self.group, keys, self.owner, True)
 
-    async def run(self, call: Callable[[], Any], held: Sequence[str]) -> Any:
-        """Await the listener call while `held` keys are renewed every half lease."""
+    async def run(self, listener: Callable[..., Any], msgs: list[MessageExt], ctx: Any,
+                  held: Sequence[str]) -> Any:
+        """Call the listener and await it while `held` keys are renewed every half lease."""
         running = self._running
         for key in held:
             running[key] = running.get(key, 0) + 1
         if self._renewer is None and held:
             self._renewer = asyncio.ensure_future(self._renew())
         try:
-            outcome = call()
+            outcome = listener(msgs, ctx)
             return await outcome if inspect.isawaitable(outcome) else outcome
         finally:
             for key in held:
@@ -221,25 +222,21 @@ def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
     store, group, owner = guard.dedupe.store, guard.group, guard.owner
     key_of, lease_ms = guard.dedupe.key, guard.dedupe.lease_ms
 
-    async def one(msgs: list[MessageExt], key: str, ctx: ConsumeConcurrentlyContext
-                  ) -> ConsumeConcurrentlyStatus | None:
-        """The usual case (consume_message_batch_max_size = 1), without the bookkeeping."""
-        (claim,) = await store.claim(group, (key,), owner, lease_ms)
-        if claim is not Claim.NEW:
-            return success if claim is Claim.CONSUMED else later
-        try:
-            status = await guard.run(lambda: listener(msgs, ctx), (key,))
-        except Exception:
-            log.exception("%s: listener raised on a message", group)
-            status = later
-        ok = status is success and ctx.ack_index >= 0
-        await store.finish(group, (key,), owner, ok)
-        return status if isinstance(status, ConsumeConcurrentlyStatus) else None
-
     async def deduplicated(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
                            ) -> ConsumeConcurrentlyStatus | None:
         if len(msgs) == 1 and (key := key_of(msgs[0])):
-            return await one(msgs, key, ctx)
+            # the usual case (consume_message_batch_max_size = 1), without the bookkeeping
+            keys = (key,)
+            (claim,) = await store.claim(group, keys, owner, lease_ms)
+            if claim is not Claim.NEW:
+                return success if claim is Claim.CONSUMED else later
+            try:
+                status = await guard.run(listener, msgs, ctx, keys)
+            except Exception:
+                log.exception("%s: listener raised on a message", group)
+                status = later
+            await store.finish(group, keys, owner, status is success and ctx.ack_index >= 0)
+            return status if isinstance(status, ConsumeConcurrentlyStatus) else None
         run, held, busy = await guard.claim(msgs)
         if busy:
             return later
@@ -247,7 +244,7 @@ def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
             return success
         inner = ConsumeConcurrentlyContext(ctx.message_queue)
         try:
-            status = await guard.run(lambda: listener(run, inner), held)
+            status = await guard.run(listener, run, inner, held)
         except Exception:
             log.exception("%s: listener raised on %d messages", guard.group, len(run))
             status = later
@@ -279,7 +276,7 @@ def orderly(listener: Callable[..., Any], guard: Guard) -> OrderlyCall:
         if not run:
             return ConsumeOrderlyStatus.SUCCESS
         try:
-            status = await guard.run(lambda: listener(run, ctx), held)
+            status = await guard.run(listener, run, ctx, held)
         except Exception:
             log.exception("%s: orderly listener raised on %d messages", guard.group, len(run))
             status = suspend

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS consumed_keys (
 UPSERT = ("INSERT INTO consumed_keys (grp, key, state, owner, until) VALUES (?, ?, ?, ?, ?) "
           "ON CONFLICT (grp, key) DO UPDATE SET state = excluded.state, "
           "owner = excluded.owner, until = excluded.until")
+CONSUME = "UPDATE consumed_keys SET state = 1, owner = '', until = ? WHERE grp = ? AND key = ?"
 RELEASE = "DELETE FROM consumed_keys WHERE grp = ? AND key = ? AND owner = ? AND state = 0"
 RENEW = ("UPDATE consumed_keys SET until = ? "
          "WHERE grp = ? AND key = ? AND owner = ? AND state = 0")
@@ -248,14 +249,16 @@ class SqliteKeyStore:
         self._sweep_from = (seen[-1][0], seen[-1][1]) if len(seen) == rows else ("", "")
 
     def _finish(self, conn: sqlite3.Connection, ops: list[_Op], now: int) -> None:
-        consumed = [(op.group, k, CONSUMED, op.owner, now + self.window_ms)
-                    for op in ops if op.kind == "consumed" for k in op.keys]
+        until = now + self.window_ms
+        consumed = [(until, op.group, k) for op in ops if op.kind == "consumed"
+                    for k in op.keys]
         released = [(op.group, k, op.owner) for op in ops if op.kind == "release"
                     for k in op.keys]
         renewed = [(now + op.lease_ms, op.group, k, op.owner) for op in ops
                    if op.kind == "renew" for k in op.keys]
-        if consumed:
-            conn.executemany(UPSERT, consumed)
+        # the claim wrote each row; one swept away meanwhile (an expired lease) is inserted
+        if consumed and conn.executemany(CONSUME, consumed).rowcount != len(consumed):
+            conn.executemany(UPSERT, [(g, k, CONSUMED, "", u) for u, g, k in consumed])
         if released:
             conn.executemany(RELEASE, released)
         if renewed:
