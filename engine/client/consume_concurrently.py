@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import logging
 import time
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from engine.client.consumer_options import ConcurrentListener
@@ -79,7 +81,10 @@ class ConsumeConcurrentlyService:
                           len(msgs), mq)
             outcome = LATER
         if inspect.isawaitable(outcome):
-            self.consumer.spawn(self._finish_async(outcome, msgs, pq, mq, ctx), work=True)
+            task = self.consumer.spawn(self._finish_async(outcome, msgs, pq, mq, ctx),
+                                       work=True)
+            if inspect.iscoroutine(outcome):  # cancelled at shutdown before it ran: close it
+                task.add_done_callback(functools.partial(_close, outcome))
         else:
             self.finish(outcome, msgs, pq, mq, ctx)
 
@@ -167,6 +172,12 @@ class ConsumeConcurrentlyService:
         result = results.get(status, CMResult.CR_RETURN_NULL) if status else CMResult.CR_RETURN_NULL
         return ConsumeMessageDirectlyResult(False, True, result, None,
                                             int((time.monotonic() - begin) * 1000))
+
+
+def _close(coro: Coroutine[Any, Any, Any], _: object) -> None:
+    """Close a listener coroutine (a no-op once it ran): one whose task was cancelled while
+    waiting for a consume slot would otherwise never be awaited."""
+    coro.close()
 
 
 def _again(m: MessageExt) -> MessageExt:

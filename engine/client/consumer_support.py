@@ -96,13 +96,15 @@ class ConsumerSupport:
 
     # ------------------------------------------------------------------ tasks
 
-    def spawn(self, coro: Coroutine[Any, Any, Any], *, work: bool = False) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, Any], *, work: bool = False
+              ) -> asyncio.Task[Any]:
         """Run `coro` in the background: `work` (a listener and what completes it) is waited
         for at shutdown; anything else (delays, relocks) is cancelled."""
         task = asyncio.get_running_loop().create_task(coro)
         tasks = self._work if work else self._tasks
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+        return task
 
     async def settle(self, timeout: float) -> None:
         """Cancel the timers, let listener work finish for up to `timeout` s, cancel the rest."""
