@@ -228,3 +228,13 @@ def cluster(tmp_path: Path) -> Iterator[BackgroundCluster]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def short_retries(tmp_path: Path) -> Iterator[BackgroundCluster]:
+    """A background cluster whose delay levels are 1 s each: retries come back at once."""
+    running = start_cluster(tmp_path, message_delay_level="1s 1s 1s 1s 1s")
+    try:
+        yield running
+    finally:
+        running.stop()

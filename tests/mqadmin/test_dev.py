@@ -23,7 +23,7 @@ from mqadmin.dev.traffic import Counts, PoisonRule, order_consumer
 from mqadmin.exit_codes import ExitCode
 
 from .cli import invoke, json_rows, rows_of, rows_of_any
-from .conftest import BackgroundCluster, start_cluster
+from .conftest import BackgroundCluster
 
 
 def gone(pid: int) -> bool:
@@ -202,15 +202,6 @@ def test_dev_restart_rehearses_a_switchover(data_dir: Path) -> None:
     unknown = invoke("dev", "restart", "broker-b", "--data-dir", str(data_dir))
     assert unknown.exit_code == ExitCode.USAGE
     assert "broker-a-n1" in unknown.stderr  # names the processes there are
-
-
-@pytest.fixture
-def short_retries(tmp_path: Path) -> Iterator[BackgroundCluster]:
-    running = start_cluster(tmp_path, message_delay_level="1s 1s 1s 1s 1s")
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def test_demo_consumer_dead_letter_resend_consumed(short_retries: BackgroundCluster) -> None:

@@ -4,26 +4,15 @@ already consumed is acknowledged without running the listener twice."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from engine.client.dedupe import Dedupe
 from engine.client.dedupe_sqlite import SqliteKeyStore
 from mqadmin.dev.traffic import Counts, PoisonRule, order_consumer
 
 from .cli import invoke, json_rows
-from .conftest import BackgroundCluster, start_cluster
-
-
-@pytest.fixture
-def short_retries(tmp_path: Path) -> Iterator[BackgroundCluster]:
-    running = start_cluster(tmp_path, message_delay_level="1s 1s 1s 1s 1s")
-    try:
-        yield running
-    finally:
-        running.stop()
+from .conftest import BackgroundCluster
 
 
 def wait_until(done: Callable[[], object], what: str) -> None:
