@@ -20,20 +20,29 @@ def _json_object(text: str, key: str, example: str) -> dict[str, object]:
     return value
 
 
+def _pair(text: str | None, key: str, first: str, second: str) -> tuple[str, str] | None:
+    """The two non-empty string fields of JSON setting `key`; None when the setting is unset.
+
+    Raises:
+        AuthConfigError: not a JSON object with both fields.
+    """
+    if not (text or "").strip():
+        return None
+    doc = _json_object(str(text), key, f'{{"{first}":"...","{second}":"..."}}')
+    a, b = str(doc.get(first) or ""), str(doc.get(second) or "")
+    if not a or not b:
+        raise AuthConfigError(f"{key} needs {first} and {second}")
+    return a, b
+
+
 def parse_credentials(text: str | None) -> Credentials | None:
     """`innerClientAuthenticationCredentials` ({"accessKey","secretKey"}); None when unset.
 
     Raises:
         AuthConfigError: not JSON with both keys.
     """
-    if not (text or "").strip():
-        return None
-    key = "innerClientAuthenticationCredentials"
-    doc = _json_object(str(text), key, '{"accessKey":"...","secretKey":"..."}')
-    ak, sk = str(doc.get("accessKey") or ""), str(doc.get("secretKey") or "")
-    if not ak or not sk:
-        raise AuthConfigError(f"{key} needs accessKey and secretKey")
-    return Credentials(ak, sk)
+    pair = _pair(text, "innerClientAuthenticationCredentials", "accessKey", "secretKey")
+    return None if pair is None else Credentials(*pair)
 
 
 def parse_init_user(text: str | None) -> User | None:
@@ -42,14 +51,8 @@ def parse_init_user(text: str | None) -> User | None:
     Raises:
         AuthConfigError: not JSON with both keys.
     """
-    if not (text or "").strip():
-        return None
-    key = "initAuthenticationUser"
-    doc = _json_object(str(text), key, '{"username":"...","password":"..."}')
-    name, password = str(doc.get("username") or ""), str(doc.get("password") or "")
-    if not name or not password:
-        raise AuthConfigError(f"{key} needs username and password")
-    return User(name, password, UserType.SUPER)
+    pair = _pair(text, "initAuthenticationUser", "username", "password")
+    return None if pair is None else User(*pair, UserType.SUPER)
 
 
 def super_users(init_user: str | None, inner: str | None) -> list[User]:
