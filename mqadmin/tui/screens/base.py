@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
@@ -87,6 +88,12 @@ class DashScreen(Screen[None]):
     def present(self, data: Any) -> None:
         """Draw `data` (runs on the UI loop)."""
         raise NotImplementedError
+
+    def show_summary(self, text: str, failures: Sequence[str] = ()) -> None:
+        """The line under the table, naming the servers that did not answer."""
+        if failures:
+            text += "\nNot answering: " + "; ".join(failures)
+        self.query_one("#summary", Static).update(text)
 
     @property
     def table(self) -> RowTable | None:

@@ -93,9 +93,7 @@ class GroupsScreen(DashScreen):
                              "cluster)"}.get(data.source, "the lag monitor (reading…)")
         text = (f"{len(data.rows)} groups, {bad} not OK; verdicts from {source}.  Enter: "
                 "queues, lag in time and clients · r reset offsets · / filter · s sort")
-        if data.failures:
-            text += "\nNot answering: " + "; ".join(data.failures)
-        self.query_one("#summary", Static).update(text)
+        self.show_summary(text, data.failures)
 
     def action_open(self) -> None:
         row = self.query_one(RowTable).selected

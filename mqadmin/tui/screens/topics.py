@@ -75,9 +75,7 @@ class TopicsScreen(DashScreen):
         text = (f"{len(data.rows)} topics ({normal} normal).  Enter: routes and queues · "
                 "c create · e update · d delete · / filter · s sort.  TPS in is measured "
                 "between refreshes on topics that have a consumer group.")
-        if data.failures:
-            text += "\nNot answering: " + "; ".join(data.failures)
-        self.query_one("#summary", Static).update(text)
+        self.show_summary(text, data.failures)
 
     # ------------------------------------------------------------------ actions
 
