@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run stop test lint bench docs-cli clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml engine/protocol/_speedups.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

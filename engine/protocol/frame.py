@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.protocol import native
 from engine.protocol.command import RemotingCommand, decode_frame
 from engine.protocol.errors import FrameError, FrameTooLarge
 
@@ -50,10 +51,15 @@ class FrameDecoder:
                 return []  # a large frame still arriving: no copy of what we have
             data = bytes(self._buf)
         out: list[RemotingCommand] = []
-        pos = 0
         end = len(data)
         max_frame = self.max_frame
         self._need = 0
+        # The native splitter decodes the common-case frames; this loop goes on from where
+        # it stopped (an incomplete frame, a malformed one, anything less common).
+        split = native.split_frames
+        pos = 0
+        if split is not None and type(data) is bytes:
+            pos = split(data, 0, max_frame, self.max_header, out)
         try:
             while end - pos >= 4:
                 length = int.from_bytes(data[pos : pos + 4], "big", signed=True)

@@ -22,6 +22,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import NamedTuple, overload
 
+from engine.protocol import native
 from engine.protocol.message import (
     BATCH_ITEM_HEAD,
     BLANK_MAGIC,
@@ -374,7 +375,8 @@ class CommitLog:
         if dispatched:
             table[key] = qo + 1
         if props:
-            tags, keys, uniq = _dispatch_values(props)
+            values = native.dispatch_values or _dispatch_values
+            tags, keys, uniq = values(props)
             if topic == SCHEDULE_TOPIC:
                 tags_code = compute_tags_code(topic, props, now, self.delay_table)
             else:

@@ -27,6 +27,7 @@ from engine.broker.topics import (
     topic_name_problem,
 )
 from engine.broker.transaction import half_message
+from engine.protocol import native
 from engine.protocol.body.topic import TopicConfig, TopicFilterType
 from engine.protocol.codes import RequestCode, ResponseCode, SerializeType
 from engine.protocol.command import RemotingCommand
@@ -155,6 +156,11 @@ def _find_property(props: str, key: str) -> int:
 
 def _strip_wait(props: str) -> tuple[str, bool]:
     """Remove WAIT from the stored properties (still honoured); returns (props, wait)."""
+    fast = native.strip_wait
+    if fast is not None:
+        stripped = fast(props)
+        if stripped is not None:
+            return stripped
     start = _find_property(props, _WAIT)
     if start < 0:
         return props, True

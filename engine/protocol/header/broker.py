@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from engine.protocol import native
 from engine.protocol.body.heartbeat import ClientId, GroupName
 from engine.protocol.body.message_queue import QueueId, Topic
 from engine.protocol.body.route import BrokerName
@@ -129,6 +130,7 @@ class SendHeader(NamedTuple):
 
 
 _new_send_header = tuple.__new__
+native.register_send_header(SendHeader)
 
 
 def decode_send_header_v2(ext: Mapping[str, str] | None) -> SendHeader:
@@ -141,6 +143,11 @@ def decode_send_header_v2(ext: Mapping[str, str] | None) -> SendHeader:
     """
     if ext is None:
         ext = {}
+    fast = native.send_header_v2
+    if fast is not None:
+        header: SendHeader | None = fast(ext)
+        if header is not None:
+            return header
     try:
         j, k, ll, m = ext.get("j"), ext.get("k"), ext.get("l"), ext.get("m")
         d, e, f, g, h = int(ext["d"]), int(ext["e"]), int(ext["f"]), int(ext["g"]), int(ext["h"])

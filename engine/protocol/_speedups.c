@@ -1,0 +1,441 @@
+/* Native fast path of `engine.protocol.frame.FrameDecoder.feed` (see frame.py).
+ *
+ * split_frames(data, pos, max_frame, max_header, out) decodes the whole frames of `data`
+ * from `pos` on while each one is the common case: a well-formed JSON header whose
+ * code/opaque/flag/version are ints within Java's int range, whose language is absent or a
+ * known name, whose remark is absent, null or a string and whose extFields are absent, null
+ * or an object of strings.  It appends their `RemotingCommand`s to `out` and returns the
+ * position of the first byte it did not consume: the end of the data, the start of an
+ * incomplete frame, or the start of a frame it leaves to the pure-Python decoder (anything
+ * else, including every malformed frame, so that errors and lenient conversions have one
+ * implementation).  The result is the pure-Python decoder's, command for command.
+ *
+ * configure(command_type, loads, languages, json_type) must be called once first:
+ * the RemotingCommand class (a slots dataclass), orjson.loads, {language name: LanguageCode}
+ * and SerializeType.JSON.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <string.h>
+
+enum { F_CODE, F_OPAQUE, F_FLAG, F_LANGUAGE, F_VERSION, F_REMARK, F_EXT, F_BODY, F_SERIALIZE,
+       N_FIELDS };
+static const char *const FIELD_NAMES[N_FIELDS] = {
+    "code", "opaque", "flag", "language", "version", "remark", "ext_fields", "body",
+    "serialize_type"};
+
+static PyTypeObject *command_type;
+static Py_ssize_t offsets[N_FIELDS];
+static PyObject *loads, *languages, *json_type, *java_language;
+static PyObject *k_code, *k_opaque, *k_flag, *k_version, *k_language, *k_remark, *k_ext;
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *cls, *ld, *langs, *jt;
+    if (!PyArg_ParseTuple(args, "O!OO!O", &PyType_Type, &cls, &ld, &PyDict_Type, &langs, &jt))
+        return NULL;
+    for (int i = 0; i < N_FIELDS; i++) {
+        PyObject *descr = PyObject_GetAttrString(cls, FIELD_NAMES[i]);
+        if (descr == NULL) return NULL;
+        if (Py_TYPE(descr) != &PyMemberDescr_Type) {
+            Py_DECREF(descr);
+            PyErr_Format(PyExc_TypeError, "%s is not a slot", FIELD_NAMES[i]);
+            return NULL;
+        }
+        PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+        if (m->type != T_OBJECT_EX) {
+            Py_DECREF(descr);
+            PyErr_Format(PyExc_TypeError, "%s is not an object slot", FIELD_NAMES[i]);
+            return NULL;
+        }
+        offsets[i] = m->offset;
+        Py_DECREF(descr);
+    }
+    PyObject *java = PyDict_GetItemString(langs, "JAVA");
+    if (java == NULL) {
+        PyErr_SetString(PyExc_ValueError, "languages has no JAVA");
+        return NULL;
+    }
+    Py_XSETREF(java_language, Py_NewRef(java));
+    Py_XSETREF(command_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_XSETREF(loads, Py_NewRef(ld));
+    Py_XSETREF(languages, Py_NewRef(langs));
+    Py_XSETREF(json_type, Py_NewRef(jt));
+    Py_RETURN_NONE;
+}
+
+static inline uint32_t be32(const unsigned char *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+/* An int field of the header: absent = 0; 1 with *out set, 0 to leave the frame to Python
+ * (not an exact int, or outside int32), -1 on a Python error. */
+static int int_field(PyObject *doc, PyObject *key, PyObject **out) {
+    PyObject *v = PyDict_GetItemWithError(doc, key);
+    if (v == NULL) {
+        if (PyErr_Occurred()) return -1;
+        *out = PyLong_FromLong(0);
+        return *out == NULL ? -1 : 1;
+    }
+    if (!PyLong_CheckExact(v)) return 0;
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || x < INT32_MIN || x > INT32_MAX) return 0;
+    *out = Py_NewRef(v);
+    return 1;
+}
+
+/* The command of one JSON frame; NULL with no error set = leave it to Python. */
+static PyObject *json_command(const char *buf, Py_ssize_t start, Py_ssize_t end) {
+    Py_ssize_t header_len = be32((const unsigned char *)buf + start) & 0x00FFFFFF;
+    Py_ssize_t body_at = start + 4 + header_len;
+    PyObject *header = PyBytes_FromStringAndSize(buf + start + 4, header_len);
+    if (header == NULL) return NULL;
+    PyObject *doc = PyObject_CallOneArg(loads, header);
+    Py_DECREF(header);
+    if (doc == NULL) {
+        PyErr_Clear(); /* not JSON: Python raises the FrameError */
+        return NULL;
+    }
+    PyObject *fields[N_FIELDS] = {NULL};
+    PyObject *cmd = NULL;
+    int ok = 0;
+    if (!PyDict_CheckExact(doc)) goto done;
+    int r;
+    if ((r = int_field(doc, k_code, &fields[F_CODE])) != 1) { ok = r; goto done; }
+    if ((r = int_field(doc, k_opaque, &fields[F_OPAQUE])) != 1) { ok = r; goto done; }
+    if ((r = int_field(doc, k_flag, &fields[F_FLAG])) != 1) { ok = r; goto done; }
+    if ((r = int_field(doc, k_version, &fields[F_VERSION])) != 1) { ok = r; goto done; }
+    PyObject *v = PyDict_GetItemWithError(doc, k_language);
+    if (v == NULL) {
+        if (PyErr_Occurred()) { ok = -1; goto done; }
+        fields[F_LANGUAGE] = Py_NewRef(java_language);
+    } else {
+        if (!PyUnicode_CheckExact(v)) goto done;
+        PyObject *lang = PyDict_GetItemWithError(languages, v);
+        if (lang == NULL) { ok = PyErr_Occurred() ? -1 : 0; goto done; }
+        fields[F_LANGUAGE] = Py_NewRef(lang);
+    }
+    v = PyDict_GetItemWithError(doc, k_remark);
+    if (v == NULL && PyErr_Occurred()) { ok = -1; goto done; }
+    if (v != NULL && v != Py_None && !PyUnicode_CheckExact(v)) goto done;
+    fields[F_REMARK] = Py_NewRef(v == NULL ? Py_None : v);
+    v = PyDict_GetItemWithError(doc, k_ext);
+    if (v == NULL && PyErr_Occurred()) { ok = -1; goto done; }
+    if (v != NULL && v != Py_None) {
+        if (!PyDict_CheckExact(v)) goto done;
+        Py_ssize_t i = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(v, &i, &key, &value))
+            if (!PyUnicode_CheckExact(value)) goto done;
+    }
+    fields[F_EXT] = Py_NewRef(v == NULL ? Py_None : v);
+    if (end > body_at) {
+        fields[F_BODY] = PyBytes_FromStringAndSize(buf + body_at, end - body_at);
+        if (fields[F_BODY] == NULL) { ok = -1; goto done; }
+    } else {
+        fields[F_BODY] = Py_NewRef(Py_None);
+    }
+    fields[F_SERIALIZE] = Py_NewRef(json_type);
+    cmd = command_type->tp_alloc(command_type, 0);
+    if (cmd == NULL) { ok = -1; goto done; }
+    for (int i = 0; i < N_FIELDS; i++) {
+        *(PyObject **)((char *)cmd + offsets[i]) = fields[i];
+        fields[i] = NULL;
+    }
+    ok = 1;
+done:
+    for (int i = 0; i < N_FIELDS; i++) Py_XDECREF(fields[i]);
+    Py_DECREF(doc);
+    if (ok == 1) return cmd;
+    if (ok == 0) PyErr_Clear();
+    return NULL;
+}
+
+static PyObject *split_frames(PyObject *self, PyObject *args) {
+    PyObject *data, *out;
+    Py_ssize_t pos, max_frame, max_header;
+    if (!PyArg_ParseTuple(args, "O!nnnO!", &PyBytes_Type, &data, &pos, &max_frame,
+                          &max_header, &PyList_Type, &out))
+        return NULL;
+    if (command_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() was not called");
+        return NULL;
+    }
+    const char *buf = PyBytes_AS_STRING(data);
+    Py_ssize_t end = PyBytes_GET_SIZE(data);
+    if (pos < 0 || pos > end) {
+        PyErr_SetString(PyExc_ValueError, "pos outside the data");
+        return NULL;
+    }
+    while (end - pos >= 8) {
+        int32_t length = (int32_t)be32((const unsigned char *)buf + pos);
+        Py_ssize_t start = pos + 4;
+        if (length < 4 || (Py_ssize_t)length + 4 > max_frame) break;
+        uint32_t word = be32((const unsigned char *)buf + start);
+        Py_ssize_t header_len = word & 0x00FFFFFF;
+        if (header_len > max_header || header_len > length - 4) break;
+        if ((word >> 24) != 0) break; /* not JSON */
+        if (end - start < length) break; /* incomplete */
+        PyObject *cmd = json_command(buf, start, start + length);
+        if (cmd == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            break;
+        }
+        int r = PyList_Append(out, cmd);
+        Py_DECREF(cmd);
+        if (r < 0) return NULL;
+        pos = start + length;
+    }
+    return PyLong_FromSsize_t(pos);
+}
+
+
+/* ---------------------------------------------------------------- send_header_v2 */
+
+static PyTypeObject *send_header_type;
+static PyObject *k_hdr[16]; /* "a".."n", "bname" */
+
+static PyObject *configure_send_header(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject *)cls, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "SendHeader must be a tuple type");
+        return NULL;
+    }
+    Py_XSETREF(send_header_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_RETURN_NONE;
+}
+
+/* A decimal string as Java's Long.parseLong reads it (an optional '-', 1..19 ASCII digits),
+ * within [lo, hi]; 0 = not such a string (Python decides). */
+static int parse_long(PyObject *s, long long lo, long long hi, long long *out) {
+    if (s == NULL || !PyUnicode_CheckExact(s) || !PyUnicode_IS_ASCII(s)) return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    const char *p = (const char *)PyUnicode_DATA(s);
+    int neg = n > 0 && p[0] == '-';
+    Py_ssize_t i = neg;
+    if (n - i < 1 || n - i > 18) return 0; /* 19 digits could overflow: Python decides */
+    long long v = 0;
+    for (; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return 0;
+        v = v * 10 + (p[i] - '0');
+    }
+    if (neg) v = -v;
+    if (v < lo || v > hi) return 0;
+    *out = v;
+    return 1;
+}
+
+/* "true" / "false" / absent; 0 = anything else (Python's strip().lower() decides). */
+static int parse_bool(PyObject *s, PyObject **out) {
+    if (s == NULL) { *out = Py_False; return 1; }
+    if (!PyUnicode_CheckExact(s)) return 0;
+    if (PyUnicode_CompareWithASCIIString(s, "true") == 0) { *out = Py_True; return 1; }
+    if (PyUnicode_CompareWithASCIIString(s, "false") == 0) { *out = Py_False; return 1; }
+    return 0;
+}
+
+/* An optional int32 (absent or empty: None); 0 = Python decides. */
+static int opt_int32(PyObject *s, PyObject **out) {
+    if (s == NULL || (PyUnicode_CheckExact(s) && PyUnicode_GET_LENGTH(s) == 0)) {
+        *out = Py_NewRef(Py_None);
+        return 1;
+    }
+    long long v;
+    if (!parse_long(s, INT32_MIN, INT32_MAX, &v)) return 0;
+    *out = PyLong_FromLongLong(v);
+    return *out == NULL ? -1 : 1;
+}
+
+/* The SendHeader of a SEND_MESSAGE_V2 extFields dict in the common case, else None (the
+ * pure-Python decoder then reads it, or raises the HeaderError naming the field). */
+static PyObject *send_header_v2(PyObject *self, PyObject *ext) {
+    if (send_header_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_send_header() was not called");
+        return NULL;
+    }
+    if (!PyDict_CheckExact(ext)) Py_RETURN_NONE;
+    PyObject *v[16];
+    for (int i = 0; i < 15; i++) {
+        v[i] = PyDict_GetItemWithError(ext, k_hdr[i]);
+        if (v[i] == NULL && PyErr_Occurred()) return NULL;
+    }
+    /* a b c: strings, required */
+    for (int i = 0; i < 3; i++)
+        if (v[i] == NULL || !PyUnicode_CheckExact(v[i])) Py_RETURN_NONE;
+    long long d, e, f, g, h;
+    if (!parse_long(v[3], INT32_MIN, INT32_MAX, &d) || !parse_long(v[4], INT32_MIN, INT32_MAX, &e)
+        || !parse_long(v[5], INT32_MIN, INT32_MAX, &f)
+        || !parse_long(v[6], LLONG_MIN, LLONG_MAX, &g)
+        || !parse_long(v[7], INT32_MIN, INT32_MAX, &h))
+        Py_RETURN_NONE;
+    PyObject *k, *m;
+    if (!parse_bool(v[10], &k) || !parse_bool(v[12], &m)) Py_RETURN_NONE;
+    PyObject *items[14] = {NULL};
+    int r;
+    if ((r = opt_int32(v[9], &items[9])) != 1) goto fail;
+    if ((r = opt_int32(v[11], &items[12])) != 1) goto fail;
+    PyObject *name = v[13]; /* ext.get("n") or ext.get("bname") */
+    if (name != NULL && !PyUnicode_CheckExact(name)) { r = 0; goto fail; }
+    if (name == NULL || PyUnicode_GET_LENGTH(name) == 0) name = v[14];
+    if (name != NULL && !PyUnicode_CheckExact(name)) { r = 0; goto fail; }
+    if (v[8] != NULL && !PyUnicode_CheckExact(v[8])) { r = 0; goto fail; }
+    items[0] = Py_NewRef(v[0]);
+    items[1] = Py_NewRef(v[1]);
+    items[2] = Py_NewRef(v[2]);
+    items[3] = PyLong_FromLongLong(d);
+    items[4] = PyLong_FromLongLong(e);
+    items[5] = PyLong_FromLongLong(f);
+    items[6] = PyLong_FromLongLong(g);
+    items[7] = PyLong_FromLongLong(h);
+    items[8] = Py_NewRef(v[8] == NULL ? Py_None : v[8]);
+    items[10] = Py_NewRef(k);
+    items[11] = Py_NewRef(m);
+    items[13] = Py_NewRef(name == NULL ? Py_None : name);
+    for (int i = 3; i < 8; i++)
+        if (items[i] == NULL) { r = -1; goto fail; }
+    PyObject *out = send_header_type->tp_alloc(send_header_type, 14);
+    if (out == NULL) { r = -1; goto fail; }
+    for (int i = 0; i < 14; i++) PyTuple_SET_ITEM(out, i, items[i]);
+    return out;
+fail:
+    for (int i = 0; i < 14; i++) Py_XDECREF(items[i]);
+    if (r < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+
+/* ---------------------------------------------------------------- message properties */
+
+#define NAME_VALUE 0x01
+#define SEPARATOR 0x02
+
+/* Whether props[at:] starts with the ASCII `name` followed by NAME_VALUE. */
+static int entry_is(int kind, const void *data, Py_ssize_t at, Py_ssize_t end,
+                    const char *name, Py_ssize_t len) {
+    if (end - at < len + 1) return 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        if (PyUnicode_READ(kind, data, at + i) != (Py_UCS4)(unsigned char)name[i]) return 0;
+    return PyUnicode_READ(kind, data, at + len) == NAME_VALUE;
+}
+
+/* (TAGS, KEYS or "", UNIQ_KEY) of a properties string: the last non-empty value of each. */
+static PyObject *dispatch_values(PyObject *self, PyObject *props) {
+    if (!PyUnicode_Check(props)) {
+        PyErr_SetString(PyExc_TypeError, "properties must be a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(props);
+    const void *data = PyUnicode_DATA(props);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(props);
+    Py_ssize_t spans[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
+    static const char *const names[3] = {"TAGS", "KEYS", "UNIQ_KEY"};
+    static const Py_ssize_t lens[3] = {4, 4, 8};
+    Py_ssize_t at = 0;
+    while (at <= n) {
+        Py_ssize_t stop = at;
+        while (stop < n && PyUnicode_READ(kind, data, stop) != SEPARATOR) stop++;
+        for (int i = 0; i < 3; i++) {
+            if (entry_is(kind, data, at, stop, names[i], lens[i])) {
+                Py_ssize_t v = at + lens[i] + 1;
+                if (stop > v) { spans[i][0] = v; spans[i][1] = stop; }
+                break;
+            }
+        }
+        at = stop + 1;
+    }
+    PyObject *out[3];
+    for (int i = 0; i < 3; i++) {
+        if (spans[i][0] < 0)
+            out[i] = i == 1 ? PyUnicode_FromStringAndSize("", 0) : Py_NewRef(Py_None);
+        else
+            out[i] = PyUnicode_Substring(props, spans[i][0], spans[i][1]);
+        if (out[i] == NULL) {
+            for (int j = 0; j < i; j++) Py_DECREF(out[j]);
+            return NULL;
+        }
+    }
+    PyObject *t = PyTuple_Pack(3, out[0], out[1], out[2]);
+    for (int i = 0; i < 3; i++) Py_DECREF(out[i]);
+    return t;
+}
+
+/* (props without its WAIT entry, wait) when WAIT is absent or exactly "true"/"false" (in
+ * any ASCII case); None leaves other values to Python's strip().lower(). */
+static PyObject *strip_wait(PyObject *self, PyObject *props) {
+    if (!PyUnicode_Check(props)) {
+        PyErr_SetString(PyExc_TypeError, "properties must be a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(props);
+    const void *data = PyUnicode_DATA(props);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(props);
+    Py_ssize_t at = 0, start = -1;
+    while (at <= n) { /* the first entry named WAIT, as str.find does */
+        Py_ssize_t stop = at;
+        while (stop < n && PyUnicode_READ(kind, data, stop) != SEPARATOR) stop++;
+        if (entry_is(kind, data, at, stop, "WAIT", 4)) { start = at; break; }
+        at = stop + 1;
+    }
+    if (start < 0) return Py_BuildValue("(OO)", props, Py_True);
+    Py_ssize_t end = start;
+    while (end < n && PyUnicode_READ(kind, data, end) != SEPARATOR) end++;
+    Py_ssize_t v = start + 5, vlen = end - v;
+    int wait;
+    char word[6] = {0};
+    if (vlen != 4 && vlen != 5) Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < vlen; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, v + i);
+        if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
+        if (c > 127) Py_RETURN_NONE;
+        word[i] = (char)c;
+    }
+    if (strcmp(word, "true") == 0) wait = 1;
+    else if (strcmp(word, "false") == 0) wait = 0;
+    else Py_RETURN_NONE;
+    PyObject *rest;
+    if (end < n) { /* props[:start] + props[end + 1:] */
+        PyObject *a = PyUnicode_Substring(props, 0, start);
+        PyObject *b = a == NULL ? NULL : PyUnicode_Substring(props, end + 1, n);
+        rest = b == NULL ? NULL : PyUnicode_Concat(a, b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+    } else { /* the last entry: props[:max(start - 1, 0)] */
+        rest = PyUnicode_Substring(props, 0, start > 0 ? start - 1 : 0);
+    }
+    if (rest == NULL) return NULL;
+    PyObject *out = Py_BuildValue("(NO)", rest, wait ? Py_True : Py_False);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS, "Set the command class and lookups (once)."},
+    {"split_frames", split_frames, METH_VARARGS,
+     "Decode the common-case frames of data from pos into out; returns where it stopped."},
+    {"configure_send_header", configure_send_header, METH_O, "Set the SendHeader class."},
+    {"send_header_v2", send_header_v2, METH_O,
+     "The SendHeader of common-case SEND_MESSAGE_V2 extFields, else None."},
+    {"dispatch_values", dispatch_values, METH_O,
+     "(TAGS, KEYS or \"\", UNIQ_KEY) of a properties string."},
+    {"strip_wait", strip_wait, METH_O,
+     "(properties without WAIT, wait), or None to leave an unusual WAIT value to Python."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",
+                                    "Native fast path of the frame decoder.", -1, methods};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    k_code = PyUnicode_InternFromString("code");
+    k_opaque = PyUnicode_InternFromString("opaque");
+    k_flag = PyUnicode_InternFromString("flag");
+    k_version = PyUnicode_InternFromString("version");
+    k_language = PyUnicode_InternFromString("language");
+    k_remark = PyUnicode_InternFromString("remark");
+    k_ext = PyUnicode_InternFromString("extFields");
+    const char *names[15] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l",
+                             "m", "n", "bname"};
+    for (int i = 0; i < 15; i++)
+        if ((k_hdr[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+    if (!k_code || !k_opaque || !k_flag || !k_version || !k_language || !k_remark || !k_ext)
+        return NULL;
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,80 @@
+"""The optional native extension (`_speedups.c`) of the protocol's hot paths.
+
+`pip install` builds it; where it is not built (no compiler) or the environment sets
+``MQ_PURE_PYTHON=1``, every caller uses its pure-Python path, which stays the reference:
+the tests run both and compare them.  Each native function handles the common case only
+and hands everything else (every malformed input included) back to the Python code, so
+that errors have one implementation.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+import orjson
+
+from engine.protocol.codes import SerializeType
+from engine.protocol.command import _LANGUAGE_BY_NAME, RemotingCommand
+
+#: `split_frames(data, pos, max_frame, max_header, out) -> pos`: decodes the frames of
+#: `data` from `pos` into `out` while each is a common-case JSON frame; returns the position
+#: of the first byte it left (an incomplete frame, or one for the pure-Python decoder).
+Splitter = Callable[[bytes, int, int, int, list[RemotingCommand]], int]
+#: `send_header_v2(ext) -> SendHeader | None`: None leaves the extFields to Python.
+SendHeaderReader = Callable[[Mapping[str, str]], Any]
+#: `dispatch_values(props) -> (TAGS, KEYS or "", UNIQ_KEY)`, the last non-empty of each.
+DispatchValues = Callable[[str], tuple[str | None, str, str | None]]
+#: `strip_wait(props) -> (props without WAIT, wait) | None`: None leaves WAIT to Python.
+StripWait = Callable[[str], tuple[str, bool] | None]
+
+split_frames: Splitter | None = None
+send_header_v2: SendHeaderReader | None = None
+dispatch_values: DispatchValues | None = None
+strip_wait: StripWait | None = None
+_ext: ModuleType | None = None
+
+
+def _import() -> ModuleType | None:
+    try:
+        from engine.protocol import _speedups  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _speedups.configure(RemotingCommand, orjson.loads, dict(_LANGUAGE_BY_NAME),
+                        SerializeType.JSON)
+    module: ModuleType = _speedups
+    return module
+
+
+def load() -> bool:
+    """Use the extension if it is built and not disabled; returns whether it is in use."""
+    global _ext, split_frames, send_header_v2, dispatch_values, strip_wait
+    unload()
+    if os.environ.get("MQ_PURE_PYTHON", "") not in ("", "0"):
+        return False
+    _ext = _import()
+    if _ext is None:
+        return False
+    split_frames = _ext.split_frames
+    send_header_v2 = _ext.send_header_v2
+    dispatch_values = _ext.dispatch_values
+    strip_wait = _ext.strip_wait
+    return True
+
+
+def unload() -> None:
+    """Use the pure-Python paths (tests compare the two)."""
+    global split_frames, send_header_v2, dispatch_values, strip_wait
+    split_frames = send_header_v2 = dispatch_values = strip_wait = None
+
+
+def register_send_header(cls: type) -> None:
+    """The class `send_header_v2` builds (engine.protocol.header.broker's SendHeader)."""
+    ext = _import()
+    if ext is not None:
+        ext.configure_send_header(cls)
+
+
+load()
