@@ -30,10 +30,18 @@ DispatchValues = Callable[[str], tuple[str | None, str, str | None]]
 #: `strip_wait(props) -> (props without WAIT, wait) | None`: None leaves WAIT to Python.
 StripWait = Callable[[str], tuple[str, bool] | None]
 
+#: `write_record(buf, pos, total, magic, crc, queue_id, flag, queue_offset, physical_offset,
+#: sysflag, born_ts, born_ip, born_port, store_ts, store_ip, store_port, reconsume_times,
+#: prepared_offset, body, topic_part, properties) -> hex offset`: one commit-log record in
+#: the layout of engine.protocol.message (`HEADS`, body, topic, properties), written into
+#: `buf`; returns the 16 upper-case hex digits of `physical_offset` (the message id's end).
+RecordWriter = Callable[..., str]
+
 split_frames: Splitter | None = None
 send_header_v2: SendHeaderReader | None = None
 dispatch_values: DispatchValues | None = None
 strip_wait: StripWait | None = None
+write_record: RecordWriter | None = None
 _ext: ModuleType | None = None
 
 
@@ -50,7 +58,7 @@ def _import() -> ModuleType | None:
 
 def load() -> bool:
     """Use the extension if it is built and not disabled; returns whether it is in use."""
-    global _ext, split_frames, send_header_v2, dispatch_values, strip_wait
+    global _ext, split_frames, send_header_v2, dispatch_values, strip_wait, write_record
     unload()
     if os.environ.get("MQ_PURE_PYTHON", "") not in ("", "0"):
         return False
@@ -61,13 +69,14 @@ def load() -> bool:
     send_header_v2 = _ext.send_header_v2
     dispatch_values = _ext.dispatch_values
     strip_wait = _ext.strip_wait
+    write_record = _ext.write_record
     return True
 
 
 def unload() -> None:
     """Use the pure-Python paths (tests compare the two)."""
-    global split_frames, send_header_v2, dispatch_values, strip_wait
-    split_frames = send_header_v2 = dispatch_values = strip_wait = None
+    global split_frames, send_header_v2, dispatch_values, strip_wait, write_record
+    split_frames = send_header_v2 = dispatch_values = strip_wait = write_record = None
 
 
 def register_send_header(cls: type) -> None:

@@ -343,7 +343,15 @@ class CommitLog:
         pos = mf.wrote_position
         phys = mf.file_from_offset + pos
         qo = table.get(key, 0) if dispatched else 0
-        if nb < PWRITE_MIN_BODY:
+        write = native.write_record
+        hex_offset = None
+        if nb < PWRITE_MIN_BODY and write is not None:
+            hex_offset = write(
+                mf.mm, pos, total, MESSAGE_MAGIC, crc, queue_id, flag, qo, phys, sysflag,
+                born_ts, born_ip, born_host[1], now, store_ip, store_host[1], reconsume,
+                prepared, body, topic_part, props_b,
+            )  # fmt: skip
+        elif nb < PWRITE_MIN_BODY:
             # The record layout of `engine.protocol.message.encode_into`, written inline:
             # CRC, hosts and sysflag are already computed here, and this is the hot path.
             mm = mf.mm
@@ -386,7 +394,9 @@ class CommitLog:
         req = _new(DispatchRequest, (
             topic, queue_id, phys, total, tags_code, now, qo, keys, uniq, sysflag, prepared,
         ))  # fmt: skip
-        msg_id = id_prefix + phys.to_bytes(8, "big").hex().upper()
+        if hex_offset is None:
+            hex_offset = phys.to_bytes(8, "big").hex().upper()
+        msg_id = id_prefix + hex_offset
         return _new(AppendResult, (PUT_OK, phys, total, qo, now, (msg_id,), (req,), ""))
 
     def _batch_error(self, body: bytes, error: AppendResult) -> AppendResult:

@@ -23,7 +23,8 @@ from engine.protocol.command import FRAME_PREFIX, RemotingCommand, encode
 from engine.protocol.errors import FrameError, HeaderError
 from engine.protocol.frame import FrameDecoder
 from engine.protocol.header.broker import decode_send_header_v2
-from engine.store.commit_log import _dispatch_values
+from engine.protocol.message import BrokerMessage
+from engine.store.commit_log import CommitLog, _dispatch_values
 
 T = TypeVar("T")
 
@@ -184,3 +185,39 @@ def test_property_scans_are_the_same(props: str) -> None:
 def test_wait_values(props: str) -> None:
     fast, pure = both(lambda: _strip_wait(props))
     assert fast == pure
+
+
+# ----------------------------------------------------------------------- commit-log records
+
+message_st = st.builds(
+    BrokerMessage,
+    topic=st.sampled_from(["T", "orders", "%RETRY%g", "t" * 127, "TT" * 70, "中文"]),
+    body=st.binary(max_size=3000),
+    queue_id=st.integers(0, 7), flag=st.integers(-(2**31), 2**31 - 1),
+    properties=property_text | st.text(max_size=40),
+    sysflag=st.sampled_from([0, 1, 4, 8, 12, 0x30]),
+    born_timestamp=st.integers(0, 2**62),
+    born_host=st.sampled_from([("10.0.0.7", 51234), ("::1", 9), ("fe80::1", 2**31 - 1)]),
+    store_host=st.sampled_from([None, ("192.168.1.2", 10911), ("2001:db8::2", 10911)]),
+    reconsume_times=st.integers(0, 16),
+    prepared_transaction_offset=st.integers(0, 2**40))
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(message_st, min_size=1, max_size=12))
+def test_records_are_written_the_same(tmp_path_factory: pytest.TempPathFactory,
+                                      msgs: list[BrokerMessage]) -> None:
+    segments, results = [], []
+    for use in (True, False):
+        native.load() if use else native.unload()
+        root = tmp_path_factory.mktemp("native" if use else "pure")
+        log = CommitLog(str(root), 64 * 1024, store_host=("127.0.0.1", 10911),
+                        max_message_size=4 * 1024 * 1024, clock=lambda: 1_700_000_000_000)
+        try:
+            results.append(log.put_many(msgs))
+            segments.append([(root / name).read_bytes() for name in sorted(os.listdir(root))])
+        finally:
+            log.mfq.close()
+            native.load()
+    assert results[0] == results[1]
+    assert segments[0] == segments[1]
