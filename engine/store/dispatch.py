@@ -122,8 +122,8 @@ class Dispatcher:
         """`dispatch_one` for the records of puts made together (rising offsets, any
         queues), waiters notified once per queue."""
         flat = self.queues.flat
-        index = self.index
         grown: dict[tuple[str, int], ConsumeQueue] = {}
+        indexed = False
         for req in reqs:
             topic, queue_id, offset, size, tags_code, timestamp, qo, keys, uniq, sysflag, _ = req
             if (sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES:
@@ -133,8 +133,9 @@ class Dispatcher:
                     cq = self.queues.find_or_create(topic, queue_id)
                 cq.put_entry(offset, size, tags_code, timestamp, qo)
                 grown[key] = cq
-            if keys or uniq:
-                index.build_index(req)
+            indexed = indexed or bool(keys or uniq)
+        if indexed:
+            self.index.build_many(reqs)
         last = reqs[-1]
         end = last.commit_log_offset + last.msg_size
         if end > self.reput_from_offset:

@@ -112,6 +112,31 @@ class IndexService:
                     f = self._last_file()
                     f.put_key(key_hash(prefix + k), phy, ts)
 
+    def build_many(self, reqs: Sequence[DispatchRequest]) -> None:
+        """`build_index` for the records of puts made together (rising commit-log offsets,
+        any topics), one index write pass."""
+        if not self.enabled:
+            return
+        entries: list[tuple[int, int, int]] = []
+        add = entries.append
+        last = self.last_indexed_offset
+        uniq_hash = self._uniq_hash
+        for topic, _q, phy, _s, _t, ts, _qo, keys, uniq, sysflag, _p in reqs:
+            if not (uniq or keys) or phy <= last:
+                continue
+            if sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
+                continue
+            last = phy
+            prefix = topic + "#"
+            if uniq:
+                add((uniq_hash(prefix, uniq), phy, ts))
+            if keys:
+                for k in keys.split(" "):
+                    if k:
+                        add((key_hash(prefix + k), phy, ts))
+        self.last_indexed_offset = last
+        self._put_entries(entries)
+
     def build_batch(
         self,
         topic: str,
@@ -141,6 +166,10 @@ class IndexService:
                     if k:
                         add((key_hash(prefix + k), phy, timestamp))
         self.last_indexed_offset = last
+        self._put_entries(entries)
+
+    def _put_entries(self, entries: list[tuple[int, int, int]]) -> None:
+        """Append (hash, offset, time) entries, rolling to a new index file when full."""
         while entries:
             f = self.files[-1] if self.files else self._last_file()
             done = f.put_keys(entries)

@@ -297,10 +297,11 @@ def test_append_many_is_append_message_one_by_one(
     items: list[tuple[str, int, bytes, str, int]],
 ) -> None:
     """Same records byte for byte, same results, same queue entries and index, across
-    segment rolls (4 KiB segments) and with refused messages among the others."""
+    segment rolls (4 KiB segments) and index-file rolls (7 entries), with refused messages
+    among the others."""
     clock = Clock()
-    stores = [make_store(tmp_path_factory.mktemp("m"), clock=clock, max_message_size=40000)
-              for _ in range(2)]
+    stores = [make_store(tmp_path_factory.mktemp("m"), clock=clock, max_message_size=40000,
+                         max_index_num=7) for _ in range(2)]
     try:
         msgs = [BrokerMessage(t, b, queue_id=q, properties=p, sysflag=f, born_timestamp=5,
                               born_host=("10.0.0.3", 77), reconsume_times=q)
