@@ -309,33 +309,52 @@ fail:
 #define NAME_VALUE 0x01
 #define SEPARATOR 0x02
 
+/* A properties string's characters, read whatever their width. */
+typedef struct {
+    int kind;
+    const void *data;
+    Py_ssize_t n;
+} Props;
+
+static int props_of(PyObject *props, Props *p) {
+    if (!PyUnicode_Check(props)) {
+        PyErr_SetString(PyExc_TypeError, "properties must be a str");
+        return -1;
+    }
+    p->kind = PyUnicode_KIND(props);
+    p->data = PyUnicode_DATA(props);
+    p->n = PyUnicode_GET_LENGTH(props);
+    return 0;
+}
+
+/* Where the entry starting at `at` ends: the next SEPARATOR, or the end. */
+static Py_ssize_t entry_end(const Props *p, Py_ssize_t at) {
+    while (at < p->n && PyUnicode_READ(p->kind, p->data, at) != SEPARATOR) at++;
+    return at;
+}
+
 /* Whether props[at:] starts with the ASCII `name` followed by NAME_VALUE. */
-static int entry_is(int kind, const void *data, Py_ssize_t at, Py_ssize_t end,
-                    const char *name, Py_ssize_t len) {
+static int entry_is(const Props *p, Py_ssize_t at, Py_ssize_t end, const char *name,
+                    Py_ssize_t len) {
     if (end - at < len + 1) return 0;
     for (Py_ssize_t i = 0; i < len; i++)
-        if (PyUnicode_READ(kind, data, at + i) != (Py_UCS4)(unsigned char)name[i]) return 0;
-    return PyUnicode_READ(kind, data, at + len) == NAME_VALUE;
+        if (PyUnicode_READ(p->kind, p->data, at + i) != (Py_UCS4)(unsigned char)name[i])
+            return 0;
+    return PyUnicode_READ(p->kind, p->data, at + len) == NAME_VALUE;
 }
 
 /* (TAGS, KEYS or "", UNIQ_KEY) of a properties string: the last non-empty value of each. */
 static PyObject *dispatch_values(PyObject *self, PyObject *props) {
-    if (!PyUnicode_Check(props)) {
-        PyErr_SetString(PyExc_TypeError, "properties must be a str");
-        return NULL;
-    }
-    int kind = PyUnicode_KIND(props);
-    const void *data = PyUnicode_DATA(props);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(props);
+    Props p;
+    if (props_of(props, &p) < 0) return NULL;
     Py_ssize_t spans[3][2] = {{-1, -1}, {-1, -1}, {-1, -1}};
     static const char *const names[3] = {"TAGS", "KEYS", "UNIQ_KEY"};
     static const Py_ssize_t lens[3] = {4, 4, 8};
     Py_ssize_t at = 0;
-    while (at <= n) {
-        Py_ssize_t stop = at;
-        while (stop < n && PyUnicode_READ(kind, data, stop) != SEPARATOR) stop++;
+    while (at <= p.n) {
+        Py_ssize_t stop = entry_end(&p, at);
         for (int i = 0; i < 3; i++) {
-            if (entry_is(kind, data, at, stop, names[i], lens[i])) {
+            if (entry_is(&p, at, stop, names[i], lens[i])) {
                 Py_ssize_t v = at + lens[i] + 1;
                 if (stop > v) { spans[i][0] = v; spans[i][1] = stop; }
                 break;
@@ -362,29 +381,22 @@ static PyObject *dispatch_values(PyObject *self, PyObject *props) {
 /* (props without its WAIT entry, wait) when WAIT is absent or exactly "true"/"false" (in
  * any ASCII case); None leaves other values to Python's strip().lower(). */
 static PyObject *strip_wait(PyObject *self, PyObject *props) {
-    if (!PyUnicode_Check(props)) {
-        PyErr_SetString(PyExc_TypeError, "properties must be a str");
-        return NULL;
-    }
-    int kind = PyUnicode_KIND(props);
-    const void *data = PyUnicode_DATA(props);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(props);
-    Py_ssize_t at = 0, start = -1;
+    Props p;
+    if (props_of(props, &p) < 0) return NULL;
+    Py_ssize_t n = p.n;
+    Py_ssize_t at = 0, start = -1, end = 0;
     while (at <= n) { /* the first entry named WAIT, as str.find does */
-        Py_ssize_t stop = at;
-        while (stop < n && PyUnicode_READ(kind, data, stop) != SEPARATOR) stop++;
-        if (entry_is(kind, data, at, stop, "WAIT", 4)) { start = at; break; }
-        at = stop + 1;
+        end = entry_end(&p, at);
+        if (entry_is(&p, at, end, "WAIT", 4)) { start = at; break; }
+        at = end + 1;
     }
     if (start < 0) return Py_BuildValue("(OO)", props, Py_True);
-    Py_ssize_t end = start;
-    while (end < n && PyUnicode_READ(kind, data, end) != SEPARATOR) end++;
     Py_ssize_t v = start + 5, vlen = end - v;
     int wait;
     char word[6] = {0};
     if (vlen != 4 && vlen != 5) Py_RETURN_NONE;
     for (Py_ssize_t i = 0; i < vlen; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, v + i);
+        Py_UCS4 c = PyUnicode_READ(p.kind, p.data, v + i);
         if (c >= 'A' && c <= 'Z') c += 'a' - 'A';
         if (c > 127) Py_RETURN_NONE;
         word[i] = (char)c;

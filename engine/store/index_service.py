@@ -90,27 +90,7 @@ class IndexService:
 
     def build_index(self, req: DispatchRequest) -> None:
         """Index `topic#UNIQ_KEY` and `topic#key` for each KEYS key; idempotent."""
-        topic, _qid, phy, _size, _tags, ts, _qo, keys, uniq, sysflag, _ = req
-        if not self.enabled or not (uniq or keys):
-            return
-        if sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
-            return
-        if phy <= self.last_indexed_offset:
-            return  # already indexed (re-dispatch during recovery)
-        self.last_indexed_offset = phy
-        files = self.files
-        f = files[-1] if files else self._last_file()
-        prefix = topic + "#"
-        if uniq:
-            h = self._uniq_hash(prefix, uniq)
-            if not f.put_key(h, phy, ts):
-                f = self._last_file()
-                f.put_key(h, phy, ts)
-        if keys:
-            for k in keys.split(" "):
-                if k and not f.put_key(key_hash(prefix + k), phy, ts):
-                    f = self._last_file()
-                    f.put_key(key_hash(prefix + k), phy, ts)
+        self.build_many((req,))
 
     def build_many(self, reqs: Sequence[DispatchRequest]) -> None:
         """`build_index` for the records of puts made together (rising commit-log offsets,
@@ -118,22 +98,14 @@ class IndexService:
         if not self.enabled:
             return
         entries: list[tuple[int, int, int]] = []
-        add = entries.append
         last = self.last_indexed_offset
-        uniq_hash = self._uniq_hash
         for topic, _q, phy, _s, _t, ts, _qo, keys, uniq, sysflag, _p in reqs:
             if not (uniq or keys) or phy <= last:
                 continue
             if sysflag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE:
                 continue
             last = phy
-            prefix = topic + "#"
-            if uniq:
-                add((uniq_hash(prefix, uniq), phy, ts))
-            if keys:
-                for k in keys.split(" "):
-                    if k:
-                        add((key_hash(prefix + k), phy, ts))
+            self._entries_of(entries, topic + "#", phy, ts, uniq, keys)
         self.last_indexed_offset = last
         self._put_entries(entries)
 
@@ -152,21 +124,25 @@ class IndexService:
             return
         prefix = topic + "#"
         entries: list[tuple[int, int, int]] = []
-        add = entries.append
         last = self.last_indexed_offset
-        uniq_hash = self._uniq_hash
         for phy, uniq, record_keys in zip(offsets, uniq_keys, keys, strict=True):
             if phy <= last:
                 continue
             last = phy
-            if uniq:
-                add((uniq_hash(prefix, uniq), phy, timestamp))
-            if record_keys:
-                for k in record_keys.split(" "):
-                    if k:
-                        add((key_hash(prefix + k), phy, timestamp))
+            self._entries_of(entries, prefix, phy, timestamp, uniq, record_keys)
         self.last_indexed_offset = last
         self._put_entries(entries)
+
+    def _entries_of(self, entries: list[tuple[int, int, int]], prefix: str, phy: int, ts: int,
+                    uniq: str | None, keys: str) -> None:
+        """Add the (hash, offset, time) entries of one record: `prefix` + its UNIQ_KEY and
+        + each of its KEYS."""
+        if uniq:
+            entries.append((self._uniq_hash(prefix, uniq), phy, ts))
+        if keys:
+            for k in keys.split(" "):
+                if k:
+                    entries.append((key_hash(prefix + k), phy, ts))
 
     def _put_entries(self, entries: list[tuple[int, int, int]]) -> None:
         """Append (hash, offset, time) entries, rolling to a new index file when full."""
