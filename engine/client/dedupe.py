@@ -44,6 +44,7 @@ from engine.protocol.message import KEY_SEPARATOR, PROPERTY_KEYS
 log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_MS = 60_000
+_STATUSES = (ConsumeConcurrentlyStatus, ConsumeOrderlyStatus)
 
 
 class Claim(enum.Enum):
@@ -153,15 +154,24 @@ class Guard:
 
     async def run(self, listener: Callable[..., Any], msgs: list[MessageExt], ctx: Any,
                   held: Sequence[str]) -> Any:
-        """Call the listener and await it while `held` keys are renewed every half lease."""
+        """Call the listener and await its outcome (`outcome`)."""
+        result = listener(msgs, ctx)
+        if result is None or isinstance(result, _STATUSES):  # a plain-function listener
+            return result
+        return await self.outcome(result, held)
+
+    async def outcome(self, result: Any, held: Sequence[str]) -> Any:
+        """A listener's `result`, awaited if it is awaitable, while `held` keys are renewed
+        every half lease (a plain function's status needs neither: it has already run)."""
+        if not inspect.isawaitable(result):
+            return result
         running = self._running
         for key in held:
             running[key] = running.get(key, 0) + 1
         if self._renewer is None and held:
             self._renewer = asyncio.ensure_future(self._renew())
         try:
-            outcome = listener(msgs, ctx)
-            return await outcome if inspect.isawaitable(outcome) else outcome
+            return await result
         finally:
             for key in held:
                 left = self._running.pop(key) - 1
@@ -231,7 +241,9 @@ def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
             if claim is not Claim.NEW:
                 return success if claim is Claim.CONSUMED else later
             try:
-                status = await guard.run(listener, msgs, ctx, keys)
+                status = listener(msgs, ctx)
+                if status is not None and not isinstance(status, _STATUSES):
+                    status = await guard.outcome(status, keys)
             except Exception:
                 log.exception("%s: listener raised on a message", group)
                 status = later

@@ -37,7 +37,7 @@ from engine.client.dedupe import Claim
 CONSUMING = 0
 CONSUMED = 1
 DEFAULT_WINDOW_MS = 48 * 3600 * 1000  # longer than the 16 retry levels (about 4 h 46 min)
-SWEEP_PER_OP = 1  # rows looked at for expiry per operation applied (see _sweep)
+SWEEP_PER_KEY = 1  # rows looked at for expiry per key of the operations applied (_sweep)
 LINGER = 0.002  # seconds a claim waits for others to share its transaction
 LOCK_WAIT = 30.0  # seconds the worker thread waits for another process's write lock
 CHUNK = 400  # keys per IN (...) query, below SQLite's variable limit
@@ -225,7 +225,7 @@ class SqliteKeyStore:
                     claims.setdefault(op.group, []).append(i)
             for group, indexes in claims.items():
                 self._claim(conn, group, [ops[i] for i in indexes], now, out, indexes)
-            self._sweep(conn, now, SWEEP_PER_OP * len(ops))
+            self._sweep(conn, now, SWEEP_PER_KEY * sum(len(op.keys) for op in ops))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -234,8 +234,9 @@ class SqliteKeyStore:
         return out
 
     def _sweep(self, conn: sqlite3.Connection, now: int, rows: int) -> None:
-        """Delete expired rows among the next `rows` in key order, wrapping around.  Sweeping
-        a few rows per operation keeps the table near (rate x window) rows without an index
+        """Delete expired rows among the next `rows` in key order, wrapping around.  Looking
+        at a row per key claimed or finished (two per message) keeps the table near
+        4/3 x (rate x window) rows, however many keys an operation carries, without an index
         on `until`, which would double the cost of every write."""
         if rows <= 0:
             return

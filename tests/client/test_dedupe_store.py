@@ -135,3 +135,23 @@ async def test_another_process_holding_the_lock_never_blocks_the_loop(tmp_path: 
         assert await claim == [NEW]
     finally:
         await store.close()
+
+
+async def test_expired_rows_are_swept_as_new_keys_are_claimed(tmp_path: Path,
+                                                              store: SqliteKeyStore,
+                                                              clock: ManualClock) -> None:
+    """The table stays near (rate x window): the sweep looks at one row per operation (a
+    claim and a finish per message), so after the window, the claims and finishes of as
+    many messages as the table holds remove every old row."""
+    old = [f"old-{i:03d}" for i in range(120)]
+    for i in range(0, len(old), 10):
+        await store.claim("G", old[i:i + 10], "A", 1000)
+        await store.finish("G", old[i:i + 10], "A", True)
+    clock.advance(10_001)  # past the window: every old row is expired
+    new = [f"new-{i:03d}" for i in range(120)]
+    for i in range(0, len(new), 10):
+        await store.claim("G", new[i:i + 10], "A", 1000)
+        await store.finish("G", new[i:i + 10], "A", True)
+    with sqlite3.connect(tmp_path / "keys.db") as db:
+        left = [k for (k,) in db.execute("SELECT key FROM consumed_keys ORDER BY key")]
+    assert left == new
