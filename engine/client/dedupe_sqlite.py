@@ -240,14 +240,18 @@ class SqliteKeyStore:
         on `until`, which would double the cost of every write."""
         if rows <= 0:
             return
-        seen = conn.execute(
-            "SELECT grp, key, until FROM consumed_keys WHERE (grp, key) > (?, ?) "
-            "ORDER BY grp, key LIMIT ?", (*self._sweep_from, rows)).fetchall()
-        expired = [(g, k, now) for g, k, until in seen if until <= now]
-        if expired:
-            conn.executemany("DELETE FROM consumed_keys WHERE grp = ? AND key = ? "
-                             "AND until <= ?", expired)
-        self._sweep_from = (seen[-1][0], seen[-1][1]) if len(seen) == rows else ("", "")
+        start = self._sweep_from
+        last = conn.execute(
+            "SELECT grp, key FROM consumed_keys WHERE (grp, key) > (?, ?) "
+            "ORDER BY grp, key LIMIT 1 OFFSET ?", (*start, rows - 1)).fetchone()
+        if last is None:  # fewer rows than that left: sweep to the end, then wrap around
+            conn.execute("DELETE FROM consumed_keys WHERE (grp, key) > (?, ?) AND until <= ?",
+                         (*start, now))
+            self._sweep_from = ("", "")
+        else:
+            conn.execute("DELETE FROM consumed_keys WHERE (grp, key) > (?, ?) "
+                         "AND (grp, key) <= (?, ?) AND until <= ?", (*start, *last, now))
+            self._sweep_from = (last[0], last[1])
 
     def _finish(self, conn: sqlite3.Connection, ops: list[_Op], now: int) -> None:
         until = now + self.window_ms
