@@ -46,6 +46,16 @@ def _ms(col: Column) -> Column:
     return F.unix_millis(col)
 
 
+def lagging_groups(rows: DataFrame, allowed_lag: int = 0) -> DataFrame:
+    """The rows of the groups that lag (a sampled queue above `allowed_lag`) at least once
+    in `rows`.  The others are OK throughout: every rule needs a lagging sample, STOP a
+    lagging queue, so their verdicts are all 0 and need neither the per-queue sort nor the
+    windows (most of a healthy cluster's queues, the bulk of the samples)."""
+    lagging = rows.filter(F.col("ok") & (F.col("lag") > allowed_lag)) \
+        .select("cluster", "group").distinct()
+    return rows.join(F.broadcast(lagging), ["cluster", "group"], "left_semi")
+
+
 def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) -> DataFrame:
     """The sampled (``ok``) rows of `rows` with ``severity``, the queue's verdict by every
     rule but STOP (REWIND, STALL, WARNING or OK: STOP is the group's, see `group_states`),

@@ -117,7 +117,8 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
     hour_rows = _rows(figures.worst_hours(groups))
     heat_rows = _rows(figures.heatmap(groups))
     progress(f"verdicts over windows of {opts.window} samples, episodes")
-    verdicts = episodes.queue_verdicts(dataset.in_period(rows, context), opts.window)
+    verdicts = episodes.queue_verdicts(
+        episodes.lagging_groups(dataset.in_period(rows, context)), opts.window)
     states = dataset.in_period(episodes.group_states(verdicts, opts.window), period).cache()
     state_rows = _rows(episodes.state_time(states))
     episode_rows = _rows(episodes.verdict_episodes(states))
