@@ -108,7 +108,9 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
         raise ReportError(f"no lag samples in {period.label} in {opts.input}: check "
                           "--input and the period (the monitor writes date=YYYY-MM-DD "
                           "folders; list them to see which days exist)")
+    progress("figures per topic")
     topic_rows = _rows(figures.series_figures(slo(topics), ["cluster", "group", "topic"]))
+    progress("the previous period's figures (trend)")
     prev_groups = slo(dataset.group_cycles(
         dataset.in_period(dataset.topic_cycles(all_cycles), previous)))
     previous_rows = _rows(figures.series_figures(prev_groups, ["cluster", "group"]))
