@@ -78,6 +78,26 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.select(*cols).collect()]
 
 
+def _topic_rows(topics: DataFrame, group_rows: list[dict[str, Any]],
+                slo: Callable[[DataFrame], DataFrame]) -> list[dict[str, Any]]:
+    """The figures per (cluster, group, topic).  A group that consumed one topic in the
+    period (the usual case) has its topic's cycles equal to its own, so its topic row is
+    its group row; Spark computes only the groups of several topics."""
+    topic_of: dict[tuple[str, str], list[str]] = {}
+    for r in _rows(topics.select("cluster", "group", "topic").distinct()):
+        topic_of.setdefault((r["cluster"], r["group"]), []).append(r["topic"])
+    out = [{**g, "topic": topic_of[(g["cluster"], g["group"])][0]} for g in group_rows
+           if len(topic_of.get((g["cluster"], g["group"]), ())) == 1]
+    several = [key for key, names in topic_of.items() if len(names) > 1]
+    if several:
+        spark = topics.sparkSession
+        wanted = spark.createDataFrame(several, "cluster string, `group` string")
+        out += _rows(figures.series_figures(
+            slo(topics.join(F.broadcast(wanted), ["cluster", "group"], "left_semi")),
+            ["cluster", "group", "topic"]))
+    return out
+
+
 def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str, Any]:
     """summary.json's document for `opts` (plus ``_timeline`` rows for the chart).
 
@@ -109,7 +129,7 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
                           "--input and the period (the monitor writes date=YYYY-MM-DD "
                           "folders; list them to see which days exist)")
     progress("figures per topic")
-    topic_rows = _rows(figures.series_figures(slo(topics), ["cluster", "group", "topic"]))
+    topic_rows = _topic_rows(topics, group_rows, slo)
     progress("the previous period's figures (trend)")
     prev_groups = slo(dataset.group_cycles(
         dataset.in_period(dataset.topic_cycles(all_cycles), previous)))
