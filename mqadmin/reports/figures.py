@@ -50,6 +50,15 @@ def series_figures(cycles: DataFrame, keys: Sequence[str]) -> DataFrame:
     return cycles.groupBy(*keys).agg(*_stats())
 
 
+def trend_figures(cycles: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """Per `keys`, what the trend compares (summary.trend): samples, breach time and the
+    p95 time lag, the same figures as `series_figures` without the others' sketches."""
+    return cycles.groupBy(*keys).agg(
+        F.count("*").alias("samples"),
+        F.percentile_approx("lag_ms", 0.95, ACCURACY).alias("lag_ms_p95"),
+        F.sum(F.when(_breach(), F.col("interval_ms")).otherwise(0)).alias("breach_ms"))
+
+
 def group_figures(cycles: DataFrame, gaps: DataFrame, period_ms: int) -> DataFrame:
     """`series_figures` per (cluster, group) plus gap cycles and coverage (covered time
     over the period's length, at most 1); a group seen only in gaps still gets a row."""

@@ -133,7 +133,7 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
     progress("the previous period's figures (trend)")
     prev_groups = slo(dataset.group_cycles(
         dataset.in_period(dataset.topic_cycles(all_cycles), previous)))
-    previous_rows = _rows(figures.series_figures(prev_groups, ["cluster", "group"]))
+    previous_rows = _rows(figures.trend_figures(prev_groups, ["cluster", "group"]))
     all_cycles.unpersist()
     progress("worst hours and heat map")
     hour_rows = _rows(figures.worst_hours(groups))
