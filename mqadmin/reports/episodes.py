@@ -167,7 +167,10 @@ def verdict_episodes(states: DataFrame) -> DataFrame:
 
 def risk_episodes(cycles: DataFrame) -> DataFrame:
     """Runs of cycles in which a group had any queue at retention risk: start, end,
-    duration, and the most messages at risk in one cycle."""
+    duration, and the most messages at risk in one cycle.  Only the groups ever at risk
+    go through the window (all their cycles: the others end their runs)."""
+    at_risk = cycles.filter(F.col("risk") > 0).select("cluster", "group").distinct()
+    cycles = cycles.join(F.broadcast(at_risk), ["cluster", "group"], "left_semi")
     keyed = islands(cycles, ["cluster", "group"], F.col("risk") > 0)
     return keyed.filter(F.col("state")).groupBy("cluster", "group", "episode").agg(
         *_episode_aggs(), F.max("risk_messages").alias("risk_messages_max"))

@@ -143,8 +143,10 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
         episodes.lagging_groups(dataset.in_period(rows, context)), opts.window)
     states = dataset.in_period(episodes.group_states(verdicts, opts.window), period).cache()
     state_rows = _rows(episodes.state_time(states))
+    progress("verdict episodes")
     episode_rows = _rows(episodes.verdict_episodes(states))
     states.unpersist()
+    progress("retention-risk episodes")
     risk_rows = _rows(episodes.risk_episodes(groups))
     doc = summary.build(
         period, inputs=opts.input, window=opts.window,
