@@ -91,7 +91,7 @@ def decode_all(data: bytes, chunk: int) -> list[RemotingCommand]:
     return out
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(header_doc, st.binary(max_size=40)), min_size=1, max_size=5),
        st.integers(1, 400))
 def test_frames_decode_the_same(frames: list[tuple[Any, bytes]], chunk: int) -> None:
@@ -100,7 +100,7 @@ def test_frames_decode_the_same(frames: list[tuple[Any, bytes]], chunk: int) -> 
     assert fast == pure
 
 
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=300), st.integers(0, 2))
 def test_garbage_is_refused_the_same(data: bytes, prefix: int) -> None:
     head = [b"", FRAME_PREFIX.pack(len(data) + 4, len(data)), FRAME_PREFIX.pack(8, 4)][prefix]
@@ -153,7 +153,7 @@ send_ext = st.fixed_dictionaries(
               "bname": st.sampled_from(["", "broker-b"])})
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(send_ext, st.sets(st.sampled_from("abcdefgh"), max_size=2))
 def test_send_headers_decode_the_same(ext: dict[str, str], missing: set[str]) -> None:
     for key in missing:
@@ -170,7 +170,7 @@ property_text = st.lists(st.sampled_from(
      "中", "k1 k2", "", "\U0001f600", "\x1c"]), max_size=12).map("".join)
 
 
-@settings(max_examples=1000)
+@settings(max_examples=1000, deadline=None)
 @given(property_text)
 def test_property_scans_are_the_same(props: str) -> None:
     fast_values = native.dispatch_values
@@ -203,7 +203,8 @@ message_st = st.builds(
     prepared_transaction_offset=st.integers(0, 2**40))
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(message_st, min_size=1, max_size=12))
 def test_records_are_written_the_same(tmp_path_factory: pytest.TempPathFactory,
                                       msgs: list[BrokerMessage]) -> None:
