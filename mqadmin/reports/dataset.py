@@ -75,44 +75,22 @@ def _cycle_aggs() -> list[Column]:
         F.max(F.col("retention_risk").cast("int")).alias("risk"),
         F.sum(F.when(F.col("retention_risk"), F.col("risk_messages")).otherwise(0))
         .alias("risk_messages"),
-        F.count("*").alias("queues"),
+        F.max((F.col("lag") > 0).cast("int")).alias("lagging"),
     ]
 
 
 def cycles(rows: DataFrame) -> DataFrame:
     """One row per (cluster, group, topic, ts): lag summed over the queues, the worst time
-    lag, the interval, whether any queue was at retention risk and how many messages, and
-    ``gap`` (1 for the gap rows, whose topic is empty).  One pass over the samples feeds
-    every figure but the verdicts: cache it."""
+    lag, the interval, whether any queue was at retention risk and how many messages,
+    whether any queue lagged, and ``gap`` (1 for the gap rows, whose topic is empty).  One
+    pass over the samples feeds every figure but the verdicts."""
     return rows.groupBy("cluster", "group", "topic", "ts").agg(
         *_cycle_aggs(), F.max((~F.col("ok")).cast("int")).alias("gap"))
 
 
-def topic_cycles(all_cycles: DataFrame) -> DataFrame:
-    """The sampled rows of `cycles` (no gaps)."""
-    return all_cycles.filter(F.col("gap") == 0).drop("gap")
-
-
-def group_cycles(topics: DataFrame) -> DataFrame:
-    """One row per (cluster, group, ts) from `topic_cycles`."""
-    return topics.groupBy("cluster", "group", "ts").agg(
-        F.sum("lag").alias("lag"), F.max("lag_ms").alias("lag_ms"),
-        F.max("interval_ms").alias("interval_ms"), F.max("risk").alias("risk"),
-        F.sum("risk_messages").alias("risk_messages"), F.sum("queues").alias("queues"))
-
-
-def gap_cycles(all_cycles: DataFrame) -> DataFrame:
-    """One row per (cluster, group, ts) with a gap (a broker not sampled that cycle)."""
-    return all_cycles.filter(F.col("gap") == 1).select(
-        "cluster", "group", "ts", "interval_ms", F.col("queues").alias("brokers"))
-
-
-def with_slo(df: DataFrame, slo_default_ms: int, slo_groups: dict[str, int]) -> DataFrame:
-    """`df` with ``slo_ms``, the group's threshold (a literal map: no Python on executors)."""
-    if not slo_groups:
-        return df.withColumn("slo_ms", F.lit(slo_default_ms).cast("bigint"))
-    pairs: list[Column] = []
-    for name, ms in sorted(slo_groups.items()):
-        pairs += [F.lit(name), F.lit(ms).cast("bigint")]
-    lookup = F.try_element_at(F.create_map(*pairs), F.col("group"))
-    return df.withColumn("slo_ms", F.coalesce(lookup, F.lit(slo_default_ms).cast("bigint")))
+def of_groups(df: DataFrame, groups: list[tuple[str, str]]) -> DataFrame:
+    """The rows of `df` whose (cluster, group) is one of `groups` (a short list the driver
+    knows: a filter on the names, then a broadcast semi-join on the pairs)."""
+    wanted = df.sparkSession.createDataFrame(groups, "cluster string, `group` string")
+    return df.filter(F.col("group").isin(sorted({g for _, g in groups}))) \
+        .join(F.broadcast(wanted), ["cluster", "group"], "left_semi")

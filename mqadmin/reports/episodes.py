@@ -46,21 +46,11 @@ def _ms(col: Column) -> Column:
     return F.unix_millis(col)
 
 
-def lagging_groups(rows: DataFrame, allowed_lag: int = 0) -> DataFrame:
-    """The rows of the groups that lag (a sampled queue above `allowed_lag`) at least once
-    in `rows`.  The others are OK throughout: every rule needs a lagging sample, STOP a
-    lagging queue, so their verdicts are all 0 and need neither the per-queue sort nor the
-    windows (most of a healthy cluster's queues, the bulk of the samples)."""
-    lagging = rows.filter(F.col("ok") & (F.col("lag") > allowed_lag)) \
-        .select("cluster", "group").distinct()
-    return rows.join(F.broadcast(lagging), ["cluster", "group"], "left_semi")
-
-
 def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) -> DataFrame:
     """The sampled (``ok``) rows of `rows` with ``severity``, the queue's verdict by every
     rule but STOP (REWIND, STALL, WARNING or OK: STOP is the group's, see `group_states`),
-    and ``moved`` (the committed offset changed since the queue's previous sample, or this
-    is its first)."""
+    ``moved`` (the committed offset changed since the queue's previous sample, or this
+    is its first), and the retention risk (``risk``, ``risk_messages``)."""
     if window < 2:
         raise ValueError("the verdict window needs at least 2 samples")
     series = Window.partitionBy(*keyed(QUEUE_KEY)).orderBy("ts")
@@ -70,6 +60,9 @@ def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) 
     decreased = F.coalesce((F.col("lag") < F.lag("lag").over(series)).cast("int"), F.lit(0))
     df = rows.filter(F.col("ok")).select(
         *QUEUE_KEY, "ts", "consumer_offset", "lag", "lag_ms", "interval_ms",
+        F.col("retention_risk").cast("int").alias("risk"),
+        F.when(F.col("retention_risk"), F.col("risk_messages")).otherwise(0)
+        .alias("risk_messages"),
         (prev_offset.isNull() | (F.col("consumer_offset") != prev_offset)).cast("int")
         .alias("moved"),
         decreased.alias("decreased"))
@@ -85,7 +78,8 @@ def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) 
         .when(never_fell & full & no_decrease, SEVERITY["WARNING"])
         .otherwise(0)
     )
-    return df.select(*QUEUE_KEY, "ts", "lag", "lag_ms", "interval_ms", "moved",
+    return df.select(*QUEUE_KEY, "ts", "lag", "lag_ms", "interval_ms", "risk",
+                     "risk_messages", "moved",
                      (F.col("lag") > allowed_lag).alias("lagging"),
                      severity.alias("severity"))
 
@@ -93,7 +87,8 @@ def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) 
 def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
     """Per (cluster, group, ts): the worst queue's ``severity`` with STOP decided on the
     group's commits, the topics in an ERROR state (STOP, REWIND, STALL), how many queues,
-    and the cycle's lag, time lag and interval.
+    and the cycle's lag, time lag, interval and retention risk (the group's cycles, as the
+    figures sum them).
 
     A commit happens in a cycle where any queue of the group moved; STOP holds when the
     time since the last commit is longer than the span of the commits of the group's last
@@ -107,7 +102,8 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
         F.sum(bad.cast("int")).alias("bad_queues"),
         F.sum(F.col("lagging").cast("int")).alias("lagging_queues"),
         F.sum("lag").alias("lag"), F.max("lag_ms").alias("lag_ms"),
-        F.max("interval_ms").alias("interval_ms"))
+        F.max("interval_ms").alias("interval_ms"), F.max("risk").alias("risk"),
+        F.sum("risk_messages").alias("risk_messages"))
     series = Window.partitionBy(*keyed(("cluster", "group"))).orderBy("ts")
     commit = F.max(F.when(F.col("moved") > 0, _ms(F.col("ts")))).over(
         series.rowsBetween(Window.unboundedPreceding, 0))
@@ -116,7 +112,7 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
     stop = (F.col("lagging") > 0) & (
         (_ms(F.col("ts")) - F.col("commit_ms")) > (F.col("commit_ms") - first))
     return cycles.select(
-        "cluster", "group", "ts", "lag", "lag_ms", "interval_ms",
+        "cluster", "group", "ts", "lag", "lag_ms", "interval_ms", "risk", "risk_messages",
         F.when(stop, SEVERITY["STOP"]).otherwise(F.col("queue_severity")).alias("severity"),
         F.when(stop, F.col("lagging_topics")).otherwise(F.col("bad_topics")).alias("topics"),
         F.when(stop, F.col("lagging_queues")).otherwise(F.col("bad_queues"))
@@ -167,10 +163,8 @@ def verdict_episodes(states: DataFrame) -> DataFrame:
 
 def risk_episodes(cycles: DataFrame) -> DataFrame:
     """Runs of cycles in which a group had any queue at retention risk: start, end,
-    duration, and the most messages at risk in one cycle.  Only the groups ever at risk
-    go through the window (all their cycles: the others end their runs)."""
-    at_risk = cycles.filter(F.col("risk") > 0).select("cluster", "group").distinct()
-    cycles = cycles.join(F.broadcast(at_risk), ["cluster", "group"], "left_semi")
+    duration, and the most messages at risk in one cycle.  Give it only the cycles of the
+    groups ever at risk (all their cycles: the others end their runs)."""
     keyed = islands(cycles, ["cluster", "group"], F.col("risk") > 0)
     return keyed.filter(F.col("state")).groupBy("cluster", "group", "episode").agg(
         *_episode_aggs(), F.max("risk_messages").alias("risk_messages_max"))

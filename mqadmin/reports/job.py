@@ -66,6 +66,8 @@ def session(master: str | None, app_name: str = "mqadmin-lag-report") -> SparkSe
                 "MQADMIN_REPORT_JAVA_OPTS", "-XX:+UseParallelGC -XX:TieredStopAtLevel=1")) \
             .config("spark.driver.host", "127.0.0.1") \
             .config("spark.driver.bindAddress", "127.0.0.1")
+        # The local executors run the figures' Arrow UDF: they need this Python's pyarrow.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -78,28 +80,13 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.select(*cols).collect()]
 
 
-def _topic_rows(topics: DataFrame, group_rows: list[dict[str, Any]],
-                slo: Callable[[DataFrame], DataFrame]) -> list[dict[str, Any]]:
-    """The figures per (cluster, group, topic).  A group that consumed one topic in the
-    period (the usual case) has its topic's cycles equal to its own, so its topic row is
-    its group row; Spark computes only the groups of several topics."""
-    topic_of: dict[tuple[str, str], list[str]] = {}
-    for r in _rows(topics.select("cluster", "group", "topic").distinct()):
-        topic_of.setdefault((r["cluster"], r["group"]), []).append(r["topic"])
-    out = [{**g, "topic": topic_of[(g["cluster"], g["group"])][0]} for g in group_rows
-           if len(topic_of.get((g["cluster"], g["group"]), ())) == 1]
-    several = [key for key, names in topic_of.items() if len(names) > 1]
-    if several:
-        spark = topics.sparkSession
-        wanted = spark.createDataFrame(several, "cluster string, `group` string")
-        out += _rows(figures.series_figures(
-            slo(topics.join(F.broadcast(wanted), ["cluster", "group"], "left_semi")),
-            ["cluster", "group", "topic"]))
-    return out
-
-
 def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str, Any]:
     """summary.json's document for `opts` (plus ``_timeline`` rows for the chart).
+
+    Two Spark jobs read the samples: one sums the queue rows into cycles and computes every
+    figure per group from them (`figures.per_group`, both periods: the previous one gives
+    the trend), one recomputes the verdicts with window functions for the groups that lag
+    or are at risk in the period.
 
     Raises:
         dataset.DatasetError: the input is no lag history.
@@ -108,57 +95,50 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     period, previous = opts.period, opts.period.previous()
     progress(f"reading {opts.input} (partitions {period.dates()[0]}..{period.dates()[-1]} "
-             "and the previous period's), one pass for every figure")
+             "and the previous period's)")
     context = Period(period.kind, period.start - VERDICT_CONTEXT, period.end)
     rows = dataset.read(spark, opts.input, [previous, context])
     slo_map = dict(opts.slo.groups)
-
-    def slo(df: DataFrame) -> DataFrame:
-        return dataset.with_slo(df, opts.slo.default_ms, slo_map)
-
-    all_cycles = dataset.cycles(rows).cache()  # both periods: the one pass over the samples
-    topics = dataset.in_period(dataset.topic_cycles(all_cycles), period)
-    groups = slo(dataset.group_cycles(topics)).cache()
-    progress("computing figures per group and topic")
-    gaps = dataset.in_period(dataset.gap_cycles(all_cycles), period)
-    group_rows = _rows(figures.group_figures(groups, gaps, period.end_ms - period.start_ms))
-    if not any(g["samples"] for g in group_rows):
-        all_cycles.unpersist()
-        groups.unpersist()
+    bucket = max(60_000, (period.end_ms - period.start_ms) // TIMELINE_POINTS)
+    spec = figures.Spec(period.start_ms, period.end_ms, previous.start_ms, previous.end_ms,
+                        opts.slo.default_ms, slo_map, bucket)
+    progress("figures per group and topic, the previous period's, worst hours, heat map")
+    parts = figures.split(_rows(figures.per_group(dataset.cycles(rows), spec)))
+    if not any(g["samples"] for g in parts["groups"]):
         raise ReportError(f"no lag samples in {period.label} in {opts.input}: check "
                           "--input and the period (the monitor writes date=YYYY-MM-DD "
                           "folders; list them to see which days exist)")
-    progress("figures per topic")
-    topic_rows = _topic_rows(topics, group_rows, slo)
-    progress("the previous period's figures (trend)")
-    prev_groups = slo(dataset.group_cycles(
-        dataset.in_period(dataset.topic_cycles(all_cycles), previous)))
-    previous_rows = _rows(figures.trend_figures(prev_groups, ["cluster", "group"]))
-    all_cycles.unpersist()
-    progress("worst hours and heat map")
-    hour_rows = _rows(figures.worst_hours(groups))
-    heat_rows = _rows(figures.heatmap(groups))
-    progress(f"verdicts over windows of {opts.window} samples, episodes")
-    verdicts = episodes.queue_verdicts(
-        episodes.lagging_groups(dataset.in_period(rows, context)), opts.window)
-    states = dataset.in_period(episodes.group_states(verdicts, opts.window), period).cache()
-    state_rows = _rows(episodes.state_time(states))
-    progress("verdict episodes")
-    episode_rows = _rows(episodes.verdict_episodes(states))
-    states.unpersist()
-    progress("retention-risk episodes")
-    risk_rows = _rows(episodes.risk_episodes(groups))
+    progress(f"verdicts over windows of {opts.window} samples, episodes "
+             f"({len(parts['lagging'])} groups lag, {len(parts['at_risk'])} at risk)")
+    state_rows: list[dict[str, Any]] = []
+    episode_rows: list[dict[str, Any]] = []
+    risk_rows: list[dict[str, Any]] = []
+    wanted = {(g["cluster"], g["group"]) for g in parts["lagging"] + parts["at_risk"]}
+    if wanted:
+        queues = dataset.of_groups(dataset.read(spark, opts.input, [context]), sorted(wanted))
+        verdicts = episodes.queue_verdicts(queues, opts.window)
+        states = dataset.in_period(episodes.group_states(verdicts, opts.window), period) \
+            .cache()
+        state_rows = _rows(episodes.state_time(states))
+        progress("verdict episodes")
+        episode_rows = _rows(episodes.verdict_episodes(states))
+        if parts["at_risk"]:
+            progress("retention-risk episodes")
+            risk_rows = _rows(episodes.risk_episodes(
+                dataset.of_groups(states, [(g["cluster"], g["group"])
+                                           for g in parts["at_risk"]])))
+        states.unpersist()
     doc = summary.build(
         period, inputs=opts.input, window=opts.window,
         slo={"default_ms": opts.slo.default_ms, "groups": slo_map},
-        groups=group_rows, topics=topic_rows, previous=previous_rows, hours=hour_rows,
-        states=state_rows, episodes=episode_rows, risks=risk_rows, heat=heat_rows)
+        groups=parts["groups"], topics=parts["topics"], previous=parts["previous"],
+        hours=parts["hours"], states=state_rows, episodes=episode_rows, risks=risk_rows,
+        heat=parts["heat"])
     worst = doc["top_offenders"] or sorted(doc["groups"],
                                            key=lambda g: -(g["lag_ms_p95"] or 0))
-    top = [(g["cluster"], g["group"]) for g in worst[:TIMELINE_GROUPS]]
-    bucket = max(60_000, (period.end_ms - period.start_ms) // TIMELINE_POINTS)
-    doc["_timeline"] = _rows(figures.timeline(groups, top, bucket)) if opts.charts else []
-    groups.unpersist()
+    top = {(g["cluster"], g["group"]) for g in worst[:TIMELINE_GROUPS]}
+    doc["_timeline"] = [r for r in parts["timeline"] if (r["cluster"], r["group"]) in top] \
+        if opts.charts else []
     return doc
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ def spark() -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need pyarrow
     session = (SparkSession.builder.master("local[1]").appName("mqadmin-report-tests")
                .config("spark.sql.shuffle.partitions", "1")
                .config("spark.default.parallelism", "1")

@@ -1,5 +1,5 @@
-"""The transforms on tiny DataFrames built here: verdict rules per sample, the SLO lookup,
-and gaps/islands (conventions: pure DataFrame -> DataFrame, tested in isolation)."""
+"""The transforms on tiny DataFrames built here: verdict rules per sample and gaps/islands
+(conventions: pure DataFrame -> DataFrame, tested in isolation)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from typing import Any
 
 import pytest
 
-from mqadmin.reports import dataset, episodes
+from mqadmin.reports import episodes
 
 #: Spark is slow to start on a busy machine: the session fixture counts here.
 pytestmark = pytest.mark.timeout(900)
 
 T0 = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
 COLS = ("cluster", "group", "topic", "broker", "queue_id", "ts", "consumer_offset", "lag",
-        "lag_ms", "interval_ms", "ok")
+        "lag_ms", "interval_ms", "ok", "retention_risk", "risk_messages")
 
 
 def frame(spark: Any, series: dict[tuple[str, int], list[tuple[int, int]]]) -> Any:
     """Rows from {(group, queue): [(consumer_offset, lag), ...]} one minute apart."""
     rows = [("c", group, "t", "b", queue, T0 + dt.timedelta(minutes=i), off, lag, lag * 1000,
-             60_000, True)
+             60_000, True, False, 0)
             for (group, queue), points in series.items() for i, (off, lag) in enumerate(points)]
     return spark.createDataFrame(rows, list(COLS))
 
@@ -67,13 +67,6 @@ def test_stop_needs_the_standstill_to_outlast_the_window_span(spark: Any) -> Non
     assert states(moving + [(70, 93 + i) for i in range(1, 4)])[8:] == ["OK", "OK", "OK"]
     longer = states(moving + [(70, 93 + i) for i in range(1, 10)])
     assert longer[-1] == "STOP" and "STOP" not in longer[:12]
-
-
-def test_slo_lookup_is_a_literal_map(spark: Any) -> None:
-    df = spark.createDataFrame([("a",), ("b",), ("%RETRY%c",)], ["group"])
-    got = {r["group"]: r["slo_ms"] for r in
-           dataset.with_slo(df, 300_000, {"a": 1000, "%RETRY%c": 5}).collect()}
-    assert got == {"a": 1000, "b": 300_000, "%RETRY%c": 5}
 
 
 def test_islands_break_on_state_changes_and_missing_cycles(spark: Any) -> None:
