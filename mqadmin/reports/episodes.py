@@ -34,12 +34,18 @@ NAMES = {v: k for k, v in SEVERITY.items()}
 EPISODE_STATES = ("STOP", "REWIND", "STALL")
 
 
-def keyed(keys: Sequence[str]) -> list[Column]:
-    """A window's partition columns led by a 64-bit hash of them: Spark sorts the rows by
-    the partition columns first, and a leading long gives its radix/prefix sort something
-    to work with where the names (one cluster, long group names) would not; the names
-    follow, so a hash collision cannot merge two series."""
-    return [F.xxhash64(*keys), *(F.col(k) for k in keys)]
+KEY = "_key"
+
+
+def keyed(df: DataFrame, keys: Sequence[str]) -> tuple[DataFrame, Window]:
+    """`df` with ``_key``, a 64-bit hash of `keys`, and the window over `keys` in time
+    order, partitioned by ``_key`` then `keys`: Spark sorts the rows by the partition
+    columns first, and a leading long gives its radix/prefix sort something to work with
+    where the names (one cluster, long group names) would not; the names follow, so a
+    hash collision cannot merge two series.  The hash is one column, so every window over
+    it shares one sort."""
+    spec = Window.partitionBy(KEY, *keys).orderBy("ts")
+    return df.withColumn(KEY, F.xxhash64(*keys)), spec
 
 
 def _ms(col: Column) -> Column:
@@ -53,13 +59,16 @@ def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) 
     is its first), and the retention risk (``risk``, ``risk_messages``)."""
     if window < 2:
         raise ValueError("the verdict window needs at least 2 samples")
-    series = Window.partitionBy(*keyed(QUEUE_KEY)).orderBy("ts")
+    # One shuffle for every step: hashed by group, the rows of a queue and the cycles of a
+    # group are each in one partition, so the queue windows, the group's cycles and its
+    # windows (group_states, islands) only sort.
+    rows, series = keyed(rows.filter(F.col("ok")).repartition("cluster", "group"), QUEUE_KEY)
     last_n = series.rowsBetween(-(window - 1), 0)
     pairs = series.rowsBetween(-(window - 2), 0)
     prev_offset = F.lag("consumer_offset").over(series)
     decreased = F.coalesce((F.col("lag") < F.lag("lag").over(series)).cast("int"), F.lit(0))
-    df = rows.filter(F.col("ok")).select(
-        *QUEUE_KEY, "ts", "consumer_offset", "lag", "lag_ms", "interval_ms",
+    df = rows.select(
+        KEY, *QUEUE_KEY, "ts", "consumer_offset", "lag", "lag_ms", "interval_ms",
         F.col("retention_risk").cast("int").alias("risk"),
         F.when(F.col("retention_risk"), F.col("risk_messages")).otherwise(0)
         .alias("risk_messages"),
@@ -104,7 +113,7 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
         F.sum("lag").alias("lag"), F.max("lag_ms").alias("lag_ms"),
         F.max("interval_ms").alias("interval_ms"), F.max("risk").alias("risk"),
         F.sum("risk_messages").alias("risk_messages"))
-    series = Window.partitionBy(*keyed(("cluster", "group"))).orderBy("ts")
+    cycles, series = keyed(cycles, ("cluster", "group"))
     commit = F.max(F.when(F.col("moved") > 0, _ms(F.col("ts")))).over(
         series.rowsBetween(Window.unboundedPreceding, 0))
     cycles = cycles.withColumn("commit_ms", commit)
@@ -129,14 +138,13 @@ def state_time(states: DataFrame) -> DataFrame:
 def islands(df: DataFrame, keys: Sequence[str], state: Column) -> DataFrame:
     """`df` (cycles with ts and interval_ms) with ``state`` and an ``episode`` number that
     grows whenever the state changes or a cycle is missing."""
-    ordered = Window.partitionBy(*keyed(keys)).orderBy("ts")
-    with_state = df.withColumn("state", state)
+    with_state, ordered = keyed(df.withColumn("state", state), keys)
     prev_state = F.lag("state").over(ordered)
     prev_ts = F.lag("ts").over(ordered)
     jump = (_ms(F.col("ts")) - _ms(prev_ts)) > F.col("interval_ms") * 1.5
     new = prev_state.isNull() | (F.col("state") != prev_state) | jump
     return with_state.withColumn("episode", F.sum(new.cast("int")).over(
-        ordered.rowsBetween(Window.unboundedPreceding, 0)))
+        ordered.rowsBetween(Window.unboundedPreceding, 0))).drop(KEY)
 
 
 def _episode_aggs() -> list[Column]:

@@ -63,7 +63,7 @@ def session(master: str | None, app_name: str = "mqadmin-lag-report") -> SparkSe
         builder = builder.config("spark.sql.shuffle.partitions", "8") \
             .config("spark.driver.memory", "2g") \
             .config("spark.driver.extraJavaOptions", os.environ.get(
-                "MQADMIN_REPORT_JAVA_OPTS", "-XX:+UseParallelGC -XX:TieredStopAtLevel=1")) \
+                "MQADMIN_REPORT_JAVA_OPTS", "-XX:+UseParallelGC")) \
             .config("spark.driver.host", "127.0.0.1") \
             .config("spark.driver.bindAddress", "127.0.0.1")
         # The local executors run the figures' Arrow UDF: they need this Python's pyarrow.
