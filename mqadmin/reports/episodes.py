@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
 from .dataset import QUEUE_KEY
@@ -37,7 +37,7 @@ EPISODE_STATES = ("STOP", "REWIND", "STALL")
 KEY = "_key"
 
 
-def keyed(df: DataFrame, keys: Sequence[str]) -> tuple[DataFrame, Window]:
+def keyed(df: DataFrame, keys: Sequence[str]) -> tuple[DataFrame, WindowSpec]:
     """`df` with ``_key``, a 64-bit hash of `keys`, and the window over `keys` in time
     order, partitioned by ``_key`` then `keys`: Spark sorts the rows by the partition
     columns first, and a leading long gives its radix/prefix sort something to work with
