@@ -103,7 +103,10 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
     time since the last commit is longer than the span of the commits of the group's last
     `window` cycles, and then every lagging queue is STOP."""
     bad = F.col("severity") >= SEVERITY["STALL"]
-    cycles = verdicts.groupBy("cluster", "group", "ts").agg(
+    # The topic sets make this a sort-based aggregate beyond a few keys: a leading hash of
+    # the names gives the sort a long prefix to compare.
+    cycles = verdicts.groupBy(F.xxhash64("cluster", "group").alias(KEY), "cluster", "group",
+                              "ts").agg(
         F.max("severity").alias("queue_severity"), F.max("moved").alias("moved"),
         F.max(F.col("lagging").cast("int")).alias("lagging"),
         F.collect_set(F.when(bad, F.col("topic"))).alias("bad_topics"),
@@ -113,7 +116,7 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
         F.sum("lag").alias("lag"), F.max("lag_ms").alias("lag_ms"),
         F.max("interval_ms").alias("interval_ms"), F.max("risk").alias("risk"),
         F.sum("risk_messages").alias("risk_messages"))
-    cycles, series = keyed(cycles, ("cluster", "group"))
+    series = Window.partitionBy(KEY, "cluster", "group").orderBy("ts")
     commit = F.max(F.when(F.col("moved") > 0, _ms(F.col("ts")))).over(
         series.rowsBetween(Window.unboundedPreceding, 0))
     cycles = cycles.withColumn("commit_ms", commit)

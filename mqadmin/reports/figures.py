@@ -241,7 +241,10 @@ def per_group(cycles: DataFrame, spec: Spec) -> DataFrame:
         udf = arrow_udf(run, "string",  # type: ignore[call-overload]
                         PythonEvalType.SQL_GROUPED_AGG_ARROW_UDF)
     cols = [F.unix_millis("ts").alias("t") if c == "t" else F.col(c) for c in CYCLE_COLUMNS]
-    return cycles.groupBy("cluster", "group").agg(udf(*cols).alias("doc"))
+    # Spark sorts the cycles by the grouping keys for the UDF: a leading hash of the names
+    # gives its prefix sort a long to compare (the names alone start alike: one cluster).
+    return cycles.groupBy(F.xxhash64("cluster", "group").alias("_key"), "cluster", "group") \
+        .agg(udf(*cols).alias("doc")).drop("_key")
 
 
 Rows = dict[str, list[Row]]
