@@ -6,6 +6,11 @@ answers: its master's address and HA address.  `extra_fields` adds ext fields to
 (the HA epoch) and `on_registered` sees every round's results with the answers' ext fields
 (the name servers' epoch verdict).  A topic change calls `request()`, which coalesces into one
 extra registration.  `stop()` unregisters from every name server.
+
+The topic table is read for each name server in the same step that writes the request to it
+(the connection open first), never before an await: a registration read before a topic was
+deleted here and written after the delete was answered could reach the name server after an
+admin's DELETE_TOPIC_IN_NAMESRV and bring the route back.
 """
 
 from __future__ import annotations
@@ -73,8 +78,7 @@ class NamesrvRegistration:
         body = RegisterBrokerBody(self.topics.wrapper(perm_cap=cap), [])
         return body.encode(compressed=cfg.compressed_register)
 
-    async def register_all(self) -> list[Registration]:
-        cfg = self._config()
+    def _command(self, cfg: BrokerConfig) -> RemotingCommand:
         body = self._body(cfg)
         header = RegisterBrokerRequestHeader(
             broker_name=cfg.broker_name, broker_addr=cfg.broker_addr,
@@ -85,9 +89,12 @@ class NamesrvRegistration:
         ext = to_ext(header)
         if self.extra_fields is not None:
             ext.update(self.extra_fields())
-        cmd = request(RequestCode.REGISTER_BROKER, ext, body)
+        return request(RequestCode.REGISTER_BROKER, ext, body)
+
+    async def register_all(self) -> list[Registration]:
+        cfg = self._config()
         timeout = cfg.register_broker_timeout_mills / 1000
-        results = await asyncio.gather(*(self._register_one(addr, cmd, timeout)
+        results = await asyncio.gather(*(self._register_one(addr, cfg, timeout)
                                          for addr in cfg.namesrv_addrs))
         self.last = list(results)
         for r in results:
@@ -98,10 +105,11 @@ class NamesrvRegistration:
             self.on_registered(self.last)
         return self.last
 
-    async def _register_one(self, addr: str, cmd: RemotingCommand,
+    async def _register_one(self, addr: str, cfg: BrokerConfig,
                             timeout: float) -> Registration:
         try:
-            resp = await self.client.invoke(addr, cmd, timeout)
+            await self.client.connection(addr)  # connected: invoke writes without waiting
+            resp = await self.client.invoke(addr, self._command(cfg), timeout)
         except RemotingError as exc:
             log.warning("register broker to name server %s failed: %s", addr, exc)
             return Registration(addr, False, error=str(exc))

@@ -8,6 +8,7 @@ from pathlib import Path
 from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
 from engine.protocol import fastjson
+from engine.protocol.body.topic import TopicConfig
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.remoting.client import RemotingClient
 from engine.store.config import BrokerRole
@@ -78,3 +79,23 @@ async def test_slave_learns_its_master(tmp_path: Path, namesrv: NamesrvControlle
             await client.close()
     finally:
         await slave.stop()
+
+
+async def test_a_round_under_way_never_brings_back_a_route_deleted_meanwhile(
+        namesrv: NamesrvController, broker: BrokerController, client: RemotingClient) -> None:
+    """deleteTopic deletes on the broker, then on the name server: a registration round that
+    started before the broker's delete must not reach the name server with the old table."""
+    ns = f"127.0.0.1:{namesrv.port}"
+    await client.connection(ns)
+    topics = broker.state.topics
+    topics.on_change = None  # only this test's rounds register
+    topics.put(TopicConfig("Gone", 1, 1))
+    under_way = asyncio.ensure_future(broker.registration.register_all())
+    await asyncio.sleep(0)  # a round with the new topic has started, nothing written yet
+    # What DELETE_TOPIC_IN_BROKER does, then the admin's name-server delete, both before the
+    # round writes anything (an admin in another process can be that quick).
+    assert topics.delete("Gone") is not None
+    resp = await call(client, ns, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "Gone"})
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert all(r.ok for r in await under_way)
+    assert await route(client, ns, "Gone") is None
