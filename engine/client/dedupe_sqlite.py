@@ -40,7 +40,7 @@ DEFAULT_WINDOW_MS = 48 * 3600 * 1000  # longer than the 16 retry levels (about 4
 SWEEP_PER_KEY = 1  # rows looked at for expiry per key of the operations applied (_sweep)
 LINGER = 0.002  # seconds a claim waits for others to share its transaction
 LOCK_WAIT = 30.0  # seconds the worker thread waits for another process's write lock
-CHUNK = 400  # keys per IN (...) query, below SQLite's variable limit
+CHUNK = 200  # keys per statement (4 variables a key), below SQLite's variable limit
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS consumed_keys (
@@ -50,7 +50,11 @@ CREATE TABLE IF NOT EXISTS consumed_keys (
 UPSERT = ("INSERT INTO consumed_keys (grp, key, state, owner, until) VALUES (?, ?, ?, ?, ?) "
           "ON CONFLICT (grp, key) DO UPDATE SET state = excluded.state, "
           "owner = excluded.owner, until = excluded.until")
-CONSUME = "UPDATE consumed_keys SET state = 1, owner = '', until = ? WHERE grp = ? AND key = ?"
+CONSUME = "UPDATE consumed_keys SET state = 1, owner = '', until = ? WHERE grp = ?"
+CLAIM_FREE_HEAD = "INSERT INTO consumed_keys (grp, key, state, owner, until) VALUES "
+CLAIM_FREE_ROW = "(?, ?, 0, ?, ?)"
+CLAIM_FREE_TAIL = (" ON CONFLICT (grp, key) DO UPDATE SET state = 0, owner = excluded.owner, "
+                   "until = excluded.until WHERE consumed_keys.until <= ?")
 RELEASE = "DELETE FROM consumed_keys WHERE grp = ? AND key = ? AND owner = ? AND state = 0"
 RENEW = ("UPDATE consumed_keys SET until = ? "
          "WHERE grp = ? AND key = ? AND owner = ? AND state = 0")
@@ -204,7 +208,7 @@ class SqliteKeyStore:
 
     def _apply(self, conn: sqlite3.Connection, ops: list[_Op]) -> list[list[Claim] | None]:
         """One transaction for a flush: finishes first (they only concern keys their owner
-        already holds), then every claim, one SELECT per group and chunk of keys.
+        already holds), then every claim, by group.
 
         Raises:
             Locked: another connection holds the write lock (only with a fast connection).
@@ -217,15 +221,26 @@ class SqliteKeyStore:
                 raise Locked(str(exc)) from None
             raise
         try:
-            self._finish(conn, ops, now)
-            out: list[list[Claim] | None] = [None] * len(ops)
             claims: dict[str, list[int]] = {}
+            consumed: dict[str, list[str]] = {}
+            released: list[tuple[str, str, str]] = []
+            renewed: list[tuple[int, str, str, str]] = []
+            keys_seen = 0
             for i, op in enumerate(ops):
+                keys_seen += len(op.keys)
                 if op.kind == "claim":
                     claims.setdefault(op.group, []).append(i)
+                elif op.kind == "consumed":
+                    consumed.setdefault(op.group, []).extend(op.keys)
+                elif op.kind == "release":
+                    released.extend((op.group, k, op.owner) for k in op.keys)
+                else:
+                    renewed.extend((now + op.lease_ms, op.group, k, op.owner) for k in op.keys)
+            self._finish(conn, now, consumed, released, renewed)
+            out: list[list[Claim] | None] = [None] * len(ops)
             for group, indexes in claims.items():
                 self._claim(conn, group, [ops[i] for i in indexes], now, out, indexes)
-            self._sweep(conn, now, SWEEP_PER_KEY * sum(len(op.keys) for op in ops))
+            self._sweep(conn, now, SWEEP_PER_KEY * keys_seen)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -253,17 +268,19 @@ class SqliteKeyStore:
                          "AND (grp, key) <= (?, ?) AND until <= ?", (*start, *last, now))
             self._sweep_from = (last[0], last[1])
 
-    def _finish(self, conn: sqlite3.Connection, ops: list[_Op], now: int) -> None:
+    def _finish(self, conn: sqlite3.Connection, now: int, consumed: dict[str, list[str]],
+                released: list[tuple[str, str, str]],
+                renewed: list[tuple[int, str, str, str]]) -> None:
         until = now + self.window_ms
-        consumed = [(until, op.group, k) for op in ops if op.kind == "consumed"
-                    for k in op.keys]
-        released = [(op.group, k, op.owner) for op in ops if op.kind == "release"
-                    for k in op.keys]
-        renewed = [(now + op.lease_ms, op.group, k, op.owner) for op in ops
-                   if op.kind == "renew" for k in op.keys]
-        # the claim wrote each row; one swept away meanwhile (an expired lease) is inserted
-        if consumed and conn.executemany(CONSUME, consumed).rowcount != len(consumed):
-            conn.executemany(UPSERT, [(g, k, CONSUMED, "", u) for u, g, k in consumed])
+        for group, keys in consumed.items():
+            for part in _chunks(list(dict.fromkeys(keys))):
+                marks = ",".join("?" * len(part))
+                updated = conn.execute(f"{CONSUME} AND key IN ({marks})",
+                                       (until, group, *part)).rowcount
+                # the claim wrote each row; one swept away meanwhile (an expired lease) is
+                # inserted
+                if updated != len(part):
+                    conn.executemany(UPSERT, [(group, k, CONSUMED, "", until) for k in part])
         if released:
             conn.executemany(RELEASE, released)
         if renewed:
@@ -271,11 +288,21 @@ class SqliteKeyStore:
 
     def _claim(self, conn: sqlite3.Connection, group: str, ops: list[_Op], now: int,
                out: list[list[Claim] | None], indexes: list[int]) -> None:
-        """Claim the keys of `ops` (all of `group`) in order, results into `out`."""
+        """Claim the keys of `ops` (all of `group`) in order, results into `out`.
+
+        Each chunk of distinct keys is first claimed whole with one multi-row upsert that
+        only takes rows absent or expired (the usual case: every key is new); when it took
+        fewer rows than keys, it is undone and the chunk's live rows are read instead."""
+        firsts: dict[str, _Op] = {}  # the first operation naming each key holds it
+        for op in ops:
+            for key in op.keys:
+                firsts.setdefault(key, op)
         live: dict[str, int] = {}
-        keys = list(dict.fromkeys(k for op in ops for k in op.keys))
-        for i in range(0, len(keys), CHUNK):
-            part = keys[i:i + CHUNK]
+        written: set[str] = set()  # claimed by the multi-row upsert
+        for part in _chunks(list(firsts)):
+            if self._claim_free(conn, group, part, firsts, now):
+                written.update(part)
+                continue
             marks = ",".join("?" * len(part))
             for key, state in conn.execute(
                     f"SELECT key, state FROM consumed_keys WHERE grp = ? AND until > ? "
@@ -289,8 +316,34 @@ class SqliteKeyStore:
                 if state is None:
                     result.append(Claim.NEW)
                     live[key] = CONSUMING  # the same key twice in one flush: one runs
-                    new.append((group, key, CONSUMING, op.owner, now + op.lease_ms))
+                    if key not in written:
+                        new.append((group, key, CONSUMING, op.owner, now + op.lease_ms))
                 else:
                     result.append(Claim.CONSUMED if state == CONSUMED else Claim.BUSY)
             out[index] = result
-        conn.executemany(UPSERT, new)
+        if new:
+            conn.executemany(UPSERT, new)
+
+    @staticmethod
+    def _claim_free(conn: sqlite3.Connection, group: str, keys: list[str],
+                    firsts: dict[str, _Op], now: int) -> bool:
+        """Take every one of `keys` (distinct) in one statement if none is live; else change
+        nothing and return False."""
+        values: list[object] = []
+        for key in keys:
+            op = firsts[key]
+            values += (group, key, op.owner, now + op.lease_ms)
+        conn.execute("SAVEPOINT claim")
+        before = conn.total_changes
+        conn.execute(f"{CLAIM_FREE_HEAD}{','.join([CLAIM_FREE_ROW] * len(keys))}"
+                     f"{CLAIM_FREE_TAIL}", (*values, now))
+        if conn.total_changes - before == len(keys):
+            conn.execute("RELEASE claim")
+            return True
+        conn.execute("ROLLBACK TO claim")
+        conn.execute("RELEASE claim")
+        return False
+
+
+def _chunks(keys: list[str]) -> list[list[str]]:
+    return [keys[i:i + CHUNK] for i in range(0, len(keys), CHUNK)]
