@@ -77,6 +77,20 @@ async def test_claims_made_together_share_one_transaction(store: SqliteKeyStore)
     assert store.transactions <= 3
 
 
+async def test_live_keys_among_new_ones_in_one_flush(store: SqliteKeyStore) -> None:
+    """A flush whose keys are not all free takes the per-key path: every claim still gets
+    its own answer, and the new keys are held afterwards."""
+    assert await store.claim("G", ["held"], "A", 1000) == [NEW]
+    await store.finish("G", ["done"], "A", True)
+    before = store.transactions
+    results = await asyncio.gather(
+        store.claim("G", ["n1"], "B", 1000), store.claim("G", ["held", "n2"], "B", 1000),
+        store.claim("G", ["done"], "B", 1000), store.claim("G", ["n1"], "C", 1000))
+    assert results == [[NEW], [BUSY, NEW], [CONSUMED], [BUSY]]
+    assert store.transactions == before + 1
+    assert await store.claim("G", ["n1", "n2", "n3"], "D", 1000) == [BUSY, BUSY, NEW]
+
+
 async def test_two_stores_on_one_file_see_each_others_claims(tmp_path: Path) -> None:
     """Two consumers (processes) sharing the file: exactly one wins each key."""
     path = tmp_path / "shared.db"
