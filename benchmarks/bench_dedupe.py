@@ -8,7 +8,14 @@ this process's CPU time (`time.process_time`, which includes the store's worker 
 divided by the messages.  Also prints how many messages one SQLite transaction carried and
 the claim-to-consumed latency.  No broker: this isolates what the option adds.
 
+Then, end to end: `mqnamesrv` and `mqbroker` processes, 30,000 keyed 1 KiB messages, and a
+real `PushConsumer` with its default options draining them with a no-op listener, as a plain
+function, as a coroutine, and as a plain function under `Dedupe` (the wrapper is a
+coroutine): messages per second and this process's CPU per message, which is what an
+application sees when it turns the option on.
+
     python -m benchmarks.bench_dedupe [--rate 10000] [--messages 40000] [--runs 5]
+                                      [--consumed 30000]
 """
 
 from __future__ import annotations
@@ -22,11 +29,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.bench_client import BODY, TOPIC, measure, namesrv_process, prepare, report
 from benchmarks.machine import machine
-from engine.client import dedupe
+from benchmarks.processes import broker_process
+from engine.client import (
+    ClientConfig,
+    ConsumerOptions,
+    Message,
+    Producer,
+    PushConsumer,
+    dedupe,
+)
 from engine.client.dedupe_sqlite import SqliteKeyStore
 from engine.client.message import MessageExt
 from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.message_queue import MessageQueue
 from engine.remoting.loop import run
 
@@ -103,10 +120,82 @@ async def main(rate: int, count: int, runs: int) -> None:
           f"{statistics.median(per_tx):.0f}")
 
 
+async def produce_keyed(config: ClientConfig, count: int) -> None:
+    producer = Producer("DedupeBenchPG", config)
+    await producer.start()
+    try:
+        numbers = iter(range(count))
+
+        async def worker() -> None:
+            for i in numbers:
+                await producer.send(Message(TOPIC, BODY, keys=f"order-{i}"))
+
+        await asyncio.gather(*(worker() for _ in range(64)))
+    finally:
+        await producer.shutdown()
+
+
+async def drain(config: ClientConfig, group: str, count: int, listener: Any,
+                store_dir: Path | None) -> tuple[float, float]:
+    """(client CPU us/msg, msgs/s) of a push consumer with default options draining `count`
+    messages, with `Dedupe` over a store in `store_dir` when given."""
+    done = asyncio.Event()
+    seen = 0
+
+    def counted(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> Any:
+        nonlocal seen
+        seen += len(msgs)
+        if seen >= count:
+            done.set()
+        return listener(msgs, ctx)
+
+    store = None if store_dir is None else SqliteKeyStore(store_dir / f"{group}.db")
+    consumer = PushConsumer(group, config, options=ConsumerOptions(
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        dedupe=None if store is None else dedupe.Dedupe(store)))
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_concurrently(counted)
+
+    async def consume() -> None:
+        await consumer.start()
+        await asyncio.wait_for(done.wait(), 300)
+
+    try:
+        return await measure(count, consume)
+    finally:
+        await consumer.shutdown()
+        if store is not None:
+            await store.close()
+
+
+async def async_listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+                         ) -> ConsumeConcurrentlyStatus:
+    return OK
+
+
+async def end_to_end(namesrv: str, broker: str, count: int, runs: int) -> None:
+    await prepare(namesrv, broker)
+    config = ClientConfig(namesrv_addr=namesrv)
+    await produce_keyed(config, count)
+    print(f"push consumer, default options (consume_thread_max 20), {count:,} keyed messages:")
+    cases = (("plain function listener", listener, False),
+             ("coroutine listener", async_listener, False),
+             ("plain function listener with Dedupe", listener, True))
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, call, deduplicated in cases:
+            results = [await drain(config, f"DedupeBenchCG{i}-{len(label)}-{deduplicated}",
+                                   count, call, Path(tmp) if deduplicated else None)
+                       for i in range(runs)]
+            report(f"  {label}", results)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--messages", type=int, default=40_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--consumed", type=int, default=30_000)
     args = parser.parse_args()
     run(main(args.rate, args.messages, args.runs))
+    with namesrv_process() as ns, broker_process(namesrvAddr=ns) as broker_addr:
+        run(end_to_end(ns, broker_addr, args.consumed, 3))

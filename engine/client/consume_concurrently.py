@@ -23,6 +23,7 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from engine.client import dedupe
 from engine.client.consumer_options import ConcurrentListener
 from engine.client.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
 from engine.client.process_queue import ProcessQueue
@@ -47,10 +48,14 @@ LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 class ConsumeConcurrentlyService:
     orderly = False
 
-    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener) -> None:
+    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener,
+                 guard: dedupe.Guard | None = None) -> None:
         self.consumer = consumer
-        self.listener = listener
         self.slots = asyncio.Semaphore(consumer.options.consume_thread_max)
+        # With a dedupe guard the wrapper takes a slot around the listener alone.
+        self.listener = (listener if guard is None else
+                         dedupe.concurrently(listener, guard, self.slots))
+        self.outer_slots = guard is None
         self.expiry = Periodic("clean-expired-messages", consumer.options.consume_timeout * 60,
                                self.clean_expired)
 
@@ -90,13 +95,16 @@ class ConsumeConcurrentlyService:
 
     async def _finish_async(self, outcome: Any, msgs: list[MessageExt], pq: ProcessQueue,
                             mq: MessageQueue, ctx: ConsumeConcurrentlyContext) -> None:
-        async with self.slots:
-            try:
+        try:
+            if self.outer_slots:
+                async with self.slots:
+                    status = await outcome
+            else:
                 status = await outcome
-            except Exception:
-                log.exception("%s: listener raised on %d messages of %s",
-                              self.consumer.group, len(msgs), mq)
-                status = LATER
+        except Exception:
+            log.exception("%s: listener raised on %d messages of %s",
+                          self.consumer.group, len(msgs), mq)
+            status = LATER
         self.finish(status, msgs, pq, mq, ctx)
 
     def finish(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,

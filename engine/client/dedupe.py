@@ -75,6 +75,7 @@ class KeyStore(Protocol):
 
 
 KeyFunction = Callable[[MessageExt], "str | None"]
+Slots = asyncio.Semaphore | None  # a consumer's listener slots (consume_thread_max)
 
 
 def first_key(msg: MessageExt) -> str | None:
@@ -118,7 +119,7 @@ class Guard:
         self.dedupe = dedupe
         self.group = group
         self.owner = owner
-        self._running: dict[str, int] = {}  # keys whose listener runs now, with a count
+        self._running: dict[str, int] = {}  # keys held by listeners waiting or running
         self._renewer: asyncio.Future[None] | None = None
 
     async def classify(self, msgs: Sequence[MessageExt]
@@ -153,30 +154,41 @@ class Guard:
         return self.dedupe.store.finish(self.group, keys, self.owner, True)
 
     async def run(self, listener: Callable[..., Any], msgs: list[MessageExt], ctx: Any,
-                  held: Sequence[str]) -> Any:
-        """Call the listener and await its outcome (`outcome`)."""
+                  held: Sequence[str], slots: Slots = None) -> Any:
+        """Call the listener and, when it returns an awaitable, await it holding one of
+        `slots` (the consumer's listener slots) while `held` keys are renewed every half
+        lease.  A plain function's status needs neither: it has already run."""
         result = listener(msgs, ctx)
-        if result is None or isinstance(result, _STATUSES):  # a plain-function listener
+        if result is None or isinstance(result, _STATUSES) or not inspect.isawaitable(result):
             return result
-        return await self.outcome(result, held)
+        return await self.awaited(result, held, slots)
 
-    async def outcome(self, result: Any, held: Sequence[str]) -> Any:
-        """A listener's `result`, awaited if it is awaitable, while `held` keys are renewed
-        every half lease (a plain function's status needs neither: it has already run)."""
-        if not inspect.isawaitable(result):
-            return result
-        running = self._running
-        for key in held:
-            running[key] = running.get(key, 0) + 1
-        if self._renewer is None and held:
-            self._renewer = asyncio.ensure_future(self._renew())
+    async def awaited(self, result: Awaitable[Any], held: Sequence[str],
+                      slots: Slots = None) -> Any:
+        """A listener's awaitable `result`, awaited as `run` says."""
+        self.hold(held)
         try:
-            return await result
+            if slots is None:
+                return await result
+            async with slots:
+                return await result
         finally:
-            for key in held:
-                left = self._running.pop(key) - 1
-                if left:
-                    self._running[key] = left
+            self.drop(held)
+
+    def hold(self, keys: Sequence[str]) -> None:
+        """Renew `keys` every half lease until `drop` (a listener waits or runs)."""
+        running = self._running
+        for key in keys:
+            running[key] = running.get(key, 0) + 1
+        if self._renewer is None and keys:
+            self._renewer = asyncio.ensure_future(self._renew())
+
+    def drop(self, keys: Sequence[str]) -> None:
+        running = self._running
+        for key in keys:
+            left = running.pop(key) - 1
+            if left:
+                running[key] = left
 
     async def _renew(self) -> None:
         """Extend the leases of every key whose listener still runs, until none does."""
@@ -224,8 +236,13 @@ OrderlyCall = Callable[[list[MessageExt], ConsumeOrderlyContext],
                        Awaitable[ConsumeOrderlyStatus | None]]
 
 
-def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
-    """A concurrent listener that runs each business key once."""
+def concurrently(listener: Callable[..., Any], guard: Guard,
+                 slots: Slots = None) -> ConcurrentCall:
+    """A concurrent listener that runs each business key once.
+
+    With `slots` (the consume service's), a coroutine listener runs holding one of them, and
+    only then: the store's claim and finish never keep a slot from another message, so a
+    consumer's throughput is not its slot count over two store transactions."""
     success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
     later = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
@@ -242,8 +259,9 @@ def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
                 return success if claim is Claim.CONSUMED else later
             try:
                 status = listener(msgs, ctx)
-                if status is not None and not isinstance(status, _STATUSES):
-                    status = await guard.outcome(status, keys)
+                if (status is not None and not isinstance(status, _STATUSES)
+                        and inspect.isawaitable(status)):
+                    status = await guard.awaited(status, keys, slots)
             except Exception:
                 log.exception("%s: listener raised on a message", group)
                 status = later
@@ -256,7 +274,7 @@ def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
             return success
         inner = ConsumeConcurrentlyContext(ctx.message_queue)
         try:
-            status = await guard.run(listener, run, inner, held)
+            status = await guard.run(listener, run, inner, held, slots)
         except Exception:
             log.exception("%s: listener raised on %d messages", guard.group, len(run))
             status = later

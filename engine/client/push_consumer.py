@@ -105,9 +105,7 @@ class PushConsumer(ConsumerSupport):
         self._subs.pop(topic, None)
 
     def register_concurrently(self, listener: ConcurrentListener) -> None:
-        guard = self._guard
-        self.consume_service = ConsumeConcurrentlyService(
-            self, listener if guard is None else dedupe.concurrently(listener, guard))
+        self.consume_service = ConsumeConcurrentlyService(self, listener, self._guard)
 
     def register_orderly(self, listener: OrderlyListener) -> None:
         guard = self._guard
