@@ -50,6 +50,7 @@ class WatchedStore(SqliteKeyStore):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.claims: list[tuple[str, Claim]] = []
+        self.renewed: list[str] = []
         self.changed = asyncio.Event()
 
     async def claim(self, group: str, keys: Sequence[str], owner: str,
@@ -59,9 +60,18 @@ class WatchedStore(SqliteKeyStore):
         self.changed.set()
         return out
 
+    async def renew(self, group: str, keys: Sequence[str], owner: str,
+                    lease_ms: int) -> None:
+        await super().renew(group, keys, owner, lease_ms)
+        self.renewed.extend(keys)
+        self.changed.set()
+
     async def wait_for(self, key: str, claim: Claim, timeout: float = 30.0) -> None:
+        await self.wait_until(lambda: (key, claim) in self.claims, timeout)
+
+    async def wait_until(self, done: Callable[[], bool], timeout: float = 30.0) -> None:
         async with asyncio.timeout(timeout):
-            while (key, claim) not in self.claims:
+            while not done():
                 self.changed.clear()
                 await self.changed.wait()
 
@@ -159,6 +169,51 @@ async def test_two_consumers_receiving_one_key_at_once_run_the_listener_once(
     release.set()
     await store.wait_for("ship-1", Claim.CONSUMED)  # its retry, after the first succeeded
     assert len(ran) == 1
+
+
+async def test_keys_are_claimed_while_the_listener_slots_are_busy_and_kept_leased(
+        tmp_path: Path, broker: BrokerController, client_config: ClientConfig,
+        producer: Producer, track: Callable[[Any], Any]) -> None:
+    """The store's claim and finish never hold one of the consumer's listener slots: with a
+    single slot taken by a blocked listener, the next messages' keys are claimed at once,
+    and their leases are renewed while they wait for the slot."""
+    clock = ManualClock()
+    store = WatchedStore(tmp_path / "slots.db", clock=clock)
+    ran: list[str] = []
+    release, all_ran = asyncio.Event(), asyncio.Event()
+
+    async def blocking(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+                       ) -> ConsumeConcurrentlyStatus:
+        ran.extend(m.body.decode() for m in msgs)
+        if len(ran) == 3:
+            all_ran.set()
+        await release.wait()
+        return OK
+
+    config = dataclasses.replace(client_config, instance_name="slots")
+    consumer: PushConsumer = track(PushConsumer("SlotsCG", config, options=ConsumerOptions(
+        consume_from_where=FIRST, consume_thread_max=1,
+        dedupe=Dedupe(store, lease_ms=200))))
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_concurrently(blocking)
+    try:
+        for i in range(3):
+            await send_to(producer, 0, f"slot-{i}", f"m{i}")
+        await consumer.start()
+        for i in range(3):  # the one slot is taken by the first listener
+            await store.wait_for(f"slot-{i}", Claim.NEW, timeout=10)
+        assert len(ran) == 1
+        clock.advance(150)
+        await store.wait_until(lambda: {"slot-1", "slot-2"} <= set(store.renewed))
+        clock.advance(150)  # 300 ms after the claims, 150 after the renewal
+        assert await store.claim("SlotsCG", ["slot-1", "slot-2"], "intruder", 200) == [
+            Claim.BUSY, Claim.BUSY]
+        release.set()
+        async with asyncio.timeout(30):
+            await all_ran.wait()
+        assert sorted(ran) == ["m0", "m1", "m2"]
+    finally:
+        await store.close()
 
 
 async def test_a_failure_releases_the_key_and_the_retry_runs_it(
