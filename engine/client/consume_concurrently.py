@@ -9,7 +9,9 @@ an exception, or None) fails all of it.  In clustering mode each failed message 
 be sent back at all is consumed again locally after 5 s.  Broadcasting failures are only
 logged.  Then the batch leaves the process queue and the queue's offset moves to the
 smallest offset still cached.  Every `consume_timeout` minutes, messages whose listener has
-run longer than that are sent back with delay level 3 and dropped from the cache.
+run longer than that are sent back with delay level 3 and dropped from the cache.  With the
+`dedupe` option, the requests of one pull go through `dedupe.consume_concurrently` together
+(one task, their keys claimed and recorded in one store operation each).
 """
 
 from __future__ import annotations
@@ -51,11 +53,9 @@ class ConsumeConcurrentlyService:
     def __init__(self, consumer: PushConsumer, listener: ConcurrentListener,
                  guard: dedupe.Guard | None = None) -> None:
         self.consumer = consumer
+        self.listener = listener
+        self.guard = guard  # with one, a pull's messages go through dedupe together
         self.slots = asyncio.Semaphore(consumer.options.consume_thread_max)
-        # With a dedupe guard the wrapper takes a slot around the listener alone.
-        self.listener = (listener if guard is None else
-                         dedupe.concurrently(listener, guard, self.slots))
-        self.outer_slots = guard is None
         self.expiry = Periodic("clean-expired-messages", consumer.options.consume_timeout * 60,
                                self.clean_expired)
 
@@ -68,6 +68,10 @@ class ConsumeConcurrentlyService:
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
                dispatch: bool) -> None:
         size = max(self.consumer.options.consume_message_batch_max_size, 1)
+        if self.guard is not None:
+            self.consumer.spawn(self._run_deduplicated(
+                [msgs[i:i + size] for i in range(0, len(msgs), size)], pq, mq), work=True)
+            return
         for i in range(0, len(msgs), size):
             self.run(msgs[i:i + size], pq, mq)
 
@@ -75,9 +79,7 @@ class ConsumeConcurrentlyService:
         """One consume request (`ConsumeRequest.run`)."""
         if pq.dropped:
             return
-        start = str(int(time.time() * 1000))
-        for m in msgs:
-            m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
+        _mark_start(msgs)
         ctx = ConsumeConcurrentlyContext(mq)
         try:
             outcome = self.listener(msgs, ctx)
@@ -95,17 +97,33 @@ class ConsumeConcurrentlyService:
 
     async def _finish_async(self, outcome: Any, msgs: list[MessageExt], pq: ProcessQueue,
                             mq: MessageQueue, ctx: ConsumeConcurrentlyContext) -> None:
-        try:
-            if self.outer_slots:
-                async with self.slots:
-                    status = await outcome
-            else:
+        async with self.slots:
+            try:
                 status = await outcome
-        except Exception:
-            log.exception("%s: listener raised on %d messages of %s",
-                          self.consumer.group, len(msgs), mq)
-            status = LATER
+            except Exception:
+                log.exception("%s: listener raised on %d messages of %s",
+                              self.consumer.group, len(msgs), mq)
+                status = LATER
         self.finish(status, msgs, pq, mq, ctx)
+
+    async def _run_deduplicated(self, batches: list[list[MessageExt]], pq: ProcessQueue,
+                                mq: MessageQueue) -> None:
+        """The consume requests of one pull under `dedupe`: their keys claimed together, a
+        coroutine listener holding a slot only while it runs (dedupe.consume_concurrently)."""
+        if pq.dropped:
+            return
+        assert self.guard is not None
+        requests = [(msgs, ConsumeConcurrentlyContext(mq)) for msgs in batches]
+        _mark_start([m for msgs in batches for m in msgs])
+        try:
+            statuses = await dedupe.consume_concurrently(self.listener, self.guard, requests,
+                                                         self.slots)
+        except Exception:
+            log.exception("%s: consuming %d messages of %s failed", self.consumer.group,
+                          sum(map(len, batches)), mq)
+            statuses = [LATER] * len(requests)
+        for (msgs, ctx), status in zip(requests, statuses, strict=True):
+            self.finish(status, msgs, pq, mq, ctx)
 
     def finish(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
                ctx: ConsumeConcurrentlyContext) -> None:
@@ -170,8 +188,12 @@ class ConsumeConcurrentlyService:
                                                       msg.queue_id))
         begin = time.monotonic()
         try:
-            outcome = self.listener([msg], ctx)
-            status = await outcome if inspect.isawaitable(outcome) else outcome
+            if self.guard is not None:
+                (status,) = await dedupe.consume_concurrently(self.listener, self.guard,
+                                                              [([msg], ctx)], self.slots)
+            else:
+                outcome = self.listener([msg], ctx)
+                status = await outcome if inspect.isawaitable(outcome) else outcome
         except Exception as exc:
             return ConsumeMessageDirectlyResult(
                 False, True, CMResult.CR_THROW_EXCEPTION, repr(exc),
@@ -180,6 +202,12 @@ class ConsumeConcurrentlyService:
         result = results.get(status, CMResult.CR_RETURN_NULL) if status else CMResult.CR_RETURN_NULL
         return ConsumeMessageDirectlyResult(False, True, result, None,
                                             int((time.monotonic() - begin) * 1000))
+
+
+def _mark_start(msgs: list[MessageExt]) -> None:
+    start = str(int(time.time() * 1000))
+    for m in msgs:
+        m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
 
 
 def _close(coro: Coroutine[Any, Any, Any], _: object) -> None:

@@ -154,18 +154,18 @@ class Guard:
         return self.dedupe.store.finish(self.group, keys, self.owner, True)
 
     async def run(self, listener: Callable[..., Any], msgs: list[MessageExt], ctx: Any,
-                  held: Sequence[str], slots: Slots = None) -> Any:
-        """Call the listener and, when it returns an awaitable, await it holding one of
-        `slots` (the consumer's listener slots) while `held` keys are renewed every half
-        lease.  A plain function's status needs neither: it has already run."""
+                  held: Sequence[str]) -> Any:
+        """Call the listener and await its outcome (`awaited`); a plain function's status
+        needs no waiting: it has already run."""
         result = listener(msgs, ctx)
         if result is None or isinstance(result, _STATUSES) or not inspect.isawaitable(result):
             return result
-        return await self.awaited(result, held, slots)
+        return await self.awaited(result, held)
 
     async def awaited(self, result: Awaitable[Any], held: Sequence[str],
                       slots: Slots = None) -> Any:
-        """A listener's awaitable `result`, awaited as `run` says."""
+        """A listener's awaitable `result`, awaited holding one of `slots` (the consumer's
+        listener slots, when given) while `held` keys are renewed every half lease."""
         self.hold(held)
         try:
             if slots is None:
@@ -230,68 +230,98 @@ class Consuming:
             await self.guard.release(self.keys)
 
 
-ConcurrentCall = Callable[[list[MessageExt], ConsumeConcurrentlyContext],
-                          Awaitable[ConsumeConcurrentlyStatus | None]]
 OrderlyCall = Callable[[list[MessageExt], ConsumeOrderlyContext],
                        Awaitable[ConsumeOrderlyStatus | None]]
+Request = tuple[list[MessageExt], ConsumeConcurrentlyContext]  # one listener call's share
 
 
-def concurrently(listener: Callable[..., Any], guard: Guard,
-                 slots: Slots = None) -> ConcurrentCall:
-    """A concurrent listener that runs each business key once.
+async def consume_concurrently(listener: Callable[..., Any], guard: Guard,
+                               requests: Sequence[Request], slots: Slots = None
+                               ) -> list[ConsumeConcurrentlyStatus | None]:
+    """The consume requests of one pull, each business key run once; a status per request.
 
-    With `slots` (the consume service's), a coroutine listener runs holding one of them, and
-    only then: the store's claim and finish never keep a slot from another message, so a
-    consumer's throughput is not its slot count over two store transactions."""
+    Every key is claimed in one store operation.  A request with a BUSY key is retried whole
+    (RECONSUME_LATER, its NEW keys released); one whose keys were all CONSUMED is
+    acknowledged without the listener; any other calls the listener with its NEW messages
+    (a coroutine listener holding one of `slots`, the consume service's: the store's waits
+    never keep a slot from another message).  The keys of the messages acknowledged (up to
+    the context's ack_index) are then recorded CONSUMED and the others released, all in one
+    flush, before the caller acknowledges anything."""
     success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
     later = ConsumeConcurrentlyStatus.RECONSUME_LATER
-
-    store, group, owner = guard.dedupe.store, guard.group, guard.owner
-    key_of, lease_ms = guard.dedupe.key, guard.dedupe.lease_ms
-
-    async def deduplicated(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
-                           ) -> ConsumeConcurrentlyStatus | None:
-        if len(msgs) == 1 and (key := key_of(msgs[0])):
-            # the usual case (consume_message_batch_max_size = 1), without the bookkeeping
-            keys = (key,)
-            (claim,) = await store.claim(group, keys, owner, lease_ms)
+    classified = await guard.classify([m for msgs, _ in requests for m in msgs])
+    statuses: list[Any] = []
+    ran: list[tuple[int, list[tuple[MessageExt, str | None]], ConsumeConcurrentlyContext]] = []
+    waiting: list[tuple[int, Awaitable[Any], Awaitable[Any]]] = []  # (request, call, wait)
+    released: list[str] = []
+    at = 0
+    for i, (msgs, ctx) in enumerate(requests):
+        n = len(msgs)
+        if n == 1:  # the usual request (consume_message_batch_max_size = 1)
+            m, key, claim = classified[at]
+            at += 1
             if claim is not Claim.NEW:
-                return success if claim is Claim.CONSUMED else later
-            try:
-                status = listener(msgs, ctx)
-                if (status is not None and not isinstance(status, _STATUSES)
-                        and inspect.isawaitable(status)):
-                    status = await guard.awaited(status, keys, slots)
-            except Exception:
-                log.exception("%s: listener raised on a message", group)
-                status = later
-            await store.finish(group, keys, owner, status is success and ctx.ack_index >= 0)
-            return status if isinstance(status, ConsumeConcurrentlyStatus) else None
-        run, held, busy = await guard.claim(msgs)
-        if busy:
-            return later
-        if not run:
-            return success
-        inner = ConsumeConcurrentlyContext(ctx.message_queue)
+                statuses.append(success if claim is Claim.CONSUMED else later)
+                continue
+            new = [(m, key)]
+        else:
+            part = classified[at:at + n]
+            at += n
+            new = [(m, k) for m, k, c in part if c is Claim.NEW]
+            if any(c is Claim.BUSY for _, _, c in part):
+                released += [k for _, k in new if k]
+                statuses.append(later)
+                continue
+            if not new:
+                statuses.append(success)
+                continue
+        # The listener gets the request's own context when it sees all of its messages.
+        inner = ctx if len(new) == n else ConsumeConcurrentlyContext(ctx.message_queue)
         try:
-            status = await guard.run(listener, run, inner, held, slots)
+            status = listener(msgs if inner is ctx else [m for m, _ in new], inner)
+            if (status is not None and not isinstance(status, _STATUSES)
+                    and inspect.isawaitable(status)):
+                waiting.append((i, status, guard.awaited(status, [k for _, k in new if k],
+                                                         slots)))
         except Exception:
-            log.exception("%s: listener raised on %d messages", guard.group, len(run))
+            log.exception("%s: listener raised on %d messages", guard.group, len(new))
             status = later
-        ok = run[:min(inner.ack_index, len(run) - 1) + 1] if status is success else []
-        ok_keys = {k for m in ok if (k := guard.key_of(m))}
-        done = [k for k in held if k in ok_keys]
-        failed = [k for k in held if k not in ok_keys]
-        if done:
-            await guard.consumed(done)
-        if failed:
-            await guard.release(failed)
-        ctx.delay_level_when_next_consume = inner.delay_level_when_next_consume
-        if status is success and len(ok) < len(run):
-            ctx.ack_index = next(i for i, m in enumerate(msgs) if m is ok[-1]) if ok else -1
-        return status if isinstance(status, ConsumeConcurrentlyStatus) else None
-
-    return deduplicated
+        statuses.append(status)
+        ran.append((i, new, inner))
+    if waiting:
+        try:
+            outcomes = await asyncio.gather(*(w for _, _, w in waiting),
+                                            return_exceptions=True)
+        finally:  # cancelled (shutdown): close the listener coroutines that never started
+            for _, call, _ in waiting:
+                if (inspect.iscoroutine(call)
+                        and inspect.getcoroutinestate(call) == inspect.CORO_CREATED):
+                    call.close()
+        for (i, _, _), outcome in zip(waiting, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                log.error("%s: listener raised on %d messages", guard.group,
+                          len(requests[i][0]), exc_info=outcome)
+                outcome = later
+            statuses[i] = outcome
+    consumed: list[str] = []
+    for i, new, inner in ran:
+        status = statuses[i]
+        ok = min(inner.ack_index, len(new) - 1) + 1 if status is success else 0
+        consumed += [k for _, k in new[:ok] if k]
+        released += [k for _, k in new[ok:] if k]
+        msgs, ctx = requests[i]
+        if inner is not ctx:
+            ctx.delay_level_when_next_consume = inner.delay_level_when_next_consume
+            if status is success and ok < len(new):  # acknowledged up to its last ok message
+                last = new[ok - 1][0] if ok else None
+                ctx.ack_index = next((j for j, m in enumerate(msgs) if m is last), -1)
+        if not isinstance(status, ConsumeConcurrentlyStatus):
+            statuses[i] = None
+    finishing = ([guard.consumed(consumed)] if consumed else []) + (
+        [guard.release(released)] if released else [])
+    if finishing:
+        await asyncio.gather(*finishing)  # submitted together: one flush
+    return statuses
 
 
 def orderly(listener: Callable[..., Any], guard: Guard) -> OrderlyCall:

@@ -180,11 +180,12 @@ async def test_keys_are_claimed_while_the_listener_slots_are_busy_and_kept_lease
     clock = ManualClock()
     store = WatchedStore(tmp_path / "slots.db", clock=clock)
     ran: list[str] = []
-    release, all_ran = asyncio.Event(), asyncio.Event()
+    started, release, all_ran = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     async def blocking(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
                        ) -> ConsumeConcurrentlyStatus:
         ran.extend(m.body.decode() for m in msgs)
+        started.set()
         if len(ran) == 3:
             all_ran.set()
         await release.wait()
@@ -202,9 +203,11 @@ async def test_keys_are_claimed_while_the_listener_slots_are_busy_and_kept_lease
         await consumer.start()
         for i in range(3):  # the one slot is taken by the first listener
             await store.wait_for(f"slot-{i}", Claim.NEW, timeout=10)
-        assert len(ran) == 1
+        async with asyncio.timeout(10):
+            await started.wait()
         clock.advance(150)
         await store.wait_until(lambda: {"slot-1", "slot-2"} <= set(store.renewed))
+        assert len(ran) == 1  # the others still wait for the slot
         clock.advance(150)  # 300 ms after the claims, 150 after the renewal
         assert await store.claim("SlotsCG", ["slot-1", "slot-2"], "intruder", 200) == [
             Claim.BUSY, Claim.BUSY]
