@@ -191,7 +191,7 @@ class Guard:
                 running[key] = left
 
     async def _renew(self) -> None:
-        """Extend the leases of every key whose listener still runs, until none does."""
+        """Extend the leases of every key held (its listener waiting or running) until none is."""
         try:
             while self._running:
                 await asyncio.sleep(self.dedupe.lease_ms / 2000)
