@@ -31,6 +31,11 @@ def requests(*batches: list[MessageExt]) -> list[dedupe.Request]:
     return [(b, ConsumeConcurrentlyContext(MQ)) for b in batches]
 
 
+async def consumed_earlier(guard: Guard, key: str) -> None:
+    await guard.dedupe.store.claim("G", [key], "earlier", 60_000)
+    await guard.consumed([key])
+
+
 @pytest.fixture
 async def guard(tmp_path: Path) -> AsyncIterator[Guard]:
     store = SqliteKeyStore(tmp_path / "keys.db")
@@ -42,8 +47,7 @@ async def guard(tmp_path: Path) -> AsyncIterator[Guard]:
 
 async def test_one_pull_runs_new_keys_skips_consumed_ones_and_retries_busy_ones(
         guard: Guard) -> None:
-    await guard.dedupe.store.claim("G", ["done"], "earlier", 60_000)
-    await guard.consumed(["done"])
+    await consumed_earlier(guard, "done")
     seen: list[str] = []
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
@@ -60,8 +64,7 @@ async def test_one_pull_runs_new_keys_skips_consumed_ones_and_retries_busy_ones(
 
 async def test_a_batch_sees_its_new_messages_and_acknowledges_by_its_own_index(
         guard: Guard) -> None:
-    await guard.dedupe.store.claim("G", ["b"], "earlier", 60_000)
-    await guard.consumed(["b"])
+    await consumed_earlier(guard, "b")
     seen: list[str] = []
 
     def first_only(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
