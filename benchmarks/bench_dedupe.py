@@ -11,9 +11,10 @@ No broker: this isolates what the option adds.
 
 Then, end to end: `mqnamesrv` and `mqbroker` processes, 30,000 keyed 1 KiB messages, and a
 real `PushConsumer` with its default options draining them with a no-op listener, as a plain
-function, as a coroutine, and as a plain function under `Dedupe` (the wrapper is a
-coroutine): messages per second and this process's CPU per message, which is what an
-application sees when it turns the option on.
+function, as a coroutine, and as a plain function under `Dedupe`, then (one run each) an
+orderly listener alone and under `Dedupe` with batches of 1 and of 32 messages: messages per
+second and this process's CPU per message, which is what an application sees when it turns
+the option on.
 
     python -m benchmarks.bench_dedupe [--rate 10000] [--messages 40000] [--runs 5]
                                       [--consumed 30000]
@@ -43,7 +44,12 @@ from engine.client import (
 )
 from engine.client.dedupe_sqlite import SqliteKeyStore
 from engine.client.message import MessageExt
-from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.results import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+)
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.message_queue import MessageQueue
 from engine.remoting.loop import run
@@ -137,9 +143,11 @@ async def produce_keyed(config: ClientConfig, count: int) -> None:
 
 
 async def drain(config: ClientConfig, group: str, count: int, listener: Any,
-                store_dir: Path | None) -> tuple[float, float]:
-    """(client CPU us/msg, msgs/s) of a push consumer with default options draining `count`
-    messages, with `Dedupe` over a store in `store_dir` when given."""
+                store_dir: Path | None, *, orderly: bool = False,
+                batch: int = 1) -> tuple[float, float]:
+    """(client CPU us/msg, msgs/s) of a push consumer with default options (but
+    `consume_message_batch_max_size` = `batch`) draining `count` messages, concurrently or
+    `orderly`, with `Dedupe` over a store in `store_dir` when given."""
     done = asyncio.Event()
     seen = 0
 
@@ -153,9 +161,13 @@ async def drain(config: ClientConfig, group: str, count: int, listener: Any,
     store = None if store_dir is None else SqliteKeyStore(store_dir / f"{group}.db")
     consumer = PushConsumer(group, config, options=ConsumerOptions(
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        consume_message_batch_max_size=batch,
         dedupe=None if store is None else dedupe.Dedupe(store)))
     consumer.subscribe(TOPIC, "*")
-    consumer.register_concurrently(counted)
+    if orderly:
+        consumer.register_orderly(counted)
+    else:
+        consumer.register_concurrently(counted)
 
     async def consume() -> None:
         await consumer.start()
@@ -174,19 +186,29 @@ async def async_listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
     return OK
 
 
+def orderly_listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext
+                     ) -> ConsumeOrderlyStatus:
+    return ConsumeOrderlyStatus.SUCCESS
+
+
 async def end_to_end(namesrv: str, broker: str, count: int, runs: int) -> None:
     await prepare(namesrv, broker)
     config = ClientConfig(namesrv_addr=namesrv)
     await produce_keyed(config, count)
     print(f"push consumer, default options (consume_thread_max 20), {count:,} keyed messages:")
-    cases = (("plain function listener", listener, False),
-             ("coroutine listener", async_listener, False),
-             ("plain function listener with Dedupe", listener, True))
+    cases: list[tuple[str, Any, bool, bool, int, int]] = [
+        ("plain function listener", listener, False, False, 1, runs),
+        ("coroutine listener", async_listener, False, False, 1, runs),
+        ("plain function listener with Dedupe", listener, True, False, 1, runs),
+        ("orderly, batches of 1", orderly_listener, False, True, 1, 1),
+        ("orderly with Dedupe, batches of 1", orderly_listener, True, True, 1, 1),
+        ("orderly with Dedupe, batches of 32", orderly_listener, True, True, 32, 1)]
     with tempfile.TemporaryDirectory() as tmp:
-        for label, call, deduplicated in cases:
-            results = [await drain(config, f"DedupeBenchCG{i}-{len(label)}-{deduplicated}",
-                                   count, call, Path(tmp) if deduplicated else None)
-                       for i in range(runs)]
+        for n, (label, call, deduplicated, orderly, batch, times) in enumerate(cases):
+            results = [await drain(config, f"DedupeBenchCG{n}-{i}", count, call,
+                                   Path(tmp) if deduplicated else None, orderly=orderly,
+                                   batch=batch)
+                       for i in range(times)]
             report(f"  {label}", results)
 
 
