@@ -68,12 +68,12 @@ class ConsumeConcurrentlyService:
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
                dispatch: bool) -> None:
         size = max(self.consumer.options.consume_message_batch_max_size, 1)
+        batches = [msgs[i:i + size] for i in range(0, len(msgs), size)]
         if self.guard is not None:
-            self.consumer.spawn(self._run_deduplicated(
-                [msgs[i:i + size] for i in range(0, len(msgs), size)], pq, mq), work=True)
+            self.consumer.spawn(self._run_deduplicated(self.guard, batches, pq, mq), work=True)
             return
-        for i in range(0, len(msgs), size):
-            self.run(msgs[i:i + size], pq, mq)
+        for batch in batches:
+            self.run(batch, pq, mq)
 
     def run(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         """One consume request (`ConsumeRequest.run`)."""
@@ -106,17 +106,16 @@ class ConsumeConcurrentlyService:
                 status = LATER
         self.finish(status, msgs, pq, mq, ctx)
 
-    async def _run_deduplicated(self, batches: list[list[MessageExt]], pq: ProcessQueue,
-                                mq: MessageQueue) -> None:
+    async def _run_deduplicated(self, guard: dedupe.Guard, batches: list[list[MessageExt]],
+                                pq: ProcessQueue, mq: MessageQueue) -> None:
         """The consume requests of one pull under `dedupe`: their keys claimed together, a
         coroutine listener holding a slot only while it runs (dedupe.consume_concurrently)."""
         if pq.dropped:
             return
-        assert self.guard is not None
         requests = [(msgs, ConsumeConcurrentlyContext(mq)) for msgs in batches]
         _mark_start([m for msgs in batches for m in msgs])
         try:
-            statuses = await dedupe.consume_concurrently(self.listener, self.guard, requests,
+            statuses = await dedupe.consume_concurrently(self.listener, guard, requests,
                                                          self.slots)
         except Exception:
             log.exception("%s: consuming %d messages of %s failed", self.consumer.group,

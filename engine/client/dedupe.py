@@ -166,29 +166,21 @@ class Guard:
                       slots: Slots = None) -> Any:
         """A listener's awaitable `result`, awaited holding one of `slots` (the consumer's
         listener slots, when given) while `held` keys are renewed every half lease."""
-        self.hold(held)
+        running = self._running
+        for key in held:
+            running[key] = running.get(key, 0) + 1
+        if self._renewer is None and held:
+            self._renewer = asyncio.ensure_future(self._renew())
         try:
             if slots is None:
                 return await result
             async with slots:
                 return await result
         finally:
-            self.drop(held)
-
-    def hold(self, keys: Sequence[str]) -> None:
-        """Renew `keys` every half lease until `drop` (a listener waits or runs)."""
-        running = self._running
-        for key in keys:
-            running[key] = running.get(key, 0) + 1
-        if self._renewer is None and keys:
-            self._renewer = asyncio.ensure_future(self._renew())
-
-    def drop(self, keys: Sequence[str]) -> None:
-        running = self._running
-        for key in keys:
-            left = running.pop(key) - 1
-            if left:
-                running[key] = left
+            for key in held:
+                left = running.pop(key) - 1
+                if left:
+                    running[key] = left
 
     async def _renew(self) -> None:
         """Extend the leases of every key held (its listener waiting or running) until none is."""
