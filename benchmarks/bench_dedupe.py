@@ -6,7 +6,7 @@ messages, handed over as one pull), paced at a fixed rate (default 10,000 messag
 to the plain listener and once through `dedupe.consume_concurrently` over a
 `SqliteKeyStore` in a temporary directory.  The overhead per message is the difference in
 this process's CPU time (`time.process_time`, which includes the store's worker thread)
-divided by the messages.  Also prints how many messages one SQLite transaction carried.
+divided by the messages.  Also prints how many keys one SQLite transaction claimed or finished.
 No broker: this isolates what the option adds.
 
 Then, end to end: `mqnamesrv` and `mqbroker` processes, 30,000 keyed 1 KiB messages, and a
