@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from engine.auth.addresses import AddressMatcher, source_ip
-from engine.auth.decide import decide
+from engine.auth.decide import authorize
 from engine.auth.model import Acl, User, UserStatus, UserType
 from engine.auth.needs import Need
 from engine.protocol.codes import RequestCode, ResponseCode
@@ -72,6 +72,11 @@ class AccessGuard:
         self._cache = {}
         self.tables = tables
 
+    @property
+    def cached_decisions(self) -> int:
+        """How many authorization answers the current snapshot has cached."""
+        return len(self._cache)
+
     # ------------------------------------------------------------------ the check
 
     def refusal(self, cmd: RemotingCommand, remote_addr: str) -> str | None:
@@ -115,13 +120,8 @@ class AccessGuard:
             key = (user.username, ip, needs)
             if key in cache:
                 return cache[key]
-        acl = self.tables.acls.get(user.username)
-        answer = None
-        for resource, actions in needs:
-            why = decide(acl, resource, actions, ip)
-            if why is not None:
-                answer = f"{what}: User:{user.username} from {ip}: {why}"
-                break
+        why = authorize(user, self.tables.acls.get(user.username), needs, ip)
+        answer = None if why is None else f"{what}: User:{user.username} from {ip}: {why}"
         if len(cache) >= CACHE_LIMIT:
             cache.clear()
         cache[key] = answer

@@ -9,11 +9,16 @@ cluster, so nothing is allowed by omission.  A retry topic (`%RETRY%g`) counts a
 Deviation from 5.3, so that a consumer granted Sub works: the offset reads consumers make
 (GET_MAX/MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME) accept Sub or
 Get (5.3: Get only).  An entry's actions are alternatives: a rule granting any one allows.
+
+`NEEDS` is the one table: each code's `Rule` names the extFields its needs are computed from
+(and gets only those), or says they come from the body; the decision cache's key
+(`needs_key`) is derived from it, so a rule and its cache key cannot drift apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from engine.auth.model import Action, Resource, ResourcePattern, ResourceType
 from engine.protocol import fastjson
@@ -54,96 +59,81 @@ def cluster(name: str) -> Resource:
     return Resource(K, name, ResourcePattern.LITERAL)
 
 
-#: Header-driven codes: (resource type, extFields key, list separator) and the actions.
-_FieldSpec = tuple[ResourceType, str, str]
-_TABLE: dict[int, tuple[tuple[_FieldSpec, ...], tuple[Action, ...]]] = {
-    C.QUERY_MESSAGE: (((T, "topic", ""),), SUB_GET),
-    C.SEARCH_OFFSET_BY_TIMESTAMP: (((T, "topic", ""),), SUB_GET),
-    C.GET_MAX_OFFSET: (((T, "topic", ""),), SUB_GET),
-    C.GET_MIN_OFFSET: (((T, "topic", ""),), SUB_GET),
-    C.GET_EARLIEST_MSG_STORETIME: (((T, "topic", ""),), SUB_GET),
-    C.GET_CONSUMER_LIST_BY_GROUP: (((G, "consumerGroup", ""),), SUB_GET),
-    C.CHECK_CLIENT_CONFIG: (((G, "group", ""),), SUB),
-    C.UPDATE_AND_CREATE_TOPIC: (((T, "topic", ""),), CREATE),
-    C.DELETE_TOPIC_IN_BROKER: (((T, "topic", ""),), DELETE),
-    C.DELETE_SUBSCRIPTIONGROUP: (((G, "groupName", ""),), DELETE),
-    C.GET_TOPIC_STATS_INFO: (((T, "topic", ""),), GET),
-    C.GET_CONSUMER_CONNECTION_LIST: (((G, "consumerGroup", ""),), GET),
-    C.GET_CONSUME_STATS: (((G, "consumerGroup", ""), (T, "topic", "")), GET),
-    C.INVOKE_BROKER_TO_RESET_OFFSET: (((G, "group", ""), (T, "topic", "")), UPDATE),
-    C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: (((T, "topic", ""), (G, "group", "")), GET),
-    C.QUERY_TOPIC_CONSUME_BY_WHO: (((T, "topic", ""),), GET),
-    C.QUERY_CONSUME_TIME_SPAN: (((T, "topic", ""), (G, "group", "")), GET),
-    C.GET_CONSUMER_RUNNING_INFO: (((G, "consumerGroup", ""),), GET),
-    C.QUERY_CORRECTION_OFFSET: (((G, "filterGroups", ","), (G, "compareGroup", ""),
-                                  (T, "topic", "")), GET),
-    C.CONSUME_MESSAGE_DIRECTLY: (((G, "consumerGroup", ""), (T, "topic", "")), SUB),
-    C.CLONE_GROUP_OFFSET: (((G, "destGroup", ""), (T, "topic", "")), UPDATE),
-    C.QUERY_CONSUME_QUEUE: (((T, "topic", ""), (G, "consumerGroup", "")), GET),
-    # cluster-wide: no resource field, checked against Cluster:<brokerClusterName>
-    C.GET_ALL_TOPIC_CONFIG: ((), GET_LIST),
-    C.GET_ALL_CONSUMER_OFFSET: ((), GET_LIST),
-    C.GET_ALL_DELAY_OFFSET: ((), GET_LIST),
-    C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: ((), GET_LIST),
-    C.UPDATE_BROKER_CONFIG: ((), UPDATE),
-    C.GET_BROKER_CONFIG: ((), GET),
-    C.GET_BROKER_RUNTIME_INFO: ((), GET),
-    C.GET_PRODUCER_CONNECTION_LIST: ((), GET),
-    C.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: ((), GET),
-    C.CLEAN_EXPIRED_CONSUMEQUEUE: ((), UPDATE),
-    C.VIEW_BROKER_STATS_DATA: ((), GET),
-    C.CLEAN_UNUSED_TOPIC: ((), UPDATE),
-    C.GET_BROKER_CONSUME_STATS: ((), GET),
-    C.GET_ALL_PRODUCER_INFO: ((), GET),
-    C.DELETE_EXPIRED_COMMITLOG: ((), UPDATE),
-    C.GET_BROKER_HA_STATUS: ((), GET),
-    C.NOTIFY_BROKER_ROLE_CHANGED: ((), UPDATE),
-    C.HA_FENCE_WRITES: ((), UPDATE),
-    C.AUTH_CREATE_USER: ((), UPDATE),
-    C.AUTH_UPDATE_USER: ((), UPDATE),
-    C.AUTH_DELETE_USER: ((), UPDATE),
-    C.AUTH_GET_USER: ((), GET),
-    C.AUTH_LIST_USER: ((), GET),
-    C.AUTH_CREATE_ACL: ((), UPDATE),
-    C.AUTH_UPDATE_ACL: ((), UPDATE),
-    C.AUTH_DELETE_ACL: ((), UPDATE),
-    C.AUTH_GET_ACL: ((), GET),
-    C.AUTH_LIST_ACL: ((), GET),
-    C.UPDATE_AND_CREATE_ACL_CONFIG: ((), UPDATE),
-    C.DELETE_ACL_CONFIG: ((), UPDATE),
-    C.GET_BROKER_CLUSTER_ACL_INFO: ((), GET),
-    C.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: ((), UPDATE),
-    C.GET_BROKER_CLUSTER_ACL_CONFIG: ((), GET),
-}
+NeedsOfFields = Callable[[tuple[str, ...]], list[Need]]
+NeedsOfBody = Callable[[bytes], list[Need]]
 
 
-def _ext(cmd: RemotingCommand, key: str) -> str:
-    return (cmd.ext_fields or {}).get(key) or ""
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """What one request code needs, computed from the extFields it `reads` or from its body.
+
+    A `from_fields` function gets the values of `reads` (in that order, "" when absent) and
+    nothing else, so `reads` is exactly what its answer depends on: decisions are cached by
+    those values (`needs_key`).  A `from_body` answer depends on the body and is not keyed.
+    When the answer names no topic or group, `cluster` (if any) is needed on the cluster;
+    without it the request only has to be signed.
+    """
+
+    reads: tuple[str, ...] = ()
+    from_fields: NeedsOfFields | None = None
+    from_body: NeedsOfBody | None = None
+    cluster: tuple[Action, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (self.from_fields is None) == (self.from_body is None):
+            raise ValueError("a rule computes its needs from its fields or from its body")
+
+    def needs_of(self, cmd: RemotingCommand) -> list[Need]:
+        if self.from_body is not None:
+            return self.from_body(cmd.body or b"")
+        assert self.from_fields is not None
+        ext = cmd.ext_fields or {}
+        return self.from_fields(tuple(ext.get(key) or "" for key in self.reads))
 
 
-def _send(topic_key: str, group_key: str) -> Callable[[RemotingCommand], list[Need]]:
-    def needs(cmd: RemotingCommand) -> list[Need]:
-        topic = _ext(cmd, topic_key)
+_FieldSpec = tuple[ResourceType, str, str]  # resource type, extFields key, list separator
+
+
+def _named(actions: tuple[Action, ...], *fields: _FieldSpec) -> Rule:
+    """Header-driven: each named topic or group needs one of `actions`; none named: the cluster."""
+    def needs(values: tuple[str, ...]) -> list[Need]:
+        out: list[Need] = []
+        for (rtype, _, sep), value in zip(fields, values, strict=True):
+            for name in (value.split(sep) if sep else [value]):
+                name = name.strip()
+                if name:
+                    out.append((topic_or_group(name) if rtype is T else group(name), actions))
+        return out
+    return Rule(tuple(key for _, key, _ in fields), from_fields=needs, cluster=actions)
+
+
+def _on_cluster(actions: tuple[Action, ...]) -> Rule:
+    """Cluster-wide: no resource field, checked against Cluster:<brokerClusterName>."""
+    return _named(actions)
+
+
+def _send(topic_key: str, group_key: str) -> Rule:
+    def needs(values: tuple[str, ...]) -> list[Need]:
+        topic, grp = values
         if topic.startswith(RETRY_PREFIX):  # a consumer sending back: Sub on its group
-            return [(group(_ext(cmd, group_key) or topic), SUB)]
+            return [(group(grp or topic), SUB)]
         return [(Resource(T, topic), PUB)]
-    return needs
+    return Rule((topic_key, group_key), from_fields=needs)
 
 
-def _topic_and_group(topic_key: str, group_key: str, actions: tuple[Action, ...]
-                     ) -> Callable[[RemotingCommand], list[Need]]:
-    def needs(cmd: RemotingCommand) -> list[Need]:
-        topic = _ext(cmd, topic_key)
+def _topic_and_group(actions: tuple[Action, ...]) -> Rule:
+    def needs(values: tuple[str, ...]) -> list[Need]:
+        topic, grp = values
         out: list[Need] = []
         if not topic.startswith(RETRY_PREFIX):
             out.append((Resource(T, topic), actions))
-        out.append((group(_ext(cmd, group_key)), actions))
+        out.append((group(grp), actions))
         return out
-    return needs
+    return Rule(("topic", "consumerGroup"), from_fields=needs)
 
 
-def _heartbeat(cmd: RemotingCommand) -> list[Need]:
-    data = from_json(HeartbeatData, fastjson.loads(cmd.body or b"{}"))
+def _heartbeat(body: bytes) -> list[Need]:
+    data = from_json(HeartbeatData, fastjson.loads(body or b"{}"))
     out: list[Need] = []
     for consumer in data.consumer_data_set:
         out.append((group(consumer.group_name), SUB))
@@ -153,72 +143,122 @@ def _heartbeat(cmd: RemotingCommand) -> list[Need]:
     return out
 
 
-def _locks(cmd: RemotingCommand) -> list[Need]:
-    body = from_json(LockBatchRequestBody, fastjson.loads(cmd.body or b"{}"))
-    out: list[Need] = [(group(body.consumer_group), SUB)]
-    for mq in body.mq_set:
+def _locks(body: bytes) -> list[Need]:
+    data = from_json(LockBatchRequestBody, fastjson.loads(body or b"{}"))
+    out: list[Need] = [(group(data.consumer_group), SUB)]
+    for mq in data.mq_set:
         if not mq.topic.startswith(RETRY_PREFIX):
             out.append((Resource(T, mq.topic), SUB))
     return out
 
 
-def _unregister(cmd: RemotingCommand) -> list[Need]:
-    name = _ext(cmd, "consumerGroup")
+def _create_group(body: bytes) -> list[Need]:
+    config = from_json(SubscriptionGroupConfig, fastjson.loads(body or b"{}"))
+    return [(group(config.group_name), CREATE)]
+
+
+def _group_if_named(values: tuple[str, ...]) -> list[Need]:
+    (name,) = values
     return [(group(name), SUB)] if name else []
 
 
-def _end_transaction(cmd: RemotingCommand) -> list[Need]:
-    topic = _ext(cmd, "topic")  # 5.x clients send it; 4.9 clients do not (then: signed only)
+def _pub_if_named(values: tuple[str, ...]) -> list[Need]:
+    (topic,) = values  # 5.x clients send it; 4.9 clients do not (then: signed only)
     return [(Resource(T, topic), PUB)] if topic else []
 
 
-def _create_group(cmd: RemotingCommand) -> list[Need]:
-    body = from_json(SubscriptionGroupConfig, fastjson.loads(cmd.body or b"{}"))
-    return [(group(body.group_name), CREATE)]
-
-
-def _view_message(cmd: RemotingCommand) -> list[Need]:
-    topic = _ext(cmd, "topic")  # 5.x headers name the topic; 4.9's only the offset
+def _view_if_named(values: tuple[str, ...]) -> list[Need]:
+    (topic,) = values  # 5.x headers name the topic; 4.9's only the offset
     return [(topic_or_group(topic), SUB_GET)] if topic else []
 
 
-_SPECIAL: dict[int, Callable[[RemotingCommand], list[Need]]] = {
+#: The needs table: every code the broker checks by its own rule (others: Cluster Update).
+NEEDS: dict[int, Rule] = {
     C.SEND_MESSAGE: _send("topic", "group"),
     C.SEND_MESSAGE_V2: _send("b", "a"),
     C.SEND_BATCH_MESSAGE: _send("b", "a"),
-    C.PULL_MESSAGE: _topic_and_group("topic", "consumerGroup", SUB),
-    C.QUERY_CONSUMER_OFFSET: _topic_and_group("topic", "consumerGroup", SUB_GET),
-    C.UPDATE_CONSUMER_OFFSET: _topic_and_group("topic", "consumerGroup", SUB_UPDATE),
-    C.CONSUMER_SEND_MSG_BACK: lambda cmd: [(group(_ext(cmd, "group")), SUB)],
-    C.HEART_BEAT: _heartbeat,
-    C.UNREGISTER_CLIENT: _unregister,
-    C.LOCK_BATCH_MQ: _locks,
-    C.UNLOCK_BATCH_MQ: _locks,
-    C.END_TRANSACTION: _end_transaction,
-    C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: _create_group,
-    C.VIEW_MESSAGE_BY_ID: _view_message,
-}
-
-
-#: The extFields a code's needs depend on (codes whose body matters are not listed).
-_CACHE_KEYS: dict[int, tuple[str, ...]] = {
-    C.SEND_MESSAGE: ("topic", "group"), C.SEND_MESSAGE_V2: ("b", "a"),
-    C.SEND_BATCH_MESSAGE: ("b", "a"), C.PULL_MESSAGE: ("topic", "consumerGroup"),
-    C.QUERY_CONSUMER_OFFSET: ("topic", "consumerGroup"),
-    C.UPDATE_CONSUMER_OFFSET: ("topic", "consumerGroup"), C.CONSUMER_SEND_MSG_BACK: ("group",),
-    C.UNREGISTER_CLIENT: ("consumerGroup",), C.END_TRANSACTION: ("topic",),
-    C.VIEW_MESSAGE_BY_ID: ("topic",),
-    **{code: tuple(key for _, key, _ in fields) for code, (fields, _) in _TABLE.items()},
+    C.PULL_MESSAGE: _topic_and_group(SUB),
+    C.QUERY_CONSUMER_OFFSET: _topic_and_group(SUB_GET),
+    C.UPDATE_CONSUMER_OFFSET: _topic_and_group(SUB_UPDATE),
+    C.CONSUMER_SEND_MSG_BACK: Rule(("group",), from_fields=lambda v: [(group(v[0]), SUB)]),
+    C.HEART_BEAT: Rule(from_body=_heartbeat),
+    C.UNREGISTER_CLIENT: Rule(("consumerGroup",), from_fields=_group_if_named),
+    C.LOCK_BATCH_MQ: Rule(from_body=_locks),
+    C.UNLOCK_BATCH_MQ: Rule(from_body=_locks),
+    C.END_TRANSACTION: Rule(("topic",), from_fields=_pub_if_named),
+    C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Rule(from_body=_create_group),
+    C.VIEW_MESSAGE_BY_ID: Rule(("topic",), from_fields=_view_if_named),
+    C.QUERY_MESSAGE: _named(SUB_GET, (T, "topic", "")),
+    C.SEARCH_OFFSET_BY_TIMESTAMP: _named(SUB_GET, (T, "topic", "")),
+    C.GET_MAX_OFFSET: _named(SUB_GET, (T, "topic", "")),
+    C.GET_MIN_OFFSET: _named(SUB_GET, (T, "topic", "")),
+    C.GET_EARLIEST_MSG_STORETIME: _named(SUB_GET, (T, "topic", "")),
+    C.GET_CONSUMER_LIST_BY_GROUP: _named(SUB_GET, (G, "consumerGroup", "")),
+    C.CHECK_CLIENT_CONFIG: _named(SUB, (G, "group", "")),
+    C.UPDATE_AND_CREATE_TOPIC: _named(CREATE, (T, "topic", "")),
+    C.DELETE_TOPIC_IN_BROKER: _named(DELETE, (T, "topic", "")),
+    C.DELETE_SUBSCRIPTIONGROUP: _named(DELETE, (G, "groupName", "")),
+    C.GET_TOPIC_STATS_INFO: _named(GET, (T, "topic", "")),
+    C.GET_CONSUMER_CONNECTION_LIST: _named(GET, (G, "consumerGroup", "")),
+    C.GET_CONSUME_STATS: _named(GET, (G, "consumerGroup", ""), (T, "topic", "")),
+    C.INVOKE_BROKER_TO_RESET_OFFSET: _named(UPDATE, (G, "group", ""), (T, "topic", "")),
+    C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: _named(GET, (T, "topic", ""), (G, "group", "")),
+    C.QUERY_TOPIC_CONSUME_BY_WHO: _named(GET, (T, "topic", "")),
+    C.QUERY_CONSUME_TIME_SPAN: _named(GET, (T, "topic", ""), (G, "group", "")),
+    C.GET_CONSUMER_RUNNING_INFO: _named(GET, (G, "consumerGroup", "")),
+    C.QUERY_CORRECTION_OFFSET: _named(GET, (G, "filterGroups", ","), (G, "compareGroup", ""),
+                                      (T, "topic", "")),
+    C.CONSUME_MESSAGE_DIRECTLY: _named(SUB, (G, "consumerGroup", ""), (T, "topic", "")),
+    C.CLONE_GROUP_OFFSET: _named(UPDATE, (G, "destGroup", ""), (T, "topic", "")),
+    C.QUERY_CONSUME_QUEUE: _named(GET, (T, "topic", ""), (G, "consumerGroup", "")),
+    C.GET_ALL_TOPIC_CONFIG: _on_cluster(GET_LIST),
+    C.GET_ALL_CONSUMER_OFFSET: _on_cluster(GET_LIST),
+    C.GET_ALL_DELAY_OFFSET: _on_cluster(GET_LIST),
+    C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: _on_cluster(GET_LIST),
+    C.UPDATE_BROKER_CONFIG: _on_cluster(UPDATE),
+    C.GET_BROKER_CONFIG: _on_cluster(GET),
+    C.GET_BROKER_RUNTIME_INFO: _on_cluster(GET),
+    C.GET_PRODUCER_CONNECTION_LIST: _on_cluster(GET),
+    C.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: _on_cluster(GET),
+    C.CLEAN_EXPIRED_CONSUMEQUEUE: _on_cluster(UPDATE),
+    C.VIEW_BROKER_STATS_DATA: _on_cluster(GET),
+    C.CLEAN_UNUSED_TOPIC: _on_cluster(UPDATE),
+    C.GET_BROKER_CONSUME_STATS: _on_cluster(GET),
+    C.GET_ALL_PRODUCER_INFO: _on_cluster(GET),
+    C.DELETE_EXPIRED_COMMITLOG: _on_cluster(UPDATE),
+    C.GET_BROKER_HA_STATUS: _on_cluster(GET),
+    C.NOTIFY_BROKER_ROLE_CHANGED: _on_cluster(UPDATE),
+    C.HA_FENCE_WRITES: _on_cluster(UPDATE),
+    C.AUTH_CREATE_USER: _on_cluster(UPDATE),
+    C.AUTH_UPDATE_USER: _on_cluster(UPDATE),
+    C.AUTH_DELETE_USER: _on_cluster(UPDATE),
+    C.AUTH_GET_USER: _on_cluster(GET),
+    C.AUTH_LIST_USER: _on_cluster(GET),
+    C.AUTH_CREATE_ACL: _on_cluster(UPDATE),
+    C.AUTH_UPDATE_ACL: _on_cluster(UPDATE),
+    C.AUTH_DELETE_ACL: _on_cluster(UPDATE),
+    C.AUTH_GET_ACL: _on_cluster(GET),
+    C.AUTH_LIST_ACL: _on_cluster(GET),
+    C.UPDATE_AND_CREATE_ACL_CONFIG: _on_cluster(UPDATE),
+    C.DELETE_ACL_CONFIG: _on_cluster(UPDATE),
+    C.GET_BROKER_CLUSTER_ACL_INFO: _on_cluster(GET),
+    C.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: _on_cluster(UPDATE),
+    C.GET_BROKER_CLUSTER_ACL_CONFIG: _on_cluster(GET),
 }
 
 
 def needs_key(cmd: RemotingCommand) -> tuple[object, ...] | None:
-    """What a request's needs depend on, to cache decisions by; None: depends on the body."""
-    keys = _CACHE_KEYS.get(cmd.code)
-    if keys is None:
-        return None if cmd.code in _SPECIAL else (cmd.code,)
+    """What a request's needs depend on, to cache decisions by; None: depends on the body.
+
+    Derived from `NEEDS`: the code and the values of the extFields its rule reads.
+    """
+    rule = NEEDS.get(cmd.code)
+    if rule is None:
+        return (cmd.code,)
+    if rule.from_body is not None:
+        return None
     ext = cmd.ext_fields or {}
-    return (cmd.code, *[ext.get(k) for k in keys])
+    return (cmd.code, *[ext.get(key) or "" for key in rule.reads])
 
 
 def broker_needs(cmd: RemotingCommand, cluster_name: str) -> list[Need]:
@@ -227,23 +267,15 @@ def broker_needs(cmd: RemotingCommand, cluster_name: str) -> list[Need]:
     Raises:
         ProtocolError: the body the check reads (heartbeat, locks, group config) is malformed.
     """
-    special = _SPECIAL.get(cmd.code)
-    if special is not None:
-        return special(cmd)
-    spec = _TABLE.get(cmd.code)
-    if spec is None:
+    rule = NEEDS.get(cmd.code)
+    if rule is None:
         return [(cluster(cluster_name), UPDATE)]
-    fields, actions = spec
-    out: list[Need] = []
-    for rtype, key, sep in fields:
-        value = _ext(cmd, key)
-        for name in (value.split(sep) if sep else [value]):
-            name = name.strip()
-            if name:
-                out.append((topic_or_group(name) if rtype is T else group(name), actions))
-    return out or [(cluster(cluster_name), actions)]
+    out = rule.needs_of(cmd)
+    if not out and rule.cluster:
+        return [(cluster(cluster_name), rule.cluster)]
+    return out
 
 
 def checked_codes() -> frozenset[int]:
     """Every code with its own entry (the others need Cluster Update)."""
-    return frozenset(_SPECIAL) | frozenset(_TABLE)
+    return frozenset(NEEDS)
