@@ -4,7 +4,10 @@ Where (4.9.7 `PlainPermissionManager`): ``$ROCKETMQ_HOME/conf/plain_acl.yml`` an
 ``*.yml``/``*.yaml`` under ``$ROCKETMQ_HOME/conf/acl/`` (recursively).  An AccessKey defined
 in two files counts once (the first file read).  Accounts: accessKey, secretKey (both longer
 than 6 characters), whiteRemoteAddress, admin, defaultTopicPerm, defaultGroupPerm (absent =
-DENY), topicPerms/groupPerms as ``name=PUB|SUB|PUB|SUB|SUB|PUB|DENY``.
+DENY), topicPerms/groupPerms as ``name=PERM``.  A PERM is PUB, SUB, PUB|SUB, SUB|PUB or
+DENY exactly (trimmed, case-sensitive); anything else reads as DENY, as 4.9.7's
+`Permission.parsePermFromString` does (its admin code 50 refuses it: `check_named_perms`).
+A name given twice keeps its last perm.
 
 Conversion (as 5.3's `AuthMigrator`, made decision-exact): admin -> SUPER, else NORMAL; each
 named perm -> a CUSTOM entry (DENY -> Deny All); defaults -> DEFAULT entries on ``Topic:*`` /
@@ -12,8 +15,10 @@ named perm -> a CUSTOM entry (DENY -> Deny All); defaults -> DEFAULT entries on 
 the named entry lacks the action; so a named perm leaving out Pub or Sub also gets a
 DEFAULT-policy Deny for the missing action on that exact name.  An admin account that also
 names perms keeps them (NORMAL + all on the cluster, create/delete on topics and groups),
-as 4.9 checked an admin's perms when it had any.  White addresses keep 1.0's meaning
-(`AuthTables`).
+as 4.9 checked an admin's perms when it had any.  4.9.7 lets every signed account send to
+RMQ_SYS_TRACE_TOPIC (`validate` skips the perm check for it), so each NORMAL account gets a
+CUSTOM Allow Pub there (its read still follows its perms).  White addresses keep 1.0's
+meaning (`AuthTables`).
 """
 
 from __future__ import annotations
@@ -54,6 +59,11 @@ ADMIN_ENTRIES = (
     PolicyEntry(Resource(ResourceType.GROUP, None, ResourcePattern.ANY),
                 (Action.CREATE, Action.DELETE)),
 )
+#: 4.9.7 `PlainPermissionManager.validate` lets any signed account send to the trace topic
+#: (the check of its perms is skipped when the request needs only PUB on it).
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+TRACE_ENTRY = PolicyEntry(Resource(ResourceType.TOPIC, TRACE_TOPIC, ResourcePattern.LITERAL),
+                          (Action.PUB,))
 
 
 def default_file(home: str) -> str:
@@ -121,26 +131,49 @@ def account_from_yaml(item: Any, path: str) -> PlainAccessConfig:
         topic_perms=perms("topicPerms"), group_perms=perms("groupPerms"))
 
 
-def _perm(text: str | None, where: str) -> tuple[str, ...]:
-    """4.9 `parsePermFromString`: absent or unknown means DENY."""
+def _perm(text: str | None) -> tuple[str, ...]:
+    """4.9.7 `Permission.parsePermFromString`: the trimmed text, case and all; else DENY."""
     if text is None:
         return ()
-    key = text.strip().upper().replace(" ", "")
-    if key not in PERMS:
-        raise AuthInputError(f"{where}: permission {text!r} is not PUB, SUB, PUB|SUB or DENY")
-    return PERMS[key]
+    return PERMS.get(text.strip(), ())
 
 
-def _named_entries(perms: list[str] | None, rtype: ResourceType, who: str
+def _split(text: str, who: str) -> tuple[str, str]:
+    """``name=PERM`` as 4.9.7 splits it (`StringUtils.split`: empty pieces dropped)."""
+    parts = [p for p in text.split("=") if p]
+    if len(parts) != 2 or not parts[0].strip():
+        raise AuthInputError(f"{who}: {text!r} is not of the form name=PERM")
+    return parts[0].strip(), parts[1]
+
+
+def check_named_perms(perms: list[str] | None, who: str) -> None:
+    """4.9.7 `Permission.checkResourcePerms` (admin code 50 only; a file is read leniently).
+
+    Raises:
+        AuthInputError: not ``name=PERM``, or PERM is not PUB, SUB, PUB|SUB, SUB|PUB or DENY.
+    """
+    for text in perms or []:
+        _, perm = _split(text, who)
+        if perm.strip() not in PERMS:
+            raise AuthInputError(f"{who}: permission {perm!r} of {text!r} is not PUB, SUB, "
+                                 "PUB|SUB, SUB|PUB or DENY")
+
+
+def _named(perms: list[str] | None, who: str) -> dict[str, tuple[str, ...]]:
+    """Name -> perm; a name given twice keeps its last perm (4.9.7 `addResourceAndPerm`)."""
+    named: dict[str, tuple[str, ...]] = {}
+    for text in perms or []:
+        name, perm = _split(text, who)
+        named[name] = _perm(perm)
+    return named
+
+
+def _named_entries(named: dict[str, tuple[str, ...]], rtype: ResourceType
                    ) -> tuple[list[PolicyEntry], list[PolicyEntry]]:
     custom: list[PolicyEntry] = []
     fallback_denies: list[PolicyEntry] = []
-    for text in perms or []:
-        name, sep, perm = text.partition("=")
-        if not sep or not name.strip() or "=" in perm:
-            raise AuthInputError(f"{who}: {text!r} is not of the form name=PERM")
-        res = Resource(rtype, name.strip(), ResourcePattern.LITERAL)
-        held = _perm(perm, who)
+    for name, held in named.items():
+        res = Resource(rtype, name, ResourcePattern.LITERAL)
         if not held:
             custom.append(PolicyEntry(res, (Action.ALL,), Decision.DENY))
             continue
@@ -152,7 +185,7 @@ def _named_entries(perms: list[str] | None, rtype: ResourceType, who: str
 
 
 def _default_entry(text: str | None, rtype: ResourceType) -> PolicyEntry:
-    held = _perm(text, f"default {rtype.value} perm")
+    held = _perm(text)
     res = Resource(rtype, None, ResourcePattern.ANY)
     if not held:
         return PolicyEntry(res, (Action.ALL,), Decision.DENY)
@@ -163,7 +196,7 @@ def convert(account: PlainAccessConfig) -> tuple[User, Acl | None]:
     """One 4.9 account as a user and its rules.
 
     Raises:
-        AuthInputError: keys too short or a perm that 4.9 would refuse.
+        AuthInputError: keys too short, a perm not of the form name=PERM, a bad address.
     """
     key, secret = account.access_key or "", account.secret_key or ""
     if len(key) <= MIN_KEY_LENGTH or len(secret) <= MIN_KEY_LENGTH:
@@ -171,12 +204,17 @@ def convert(account: PlainAccessConfig) -> tuple[User, Acl | None]:
                              f"{MIN_KEY_LENGTH} characters")
     compile_white(account.white_remote_address)  # refuse bad patterns now
     who = f"account {key!r}"
-    t_custom, t_deny = _named_entries(account.topic_perms, ResourceType.TOPIC, who)
-    g_custom, g_deny = _named_entries(account.group_perms, ResourceType.GROUP, who)
-    named = bool(t_custom or g_custom)
-    if account.admin and not named:
+    topics = _named(account.topic_perms, who)
+    groups = _named(account.group_perms, who)
+    if account.admin and not (topics or groups):
         return User(key, secret, UserType.SUPER,
                     white_remote_address=account.white_remote_address), None
+    if TRACE_TOPIC in topics:  # sending trace data passes, reading it follows the perm
+        topics[TRACE_TOPIC] = ("PUB", *[p for p in topics[TRACE_TOPIC] if p == "SUB"])
+    t_custom, t_deny = _named_entries(topics, ResourceType.TOPIC)
+    g_custom, g_deny = _named_entries(groups, ResourceType.GROUP)
+    if TRACE_TOPIC not in topics:
+        t_custom.append(TRACE_ENTRY)
     custom = t_custom + g_custom
     if account.admin:
         custom += ADMIN_ENTRIES

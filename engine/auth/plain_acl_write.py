@@ -19,7 +19,13 @@ import yaml
 from engine.auth.addresses import compile_white
 from engine.auth.errors import AuthInputError
 from engine.auth.files import write_private
-from engine.auth.plain_acl import convert, default_file, find_files, read_yaml
+from engine.auth.plain_acl import (
+    check_named_perms,
+    convert,
+    default_file,
+    find_files,
+    read_yaml,
+)
 from engine.protocol.body.auth import PlainAccessConfig
 
 
@@ -61,6 +67,9 @@ def update_account(home: str, account: PlainAccessConfig) -> str:
         AuthFileError: the file holding it does not parse.
     """
     convert(account)
+    who = f"account {account.access_key!r}"
+    check_named_perms(account.topic_perms, who)
+    check_named_perms(account.group_perms, who)
     key = account.access_key or ""
     path = _owner(home, key) or default_file(home)
     data = read_yaml(path) if os.path.exists(path) else {}
