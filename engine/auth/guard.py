@@ -3,7 +3,8 @@
 How this works: `AuthTables` is an immutable snapshot of users, rules and ACL 1.0 white
 addresses; a reload swaps the whole snapshot, so a check never sees half an update.  Each
 user's keyed HMAC is built once per snapshot, and authorization answers are cached per (user,
-request code's needs, source IP) until the next snapshot.  A refusal is NO_PERMISSION (16)
+source IP, `needs_key` of the request: its code and the extFields its rule in the needs table
+reads, or else the needs themselves) until the next snapshot.  A refusal is NO_PERMISSION (16)
 with a remark saying what was missing; it never carries a secret.  With neither
 authentication nor authorization on, no guard is installed at all (the dispatcher then tests
 one attribute per request).

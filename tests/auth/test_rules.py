@@ -251,7 +251,7 @@ def test_rule(case: Case) -> None:
         assert why is not None and case.expect in why, f"{case.apache}: got {why!r}"
 
 
-async def test_rules_belong_to_one_user_and_there_are_no_roles(tmp_path: Path) -> None:
+def test_rules_belong_to_one_user_and_there_are_no_roles(tmp_path: Path) -> None:
     """5.3 `SubjectType` has USER only (`getByName`: case-insensitive); rules are per user."""
     assert subject_name("user:alice") == "alice"
     with pytest.raises(AuthInputError):
