@@ -1,5 +1,6 @@
 """What every command shares: resolving the cluster, running async work, error reporting,
-and the mutation flow (plan, confirm, apply, verify, audit)."""
+and the terminal as the change runner's front-end (`mutate`: the plan on stderr, the
+question or --yes, the progress bar, the verified rows)."""
 
 from __future__ import annotations
 

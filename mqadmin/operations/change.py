@@ -138,7 +138,7 @@ async def run(change: Change[P], front: Front) -> Outcome | None:
             outcome = Outcome.failed(exc)
     args = {**planned.args, **({"via": front.via} if front.via else {})}
     warning = await asyncio.to_thread(
-        audit, front.endpoint, planned.action, args, outcome.target or planned.target,
+        audit, where, planned.action, args, outcome.target or planned.target,
         outcome=outcome.outcome, exit_code=outcome.exit_code, plan=planned.rows,
         result=outcome.rows, message=outcome.message)
     return dataclasses.replace(outcome, audit_warning=warning)

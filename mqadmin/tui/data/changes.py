@@ -14,9 +14,9 @@ from typing import Any
 from engine.client.admin import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.operations import ha
-from mqadmin.operations.change import Change, MutationChange, Outcome, Planned, Progress
+from mqadmin.operations.change import MutationChange, Outcome, Planned, Progress
 
-__all__ = ["Change", "MutationChange", "Outcome", "Planned", "SwitchChange"]
+__all__ = ["MutationChange", "SwitchChange"]
 
 
 class SwitchChange:
@@ -41,9 +41,12 @@ class SwitchChange:
             risk = (f"Promoting {plan.slave.addr} loses an estimated {plan.behind_bytes:,} "
                     f"bytes (≈ {plan.behind_messages:,} messages) that the dead master had "
                     "and no slave received.")
-        args: dict[str, Any] = {"broker_name": self.broker_name, "slave": self.slave,
-                                **({"role": self.role} if self.failover else {}),
-                                **({"accept_loss": True} if plan.behind_bytes else {})}
+        # the arguments of `mqadmin failover` / `switchover`, as the CLI records them
+        args: dict[str, Any] = {"broker_name": self.broker_name, "slave": self.slave}
+        if self.failover:  # a loss in the plan must be accepted in the dialog to apply
+            args |= {"accept_loss": bool(plan.behind_bytes), "role": self.role}
+        else:
+            args["timeout"] = self.catch_up_timeout
         return Planned(plan, self.action, self.broker_name, args, plan.rows, ha.PLAN_COLUMNS,
                        noun="brokers and name servers", risk=risk)
 
