@@ -207,7 +207,9 @@ def mutate(where: Endpoint, build: Callable[[MQAdmin], mut.Mutation[S]], *, yes:
     """Plan (shown on stderr), confirm, apply, verify, render the verified rows, audit:
     the change runner with the terminal as its front-end.
 
-    With `dry_run` the plan (or its detail rows) is the output and nothing changes.
+    With `dry_run` the plan (or its detail rows) is the output and nothing changes.  Each
+    step opens its own connections, so none is open while the question waits: however long
+    the operator takes, the apply step starts on fresh ones.
     """
     terminal = Terminal(where, yes, output, dry_run)
     outcome = loop.run(change.run(change.MutationChange(build, args), terminal))

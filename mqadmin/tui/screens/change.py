@@ -115,6 +115,7 @@ class ChangeScreen(ModalScreen[Outcome | None]):
 
     async def confirm(self, planned: Planned[Any]) -> bool:
         """Show the plan, then wait for `y` (True) or `n` / Esc (False)."""
+        self._answer = asyncio.get_running_loop().create_future()
         self.plan_view = planned
         self.state = "planned"
         fill(self.query_one("#plan", DataTable), planned.rows, planned.columns)
@@ -128,7 +129,6 @@ class ChangeScreen(ModalScreen[Outcome | None]):
             self._prompt("Press A to accept this loss, then y to apply; n or Esc cancels.")
         else:
             self._prompt("Apply? y applies, n or Esc cancels.")
-        self._answer = asyncio.get_running_loop().create_future()
         return await self._answer
 
     def applying(self, planned: Planned[Any]) -> AbstractContextManager[Progress]:
