@@ -4,7 +4,8 @@ How this works: one file, ``mqadmin.db`` under mqadmin's home (config.py), one r
 mutation that reached the servers: when (UTC, ISO 8601), who (user@host), the context and
 name servers, the command and its arguments, the plan shown, the verified result, and how
 it ended (``applied``, ``partial``, ``unverified``, ``failed``).  Plans and results are
-stored as JSON text so the same rows the CLI printed can be shown again.  sqlite_utils is
+stored as JSON text so the same rows the CLI printed can be shown again.  Secrets never reach
+the file: `append`, the one writer, records a secret argument only as ``******``.  sqlite_utils is
 imported when the database is first used, so read-only commands never pay for it.
 """
 
@@ -30,6 +31,12 @@ AUDIT_TABLE = "audit"
 AUDIT_COLUMNS = ("id", "at", "who", "context", "command", "target", "outcome", "exitCode")
 AUDIT_DETAIL_COLUMNS = ("id", "at", "who", "context", "namesrv", "command", "args", "target",
                         "outcome", "exitCode", "message", "plan", "result")
+
+#: Arguments that do not belong in a record (how a command prints, not what it changes).
+NOT_AUDITED = frozenset({"output", "debug", "yes", "dry_run"})
+#: Arguments recorded only as `MASK` when given (passwords, secret keys, their files).
+SECRET_ARGS = frozenset({"password", "password_file", "secret_key", "secret_key_file"})
+MASK = "******"
 
 
 def db_path() -> Path:
@@ -76,13 +83,19 @@ class AuditRecord:
     message: str = ""
 
 
+def masked(args: Mapping[str, Any]) -> dict[str, Any]:
+    """`args` as recorded: secrets masked, the output options left out."""
+    return {k: (MASK if k in SECRET_ARGS and v else v) for k, v in args.items()
+            if k not in NOT_AUDITED}
+
+
 def append(record: AuditRecord) -> int:
-    """Append `record`; returns its id."""
+    """Append `record` (its secret arguments masked); returns its id."""
     db = _open()
     row = {
         "at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
         "who": who(), "context": record.context, "namesrv": record.namesrv,
-        "command": record.command, "args": json.dumps(dict(record.args), default=str),
+        "command": record.command, "args": json.dumps(masked(record.args), default=str),
         "target": record.target, "outcome": record.outcome, "exit_code": record.exit_code,
         "message": record.message, "plan": json.dumps(list(record.plan), default=str),
         "result": json.dumps(list(record.result), default=str),

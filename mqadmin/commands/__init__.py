@@ -1,13 +1,17 @@
 """What every command shares: resolving the cluster, running async work, error reporting,
-and the mutation flow (plan, confirm, apply, verify, audit)."""
+and the terminal as the change runner's front-end (`mutate`: the plan on stderr, the
+question or --yes, the progress bar, the verified rows)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import typer
@@ -15,28 +19,22 @@ import typer
 from engine.client.admin import MQAdmin
 from engine.remoting import loop
 from engine.remoting.errors import RemotingError
-from mqadmin import history, render
+from mqadmin import render
 from mqadmin.config import Endpoint, resolve
 from mqadmin.exit_codes import (
     INTERRUPTED_MESSAGE,
-    CliError,
     ConfirmationRequired,
     Declined,
     ExitCode,
     exit_code_for,
     message_for,
 )
+from mqadmin.operations import change
 from mqadmin.operations import mutation as mut
 from mqadmin.render import OutputFormat
 
 T = TypeVar("T")
 S = TypeVar("S")
-
-#: Parameters that do not belong in the audit log's record of a command.
-NOT_AUDITED = frozenset({"output", "debug", "yes", "dry_run"})
-#: Parameters recorded only as "******" (secrets never reach the audit log).
-SECRET_ARGS = frozenset({"password", "password_file", "secret_key", "secret_key_file"})
-
 
 @contextlib.contextmanager
 def log_records(debug: bool) -> Iterator[None]:
@@ -88,15 +86,16 @@ def endpoint(namesrv: str | None, context: str | None = None) -> Endpoint:
     return resolve(namesrv, context)
 
 
+async def _on_admin(where: Endpoint, work: Callable[[MQAdmin], Awaitable[T]]) -> T:
+    """`work` with an `MQAdmin` over the name servers of `where`, closed after it."""
+    async with MQAdmin(where.addrs, credentials=where.credentials) as admin:
+        admin.namesrv.on_failover = _failover_warning
+        return await work(admin)
+
+
 def with_admin(where: Endpoint, work: Callable[[MQAdmin], Awaitable[T]]) -> T:
     """Run `work` with an `MQAdmin` over the name servers of `where` on a fresh loop."""
-
-    async def main() -> T:
-        async with MQAdmin(where.addrs, credentials=where.credentials) as admin:
-            admin.namesrv.on_failover = _failover_warning
-            return await work(admin)
-
-    return loop.run(main())
+    return loop.run(_on_admin(where, work))
 
 
 def run(namesrv: str | None, context: str | None,
@@ -132,60 +131,96 @@ def audit(where: Endpoint | None, command: str, args: Mapping[str, Any], target:
           result: Sequence[Mapping[str, Any]] = (), message: str = "") -> None:
     """Append to the audit log; a log that cannot be written is a warning, never a failure
     (the change has been made by then)."""
-    record = history.AuditRecord(
-        command, {k: ("******" if k in SECRET_ARGS and v else v) for k, v in args.items()
-                  if k not in NOT_AUDITED}, target, outcome,
-        int(exit_code), plan, result, where.context if where else None,
-        where.text if where else "", message)
+    warning = change.audit(where, command, args, target, outcome=outcome,
+                           exit_code=exit_code, plan=plan, result=result, message=message)
+    if warning:
+        render.warn(warning)
+
+
+@contextlib.contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C interrupts at once while a question waits inside an event loop (whose own
+    handler would only cancel its task, unseen until the answer)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        history.append(record)
-    except Exception as exc:  # sqlite3.Error, OSError: the audit log is not the change
-        render.warn(f"could not append to the audit log {history.db_path()}: {exc}")
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@dataclass(frozen=True, slots=True)
+class _TerminalProgress:
+    """A change's progress on stderr: counts on the progress bar, steps as notes."""
+
+    update: Callable[[int, int], None]
+
+    def count(self, done: int, total: int) -> None:
+        self.update(done, total)
+
+    def step(self, text: str) -> None:
+        render.note(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """The CLI as the change runner's front-end: fresh connections for each step, the plan
+    on stderr (the output with --dry-run), the question on the terminal or --yes."""
+
+    endpoint: Endpoint
+    yes: bool
+    output: OutputFormat
+    dry_run: bool = False
+    via: str | None = None
+
+    async def call(self, work: Callable[[MQAdmin], Awaitable[T]]) -> T:
+        return await _on_admin(self.endpoint, work)
+
+    async def confirm(self, planned: change.Planned[Any]) -> bool:
+        """Show the plan; ask (no connection is open while the question waits)."""
+        if self.dry_run:
+            if planned.detail_columns:
+                render.plan(f"{planned.action} plan:", planned.rows, planned.columns)
+                render.render(planned.details, self.output, columns=planned.detail_columns)
+            else:
+                render.render(planned.rows, self.output, columns=planned.columns)
+            render.note(f"{planned.action}: dry run, nothing was changed.")
+            return False
+        render.plan(f"{planned.action} plan:", planned.rows, planned.columns)
+        if planned.details:
+            render.plan(f"{planned.action} details:", planned.details, planned.detail_columns)
+        with interruptible():
+            confirm(planned.action, self.yes, planned.noun)
+        return True
+
+    @contextlib.contextmanager
+    def applying(self, planned: change.Planned[Any]) -> Iterator[change.Progress]:
+        with render.progress(planned.action) as update:
+            yield _TerminalProgress(update)
 
 
 def mutate(where: Endpoint, build: Callable[[MQAdmin], mut.Mutation[S]], *, yes: bool,
            output: OutputFormat, dry_run: bool = False,
            args: Mapping[str, Any] | None = None) -> None:
-    """Plan (shown on stderr), confirm, apply, verify, render the verified rows, audit.
+    """Plan (shown on stderr), confirm, apply, verify, render the verified rows, audit:
+    the change runner with the terminal as its front-end.
 
-    With `dry_run` the plan (or its detail rows) is the output and nothing changes.  The
-    question is asked between two event loops, with no connection open, so however long
-    the operator takes, the apply phase starts on fresh connections.
+    With `dry_run` the plan (or its detail rows) is the output and nothing changes.  Each
+    step opens its own connections, so none is open while the question waits: however long
+    the operator takes, the apply step starts on fresh ones.
     """
-    planned = with_admin(where, lambda admin: mut.plan(build(admin)))
-    m = planned.mutation
-    details = planned.detail_rows
-    if dry_run:
-        if m.details is not None:
-            render.plan(f"{m.action} plan:", planned.rows, m.plan_columns)
-            render.render(details, output, columns=m.detail_columns)
-        else:
-            render.render(planned.rows, output, columns=m.plan_columns)
-        render.note(f"{m.action}: dry run, nothing was changed.")
+    terminal = Terminal(where, yes, output, dry_run)
+    outcome = loop.run(change.run(change.MutationChange(build, args), terminal))
+    if outcome is None:
         return
-    render.plan(f"{m.action} plan:", planned.rows, m.plan_columns)
-    if details:
-        render.plan(f"{m.action} details:", details, m.detail_columns)
-    confirm(m.action, yes, m.noun)
-    audited = dict(args or {})
-    try:
-        with render.progress(m.action) as update:
-            applied = with_admin(
-                where, lambda admin: mut.apply(planned.rebind(build(admin)), update))
-    except Exception as exc:
-        audit(where, m.action, audited, m.target, outcome="failed",
-              exit_code=exit_code_for(exc), plan=planned.rows, message=message_for(exc))
-        raise
-    if applied.rows or not applied.failures:
-        render.render(applied.rows, output, columns=applied.columns)
-    try:
-        mut.settle_applied(applied)
-    except CliError as exc:
-        audit(where, m.action, audited, m.target, outcome=applied.outcome, exit_code=exc.code,
-              plan=planned.rows, result=applied.rows, message=str(exc))
-        raise
-    audit(where, m.action, audited, m.target, outcome=applied.outcome, exit_code=ExitCode.OK,
-          plan=planned.rows, result=applied.rows)
+    if outcome.rows or outcome.ok:
+        render.render(outcome.rows, output, columns=outcome.columns)
+    if outcome.audit_warning:
+        render.warn(outcome.audit_warning)
+    if outcome.error is not None:
+        raise outcome.error
 
 
 def params(ctx: typer.Context) -> dict[str, Any]:

@@ -5,8 +5,8 @@ how to read the state it changes on one server, how to show that state, how to m
 change, and when a state read back counts as done.  `plan` reads every server; `apply`
 changes every server the plan could read (at once, or in order when `sequential`) and reads
 each one again, for up to `settle` seconds when the server applies the change in the
-background; `settle_applied` turns failures into the right `CliError`.  The same functions
-serve the CLI and, later, the dashboard: they return rows and never print.
+background; `settle_applied` turns failures into the right `CliError`.  The change runner
+(change.py) runs them for the CLI and the dashboard alike: they return rows and never print.
 """
 
 from __future__ import annotations

@@ -3,11 +3,15 @@ and the audit log."""
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from engine.remoting import loop
 from mqadmin import commands, config
 from mqadmin.exit_codes import ExitCode
 from tests.conftest import closed_port_addr
@@ -97,6 +101,22 @@ def test_declined_and_dry_run_changes_are_not_audited(cluster: BackgroundCluster
     assert json_rows("audit") == []
     assert json_rows("updateKvConfig", *args[1:], "--dry-run") == [
         {"nameServer": cluster.ns, "target": "NS/k", "before": "(absent)", "after": "v"}]
+
+
+def test_one_ctrl_c_interrupts_the_question_asked_inside_an_event_loop() -> None:
+    """The change runner asks inside the CLI's event loop, whose own Ctrl-C handler only
+    cancels its task; while the question waits, Ctrl-C raises at once, as at any prompt."""
+    answered: list[bool] = []
+
+    async def ask() -> None:
+        with commands.interruptible():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(2)  # stands for the blocking prompt: interrupted, never finished
+            answered.append(True)
+
+    with pytest.raises(KeyboardInterrupt):
+        loop.run(ask())
+    assert answered == []
 
 
 def test_unwritable_audit_log_is_a_warning(cluster: BackgroundCluster,

@@ -5,11 +5,12 @@ How this works: the ledger (SQLite) is opened for each call on the backend threa
 closed after it, so no connection crosses threads.  A resend or discard is a `Change`:
 planning reads the dead letters chosen (by message id, or all of the group) and leaves out
 those the ledger records as handled; applying writes the ledger batch ahead, sends (or
-marks), and appends the same audit record as `mqadmin dlq resend` / `discard`.
+marks); the change runner appends the same audit record as `mqadmin dlq resend` / `discard`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,11 @@ from typing import Any
 from engine.client.admin import MQAdmin
 from mqadmin.commands.dlq_options import scope
 from mqadmin.config import Endpoint
-from mqadmin.exit_codes import CliError, ExitCode, TargetNotFound, message_for
+from mqadmin.exit_codes import CliError, ExitCode, TargetNotFound
 from mqadmin.operations import dlq_discard, dlq_list, dlq_resend, dlq_show, dlq_status, dlq_transfer
+from mqadmin.operations.change import Outcome, Planned, Progress
 from mqadmin.operations.dlq_ledger import Ledger
 from mqadmin.operations.dlq_model import Filters
-from mqadmin.tui.backend import Backend
-from mqadmin.tui.data.changes import Outcome, PlanView, Say, audit
 
 Row = dict[str, Any]
 #: Dead letters read for the group screen (the newest are at the end of each queue).
@@ -74,116 +74,88 @@ async def export_letters(admin: MQAdmin, group: str, ids: frozenset[str] | None,
     return count
 
 
+class ResendIncomplete(CliError):
+    """Some copies were not sent: the ledger records each, `--resume` finishes the batch."""
+
+    code = ExitCode.PARTIAL
+
+
 class ResendChange:
     """dlq resend of the chosen dead letters, to the group's retry topic or the original."""
 
     def __init__(self, group: str, ids: frozenset[str] | None, *, to: str = "retry") -> None:
-        self.action = "dlq resend"
-        self.target = group
         self.group = group
         self.ids = ids
         self.to = to
-        self._plan: dlq_resend.ResendPlan | None = None
 
     @property
     def args(self) -> dict[str, Any]:
         return {"group": self.group, "to": self.to,
                 "ids": sorted(self.ids) if self.ids is not None else "all"}
 
-    async def plan(self, backend: Backend) -> PlanView:
-        async def work(admin: MQAdmin) -> dlq_resend.ResendPlan:
-            with ledger_of(backend.endpoint) as ledger:
-                return await dlq_resend.plan_resend(admin, ledger, self.group,
-                                                    Filters(ids=self.ids), to=self.to)
-
-        plan = await backend.call(work)
+    async def plan(self, admin: MQAdmin, where: Endpoint) -> Planned[dlq_resend.ResendPlan]:
+        with ledger_of(where) as ledger:
+            plan = await dlq_resend.plan_resend(admin, ledger, self.group,
+                                                Filters(ids=self.ids), to=self.to)
         if not plan.letters:
             raise TargetNotFound(f"no dead letter of {self.group} to resend: {plan.skipped} "
                                  "already resent or discarded (the CLI's --again resends "
                                  "them once more).")
-        self._plan = plan
         others = sorted({g for gs in plan.other_groups.values() for g in gs})
         details = [{"note": f"{plan.skipped} already resent or discarded are left out"}] \
             if plan.skipped else []
         if others:
             details.append({"note": f"groups {', '.join(others)} also receive the copies"})
-        return PlanView(plan.rows(), dlq_resend.PLAN_COLUMNS, details, ("note",))
+        return Planned(plan, "dlq resend", self.group, self.args, plan.rows(),
+                       dlq_resend.PLAN_COLUMNS, details, ("note",), noun="cluster")
 
-    async def apply(self, backend: Backend, say: Say) -> Outcome:
-        plan = self._plan
-        assert plan is not None, "plan first"
-
-        def progress(done: int, total: int) -> None:
-            say(f"{done} of {total} sent")
+    async def apply(self, admin: MQAdmin, where: Endpoint,
+                    planned: Planned[dlq_resend.ResendPlan], progress: Progress) -> Outcome:
+        def sent(done: int, total: int) -> None:
+            progress.step(f"{done} of {total} sent")
 
         def started(batch: str) -> None:
-            say(f"batch {batch} written to the ledger (`mqadmin dlq resend --resume {batch}` "
-                "finishes it if interrupted)")
+            progress.step(f"batch {batch} written to the ledger (`mqadmin dlq resend --resume "
+                          f"{batch}` finishes it if interrupted)")
 
-        async def work(admin: MQAdmin) -> dlq_resend.ResendOutcome:
-            with ledger_of(backend.endpoint) as ledger:
-                return await dlq_resend.resend(admin, ledger, plan, on_progress=progress,
-                                               on_batch=started)
-
-        try:
-            outcome = await backend.call(work)
-        except Exception as exc:
-            warning = await audit(backend, self.action, self.args, self.group,
-                                  outcome="failed", exit_code=ExitCode.ERROR,
-                                  plan=plan.rows(), result=[], message=message_for(exc))
-            return Outcome([], (), "failed", message_for(exc), warning)
-        error = (f"{len(outcome.failed)} of {outcome.total} were not resent (the ledger records "
-                 f"each): finish with `mqadmin dlq resend --resume {outcome.batch}`."
-                 if outcome.failed else "")
-        result = "partial" if outcome.failed else "applied"
-        warning = await audit(backend, self.action, self.args, outcome.batch, outcome=result,
-                              exit_code=ExitCode.PARTIAL if outcome.failed else ExitCode.OK,
-                              plan=plan.rows(), result=[outcome.row()], message=error)
-        return Outcome([outcome.row()], RESEND_COLUMNS, result, error, warning)
+        with ledger_of(where) as ledger:
+            outcome = await dlq_resend.resend(admin, ledger, planned.plan, on_progress=sent,
+                                              on_batch=started)
+        if not outcome.failed:
+            return Outcome([outcome.row()], RESEND_COLUMNS, target=outcome.batch)
+        error = ResendIncomplete(
+            f"{len(outcome.failed)} of {outcome.total} were not resent (the ledger records "
+            f"each): finish with `mqadmin dlq resend --resume {outcome.batch}`.")
+        return Outcome([outcome.row()], RESEND_COLUMNS, "partial", error, outcome.batch)
 
 
 class DiscardChange:
     """dlq discard: mark the chosen dead letters handled, with a reason (nothing deleted)."""
 
     def __init__(self, group: str, ids: frozenset[str] | None, reason: str) -> None:
-        self.action = "dlq discard"
-        self.target = group
         self.group = group
         self.ids = ids
         self.reason = reason
-        self._plan: dlq_discard.DiscardPlan | None = None
 
-    async def plan(self, backend: Backend) -> PlanView:
-        async def work(admin: MQAdmin) -> dlq_discard.DiscardPlan:
-            with ledger_of(backend.endpoint) as ledger:
-                return await dlq_discard.plan_discard(admin, ledger, self.group, self.reason,
-                                                      Filters(ids=self.ids))
-
-        plan = await backend.call(work)
+    async def plan(self, admin: MQAdmin, where: Endpoint) -> Planned[dlq_discard.DiscardPlan]:
+        with ledger_of(where) as ledger:
+            plan = await dlq_discard.plan_discard(admin, ledger, self.group, self.reason,
+                                                  Filters(ids=self.ids))
         if not plan.letters:
             raise TargetNotFound(f"no dead letter of {self.group} left to discard "
                                  f"({plan.skipped} already resent or discarded).")
-        self._plan = plan
-        return PlanView(plan.rows(), dlq_discard.PLAN_COLUMNS)
-
-    async def apply(self, backend: Backend, say: Say) -> Outcome:
-        plan = self._plan
-        assert plan is not None, "plan first"
-
-        def work() -> str:
-            with ledger_of(backend.endpoint) as ledger:
-                return dlq_discard.discard(ledger, plan)
-
         args = {"group": self.group, "reason": self.reason,
                 "ids": sorted(self.ids) if self.ids is not None else "all"}
-        try:
-            batch = await backend.blocking(work)
-        except Exception as exc:
-            warning = await audit(backend, self.action, args, self.group, outcome="failed",
-                                  exit_code=ExitCode.ERROR, plan=plan.rows(), result=[],
-                                  message=message_for(exc))
-            return Outcome([], (), "failed", message_for(exc), warning)
-        row = {"batch": batch, "group": plan.group, "discarded": len(plan.letters)}
-        warning = await audit(backend, self.action, args, batch, outcome="applied",
-                              exit_code=ExitCode.OK, plan=plan.rows(), result=[row])
-        return Outcome([row], ("batch", "group", "discarded"), "applied", "", warning)
+        return Planned(plan, "dlq discard", self.group, args, plan.rows(),
+                       dlq_discard.PLAN_COLUMNS, noun="ledger")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint,
+                    planned: Planned[dlq_discard.DiscardPlan], progress: Progress) -> Outcome:
+        def work() -> str:
+            with ledger_of(where) as ledger:
+                return dlq_discard.discard(ledger, planned.plan)
+
+        batch = await asyncio.to_thread(work)
+        row = {"batch": batch, "group": planned.plan.group,
+               "discarded": len(planned.plan.letters)}
+        return Outcome([row], ("batch", "group", "discarded"), target=batch)

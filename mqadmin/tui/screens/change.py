@@ -1,16 +1,21 @@
 """The change dialog: plan (read, nothing changes), confirmation, apply with live steps,
-and the verified result — the CLI's plan / confirm / apply / verify flow on screen.
+and the verified result — the change runner's flow, as the CLI runs it, on screen.
 
-How this works: the dialog plans as soon as it opens (a worker awaits `Change.plan` on the
-backend); `y` applies, `n` or Esc cancels.  A plan with a `risk` (a failover's estimated
-loss) needs `A` (accept the loss) before `y` does anything.  While it applies, every step
+How this works: the dialog is the change runner's front-end (operations/change.py): as soon
+as it opens, a worker runs the change, whose steps call the servers on the backend; the
+runner's confirmation shows the plan and waits for `y` (apply) or `n` / Esc (cancel).  A
+plan with a `risk` (a failover's estimated loss) needs `A` (accept the loss) before `y` does
+anything.  While it applies, every step
 the operation reports (a switchover's timeline, servers done) is appended as it happens;
 then the verified rows and the outcome are shown, and the dialog returns the `Outcome`.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import asyncio
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -19,10 +24,15 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from mqadmin.config import Endpoint
 from mqadmin.exit_codes import message_for
-from mqadmin.tui.data.changes import Change, Outcome, PlanView
+from mqadmin.operations import change
+from mqadmin.operations.change import Change, Outcome, Planned, Progress, Work
+from mqadmin.tui.backend import Backend
 from mqadmin.tui.messages import Step
 from mqadmin.tui.widgets.table import Row, plain
+
+T = TypeVar("T")
 
 
 def fill(table: DataTable[object], rows: list[Row], columns: tuple[str, ...]) -> None:
@@ -34,8 +44,21 @@ def fill(table: DataTable[object], rows: list[Row], columns: tuple[str, ...]) ->
         table.add_row(*(plain(row.get(c)) for c in cols))
 
 
+@dataclass(frozen=True, slots=True)
+class _Steps:
+    """A change's progress as lines of the dialog (posted: the backend thread reports)."""
+
+    screen: ChangeScreen
+
+    def count(self, done: int, total: int) -> None:
+        self.step(f"{done} of {total} servers changed")
+
+    def step(self, text: str) -> None:
+        self.screen.post_message(Step(text))
+
+
 class ChangeScreen(ModalScreen[Outcome | None]):
-    """Plan, confirm, apply and verify one change."""
+    """Plan, confirm, apply and verify one change: the change runner's front-end."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "apply", "Apply"),
@@ -43,15 +66,18 @@ class ChangeScreen(ModalScreen[Outcome | None]):
         Binding("n,escape", "close", "Cancel / close"),
     ]
 
-    def __init__(self, change: Change, title: str) -> None:
+    via = "dashboard"
+
+    def __init__(self, change: Change[Any], title: str) -> None:
         super().__init__()
         self.change = change
         self.title_text = title
-        self.plan_view: PlanView | None = None
+        self.plan_view: Planned[Any] | None = None
         self.accepted = False
         self.state = "planning"  # planning, planned, applying, done, failed
         self.outcome: Outcome | None = None
         self.steps: list[str] = []
+        self._answer: asyncio.Future[bool] | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="change-box"):
@@ -69,31 +95,73 @@ class ChangeScreen(ModalScreen[Outcome | None]):
     def on_mount(self) -> None:
         for name in ("details", "result"):
             self.query_one(f"#{name}", DataTable).display = False
-        self.plan_it()
+        self.run_change()
+
+    def on_unmount(self) -> None:
+        self._answer_with(False)
+
+    # ------------------------------------------------------------ the runner's front-end
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return self._backend.endpoint
+
+    @property
+    def _backend(self) -> Backend:
+        return self.app.backend  # type: ignore[attr-defined, no-any-return]
+
+    async def call(self, work: Work[T]) -> T:
+        return await self._backend.call(work)
+
+    async def confirm(self, planned: Planned[Any]) -> bool:
+        """Show the plan, then wait for `y` (True) or `n` / Esc (False)."""
+        self._answer = asyncio.get_running_loop().create_future()
+        self.plan_view = planned
+        self.state = "planned"
+        fill(self.query_one("#plan", DataTable), planned.rows, planned.columns)
+        if planned.details:
+            details = self.query_one("#details", DataTable)
+            details.display = True
+            fill(details, planned.details, planned.detail_columns)
+        self._status(f"Plan of {planned.action} {planned.target} (nothing changed yet):", "")
+        if planned.risk:
+            self.query_one("#risk", Static).update(f"⚠ {planned.risk}")
+            self._prompt("Press A to accept this loss, then y to apply; n or Esc cancels.")
+        else:
+            self._prompt("Apply? y applies, n or Esc cancels.")
+        return await self._answer
+
+    def applying(self, planned: Planned[Any]) -> AbstractContextManager[Progress]:
+        return nullcontext(_Steps(self))
+
+    # ------------------------------------------------------------------ the dialog
 
     @work(exclusive=True, group="change")
-    async def plan_it(self) -> None:
+    async def run_change(self) -> None:
         try:
-            view = await self.change.plan(self.app.backend)  # type: ignore[attr-defined]
+            outcome = await change.run(self.change, self)
         except Exception as exc:
             self.state = "failed"
             self._status(f"Planning failed, nothing was changed: {message_for(exc)}", "error")
             self._prompt("Esc closes.")
             return
-        self.plan_view = view
-        self.state = "planned"
-        fill(self.query_one("#plan", DataTable), view.rows, view.columns)
-        if view.details:
-            details = self.query_one("#details", DataTable)
-            details.display = True
-            fill(details, view.details, view.detail_columns)
-        self._status(f"Plan of {self.change.action} {self.change.target} (nothing changed yet):",
-                     "")
-        if view.risk:
-            self.query_one("#risk", Static).update(f"⚠ {view.risk}")
-            self._prompt("Press A to accept this loss, then y to apply; n or Esc cancels.")
+        if outcome is None:
+            return
+        action = self.plan_view.action if self.plan_view is not None else ""
+        self.outcome = outcome
+        self.state = "done" if outcome.ok else "failed"
+        if outcome.rows:
+            result = self.query_one("#result", DataTable)
+            result.display = True
+            fill(result, outcome.rows, outcome.columns)
+        if outcome.ok:
+            self._status(f"{action}: {outcome.outcome} and verified "
+                         "(recorded in the audit log).", "ok")
         else:
-            self._prompt("Apply? y applies, n or Esc cancels.")
+            self._status(f"{action}: {outcome.outcome}. {outcome.message}", "error")
+        if outcome.audit_warning:
+            self.notify(outcome.audit_warning, severity="warning")
+        self._prompt("Esc closes.")
 
     def action_accept(self) -> None:
         if self.state == "planned" and self.plan_view is not None and self.plan_view.risk:
@@ -109,30 +177,9 @@ class ChangeScreen(ModalScreen[Outcome | None]):
                         severity="warning")
             return
         self.state = "applying"
-        self._status(f"Applying {self.change.action}…", "")
+        self._status(f"Applying {self.plan_view.action}…", "")
         self._prompt("Applying: wait for the verified result.")
-        self.apply_it()
-
-    @work(exclusive=True, group="change")
-    async def apply_it(self) -> None:
-        def say(text: str) -> None:  # called on the backend thread: post_message is safe
-            self.post_message(Step(text))
-
-        outcome = await self.change.apply(self.app.backend, say)  # type: ignore[attr-defined]
-        self.outcome = outcome
-        self.state = "done" if outcome.ok else "failed"
-        if outcome.rows:
-            result = self.query_one("#result", DataTable)
-            result.display = True
-            fill(result, outcome.rows, outcome.columns)
-        if outcome.ok:
-            self._status(f"{self.change.action}: {outcome.outcome} and verified "
-                         "(recorded in the audit log).", "ok")
-        else:
-            self._status(f"{self.change.action}: {outcome.outcome}. {outcome.error}", "error")
-        if outcome.audit_warning:
-            self.notify(outcome.audit_warning, severity="warning")
-        self._prompt("Esc closes.")
+        self._answer_with(True)
 
     def on_step(self, message: Step) -> None:
         self.steps.append(message.text)
@@ -143,7 +190,12 @@ class ChangeScreen(ModalScreen[Outcome | None]):
             self.notify("The change is being applied; wait for its result.",
                         severity="warning")
             return
+        self._answer_with(False)
         self.dismiss(self.outcome)
+
+    def _answer_with(self, apply: bool) -> None:
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_result(apply)
 
     def _status(self, text: str, kind: str) -> None:
         status = self.query_one("#change-status", Static)

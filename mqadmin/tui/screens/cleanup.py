@@ -78,7 +78,6 @@ class CleanupScreen(DashScreen):
         change = MutationChange(
             lambda admin: store.delete_expired_commit_log(admin, addr, None, wait=RUN_WAIT,
                                                           refuse_loss=False),
-            {"broker_addr": addr, "accept_loss": True}, action="deleteExpiredCommitLog",
-            target="commitlog", risk=_loss)
+            {"broker_addr": addr, "accept_loss": True}, risk=_loss)
         self.app.push_screen(ChangeScreen(change, f"deleteExpiredCommitLog on {addr}"),
                              lambda _: self.action_refresh_now())

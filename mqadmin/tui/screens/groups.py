@@ -125,8 +125,7 @@ def reset_offsets(screen: DashScreen, group: str, topics: list[str]) -> None:
         change = MutationChange(
             lambda admin: group_ops.reset_offset(admin, group, topic, ms, force=True),
             {"group": group, "topic": topic,
-             "timestamp": "now" if ms == RESET_TO_MAX else ms},
-            action="resetOffsetByTime", target=f"{topic}@{group}")
+             "timestamp": "now" if ms == RESET_TO_MAX else ms})
         screen.app.push_screen(ChangeScreen(change, f"resetOffsetByTime {topic}@{group}"),
                                lambda _: screen.action_refresh_now())
 

@@ -113,8 +113,7 @@ class TopicsScreen(DashScreen):
                                                  cluster=cluster),
             {"topic": config.topic_name, "cluster": cluster, "read_queues":
              config.read_queue_nums, "write_queues": config.write_queue_nums,
-             "perm": config.perm, "order": config.order},
-            action="updateTopic", target=config.topic_name)
+             "perm": config.perm, "order": config.order})
         self.app.push_screen(ChangeScreen(change, f"updateTopic {config.topic_name} on "
                                           f"{cluster}"), lambda _: self.action_refresh_now())
 
@@ -127,8 +126,7 @@ class TopicsScreen(DashScreen):
         topic = str(row["topic"])
         cluster = str(row["cluster"]).split(",")[0] or (self.clusters or [""])[0]
         change = MutationChange(lambda admin: topic_ops.delete_topic(admin, topic, cluster),
-                                {"topic": topic, "cluster": cluster},
-                                action="deleteTopic", target=topic)
+                                {"topic": topic, "cluster": cluster})
         self.app.push_screen(ChangeScreen(change, f"deleteTopic {topic} from {cluster}"),
                              lambda _: self.action_refresh_now())
 
