@@ -1,4 +1,5 @@
-"""Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output."""
+"""Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output,
+a cluster's identity."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 import pytest
 
 from engine.protocol.body.message_queue import MessageQueue
+from mqadmin.config import Endpoint
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations.consumer import allocate_averagely
 from mqadmin.operations.store import CommitLog, Segment, human
@@ -70,3 +72,14 @@ def test_vertical_output_and_nested_values() -> None:
     as_csv = io.StringIO()
     render([{"p": {"k": "v"}}], OutputFormat.CSV, stream=as_csv)
     assert as_csv.getvalue() == 'p\n"{""k"": ""v""}"\n'
+
+
+def test_a_cluster_is_known_by_its_context_to_the_lag_monitor_and_by_its_addrs_to_the_ledger(
+) -> None:
+    saved = Endpoint(["10.0.0.2:9876", "10.0.0.1:9876"], "prod")
+    assert saved.cluster_key == "prod"
+    assert saved.lag_keys == ["prod", "10.0.0.2:9876;10.0.0.1:9876"]
+    assert saved.ledger_scope == "10.0.0.1:9876;10.0.0.2:9876"
+    plain = Endpoint(["10.0.0.1:9876"])
+    assert plain.cluster_key == plain.text == "10.0.0.1:9876"
+    assert plain.lag_keys == ["10.0.0.1:9876"]
