@@ -96,6 +96,9 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
 
 @dataclass(frozen=True, slots=True)
 class GroupDetail:
+    """One group as its screen shows it: consumerProgress's and consumerConnection's rows,
+    both made from one read of the group (operations/consumer.py)."""
+
     queues: list[Row]
     clients: list[Row]
     consume_tps: float
@@ -105,11 +108,7 @@ class GroupDetail:
 
 async def read_group(admin: MQAdmin, group: str) -> GroupDetail:
     """consumerProgress (lag in messages and time per queue) and consumerConnection."""
-    rows, tps = await consumer_ops.consumer_progress(admin, group)
-    try:
-        clients = await consumer_ops.consumer_connection(admin, group)
-    except ClientError:
-        clients = []
-    queues = [r for r in rows if r["topic"] != consumer_ops.TOTAL]
-    topics = sorted({str(r["topic"]) for r in queues if not str(r["topic"]).startswith("%")})
-    return GroupDetail(rows, clients, tps, topics)
+    progress = await consumer_ops.read_progress(admin, group)
+    return GroupDetail(consumer_ops.progress_rows(progress),
+                       consumer_ops.connection_rows(progress.clients.connection),
+                       progress.consume_tps, progress.topics)
