@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_ENGINE = ("typer", "rich", "textual", "mqadmin", "click", "pyspark")
 #: The dashboard shows what the operations read; the CLI is its sibling, not its base.
 FORBIDDEN_IN_TUI = ("mqadmin.commands", "typer", "click")
+#: The dashboard's data layer reads; drawing (rich, textual) is the widgets' and screens'.
+FORBIDDEN_IN_TUI_DATA = ("rich", "textual")
 #: Operations read and change the cluster; how it is shown is the CLI's and the dashboard's.
 FORBIDDEN_IN_OPERATIONS = ("mqadmin.commands", "mqadmin.tui", "typer", "click", "rich",
                            "textual")
@@ -60,6 +62,12 @@ def _forbidden(name: str, forbidden: tuple[str, ...]) -> bool:
 def test_dashboard_does_not_import_the_cli() -> None:
     for path in (ROOT / "mqadmin" / "tui").rglob("*.py"):
         bad = {n for n in _imports(path) if _forbidden(n, FORBIDDEN_IN_TUI)}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_dashboard_data_layer_draws_nothing() -> None:
+    for path in (ROOT / "mqadmin" / "tui" / "data").rglob("*.py"):
+        bad = {n for n in _imports(path) if _forbidden(n, FORBIDDEN_IN_TUI_DATA)}
         assert not bad, f"{path} imports {bad}"
 
 

@@ -37,6 +37,7 @@ from mqadmin.tui.screens.groups import GroupsScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
 from mqadmin.tui.widgets.dialogs import CommandLine, KeyList
+from mqadmin.tui.widgets.header import extra_line, health_line
 
 #: Screen name -> (palette words, number key).
 SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -198,14 +199,14 @@ class Dashboard(App[None]):
         while True:
             self._health_wake.clear()
             try:
-                text, ok = await self.backend.call(read_health), True
+                text, ok = health_line(await self.backend.call(read_health)), True
             except Exception as exc:
                 text, ok = Text(f"cluster unreachable: {message_for(exc)}", style="bold red"), \
                     False
             if ok and rounds % EXTRA_EVERY == 1:  # not in the first round: the screen first
                 try:
-                    extra = await self.backend.call(
-                        functools.partial(read_extra, endpoint=self.backend.endpoint))
+                    extra = extra_line(await self.backend.call(
+                        functools.partial(read_extra, endpoint=self.backend.endpoint)))
                 except Exception as exc:
                     extra = Text(f"  ·  dead letters / lag: {message_for(exc)}", style="dim")
             rounds += 1
