@@ -26,6 +26,7 @@ from mqadmin.config import Endpoint, resolve
 from mqadmin.exit_codes import message_for
 from mqadmin.tui.backend import Backend
 from mqadmin.tui.data.health import read_extra, read_health
+from mqadmin.tui.keys import key_sections
 from mqadmin.tui.messages import HealthChanged
 from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
@@ -153,17 +154,11 @@ class Dashboard(App[None]):
 
     def action_keys(self) -> None:
         screen = self.screen
-        keys: list[tuple[str, str]] = []
-        seen: set[str] = set()
-        for active in screen.active_bindings.values():
-            b = active.binding
-            label = b.key_display or b.key
-            if label in seen or not b.description:
-                continue
-            seen.add(label)
-            keys.append((label, b.description))
-        title = getattr(screen, "TITLE", "") or self.current_mode
-        self.push_screen(KeyList(title, keys))
+        # a drill-down screen's heading ends with how to leave it; the key list says that
+        heading = screen.heading().removesuffix("  (Esc: back)") \
+            if isinstance(screen, DashScreen) else ""
+        title = heading or self.current_mode
+        self.push_screen(KeyList(title, key_sections(self, screen, title)))
 
     # ------------------------------------------------------------------ context
 
