@@ -44,13 +44,12 @@ async def read_health(admin: MQAdmin) -> Health:
         assert error is not None
         raise error
     info: ClusterInfo = answered[0].value  # type: ignore[assignment]
-    names = sorted(info.broker_addr_table)
-    found = await asyncio.gather(*(ha.members(admin, name) for name in names))
-    members = [m for group in found for m in group]
+    found = await ha.read_members(admin, info=info)
+    members = [m for group in found.values() for m in group]
     up = [m for m in members if m.status is not None]
     lonely = tuple(m.name for m in up if m.status is not None and m.status.master
                    and not m.status.ha_connection_info)
-    no_master = tuple(name for name, group in zip(names, found, strict=True)
+    no_master = tuple(name for name, group in found.items()
                       if not any(m.status is not None and m.status.master for m in group))
     return Health(len(answered), len(outcomes), len(up), len(members), lonely, no_master)
 
