@@ -144,6 +144,21 @@ class Endpoint:
     def text(self) -> str:
         return ";".join(self.addrs)
 
+    @property
+    def cluster_key(self) -> str:
+        """The lag monitor's name for the cluster: the context name, else the name servers."""
+        return self.context or self.text
+
+    @property
+    def lag_keys(self) -> list[str]:
+        """The names the lag monitor may have kept this cluster's samples under, best first."""
+        return list(dict.fromkeys([self.cluster_key, self.text]))
+
+    @property
+    def ledger_scope(self) -> str:
+        """The dead-letter ledger's name for the cluster: its name servers, sorted."""
+        return ";".join(sorted(self.addrs))
+
 
 def resolve(namesrv: str | None, context: str | None) -> Endpoint:
     """The name servers from ``-n``, ``--context``, NAMESRV_ADDR or the current context,

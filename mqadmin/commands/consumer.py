@@ -41,10 +41,10 @@ def consumer_progress(
     """
     with guarded(debug):
         if group:
-            rows, tps = run(namesrv, context, lambda admin: ops.consumer_progress(
+            progress = run(namesrv, context, lambda admin: ops.read_progress(
                 admin, group.strip(), topic.strip() if topic else None))
-            render.render(rows, output, columns=ops.PROGRESS_COLUMNS)
-            render.note(f"Consume TPS: {tps:.2f}")
+            render.render(ops.progress_rows(progress), output, columns=ops.PROGRESS_COLUMNS)
+            render.note(f"Consume TPS: {progress.consume_tps:.2f}")
             return
         with render.progress("consumerProgress") as update:
             rows = run(namesrv, context, lambda admin: ops.group_list(admin, update))
@@ -62,8 +62,8 @@ def consumer_connection(
     """List the connected clients of a consumer group with its subscriptions and settings
     (exit code 3 when none is online)."""
     with guarded(debug):
-        rows = run(namesrv, context, lambda admin: ops.consumer_connection(admin, group.strip()))
-        render.render(rows, output, columns=ops.CONNECTION_COLUMNS)
+        cc = run(namesrv, context, lambda admin: ops.consumer_connection(admin, group.strip()))
+        render.render(ops.connection_rows(cc), output, columns=ops.CONNECTION_COLUMNS)
 
 
 @app.command("consumerStatus", rich_help_panel=PANEL)
@@ -91,8 +91,8 @@ def consumer_status(
             if jstack and info.jstack:
                 render.note(info.jstack)
             return
-        rows, same = run(namesrv, context, lambda admin: ops.consumer_status(admin,
-                                                                              group.strip()))
+        clients = run(namesrv, context, lambda admin: ops.read_clients(admin, group.strip()))
+        rows, same = ops.status_rows(clients)
         render.render(rows, output, columns=ops.STATUS_COLUMNS)
         if not same:
             render.warn("the clients of the group subscribe differently; messages of the "

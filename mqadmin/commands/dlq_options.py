@@ -23,13 +23,8 @@ LimitOpt = Annotated[int | None, typer.Option("--limit", min=1,
                                               help="At most this many dead letters.")]
 
 
-def scope(where: Endpoint) -> str:
-    """The ledger's name for a cluster: its name servers, sorted."""
-    return ";".join(sorted(where.addrs))
-
-
 def ledger_of(where: Endpoint) -> Ledger:
-    return Ledger(scope(where))
+    return Ledger(where.ledger_scope)
 
 
 def filters(topic: str | None, key: str | None, tag: str | None, since: str | None,

@@ -18,7 +18,6 @@ from engine.client.admin import MQAdmin
 from engine.remoting import loop
 from mqadmin import config, render
 from mqadmin.commands import endpoint, guarded, with_admin
-from mqadmin.config import Endpoint
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations import lag_status as st
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
@@ -78,11 +77,6 @@ def check_webhook(url: str) -> str:
         raise UsageProblem(f"--webhook {url!r} is not an http(s) URL: write it as "
                            "https://host/path.")
     return url
-
-
-def cluster_key(where: Endpoint) -> str:
-    """Samples are kept under the context name, else the name-server list."""
-    return where.context or where.text
 
 
 def _setup_log(path: Path) -> logging.Handler:
@@ -152,7 +146,7 @@ def collect(
         duty = scheduled_report(report, report_period, root) if report is not None else None
         log_path = log_file or root / "logs" / LOG_FILE
         handler = _setup_log(log_path)
-        cfg = CollectorConfig(tuple(where.addrs), name or cluster_key(where), ms, root, hooks,
+        cfg = CollectorConfig(tuple(where.addrs), name or where.cluster_key, ms, root, hooks,
                               window, allowed_lag, concurrency,
                               credentials=where.credentials)
         render.note(f"collecting '{cfg.cluster}' every {interval}: window in "
@@ -191,7 +185,7 @@ def scheduled_report(cron: str, period: str, root: Path) -> ReportDuty:
 def _report(namesrv: str | None, context: str | None, group: str | None, window: int,
             allowed_lag: int | None) -> st.LagReport:
     where = endpoint(namesrv, context)
-    keys = [cluster_key(where), where.text]
+    keys = where.lag_keys
     for key in keys:
         found = st.report_from_window(key, group=group, window=window,
                                       allowed_lag=allowed_lag)
@@ -256,7 +250,7 @@ def watch(
         every = parse_duration(interval) / 1000 if interval else None
         where = endpoint(namesrv, context)
         try:
-            loop.run(run_watch(where, [cluster_key(where), where.text], group=group,
+            loop.run(run_watch(where, where.lag_keys, group=group,
                                window=window, allowed_lag=allowed_lag, every=every,
                                stream=sys.stdout, output=output))
         except KeyboardInterrupt:

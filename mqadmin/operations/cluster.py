@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from engine.client.admin import MQAdmin
@@ -23,6 +24,7 @@ from engine.client.message import Message
 from engine.client.namesrv import ServerOutcome
 from engine.protocol.body.admin import BrokerStatsData
 from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.body.route import ClusterInfo
 from mqadmin.operations.mutation import (
     Gathered,
     Mutation,
@@ -72,12 +74,81 @@ def _diff(a: str | None, b: str | None) -> int | None:
     return x - y if x is not None and y is not None else None
 
 
-async def cluster_list(admin: MQAdmin, *, more: bool = False,
-                       cluster: str | None = None) -> Gathered:
-    """One row per broker address with its traffic and disk figures (Apache's columns:
-    version, in/out TPS, page-cache lock wait, hours of messages kept, commit-log disk ratio;
-    with `more`, messages in and out yesterday and today)."""
-    info = await admin.namesrv.cluster_info()
+@dataclass(frozen=True, slots=True)
+class BrokerRuntime:
+    """One broker address as the name servers list it, and its runtime figures as read at
+    `read_at` (ms); `table` is empty when it did not answer."""
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+    table: Mapping[str, str]
+    read_at: float
+
+    @property
+    def version(self) -> str | None:
+        return self.table.get("brokerVersionDesc")
+
+    @property
+    def in_tps(self) -> float | None:
+        """Messages stored per second over the last 10 s."""
+        tps = _first_number(self.table.get("putTps"))
+        return round(tps, 2) if tps is not None else None
+
+    @property
+    def out_tps(self) -> float | None:
+        """Messages sent to consumers per second over the last 10 s."""
+        tps = _first_number(self.table.get("getTransferedTps"))
+        return round(tps, 2) if tps is not None else None
+
+    @property
+    def page_cache_wait_ms(self) -> int | None:
+        return _int(self.table.get("pageCacheLockTimeMills"))
+
+    @property
+    def hours_kept(self) -> float | None:
+        """Hours since the oldest message kept was stored."""
+        earliest = _int(self.table.get("earliestMessageTimeStamp"))
+        return (round((self.read_at - earliest) / 3_600_000, 2) if earliest and earliest > 0
+                else None)
+
+    @property
+    def disk_ratio(self) -> float | None:
+        """The commit log's disk, used over total."""
+        space = _first_number(self.table.get("commitLogDiskRatio"))
+        return round(space, 4) if space is not None else None
+
+    def totals(self) -> Row:
+        """Messages in and out yesterday and today (clusterList -m)."""
+        kv = self.table
+        return {
+            "inTotalYest": _diff(kv.get("msgPutTotalTodayMorning"),
+                                 kv.get("msgPutTotalYesterdayMorning")),
+            "outTotalYest": _diff(kv.get("msgGetTotalTodayMorning"),
+                                  kv.get("msgGetTotalYesterdayMorning")),
+            "inTotalToday": _diff(kv.get("msgPutTotalTodayNow"),
+                                  kv.get("msgPutTotalTodayMorning")),
+            "outTotalToday": _diff(kv.get("msgGetTotalTodayNow"),
+                                   kv.get("msgGetTotalTodayMorning")),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterBrokers:
+    """Every broker address of the clusters (by cluster, name and id) with its runtime, and
+    the brokers that did not answer."""
+
+    brokers: tuple[BrokerRuntime, ...]
+    failures: list[tuple[str, ClientError]] = field(default_factory=list)
+
+
+async def read_brokers(admin: MQAdmin, *, cluster: str | None = None,
+                       info: ClusterInfo | None = None) -> ClusterBrokers:
+    """The brokers `info` (else the name servers, asked now) lists, of one cluster or of all,
+    each asked its runtime info at once."""
+    if info is None:
+        info = await admin.namesrv.cluster_info()
     where: list[tuple[str, str, int, str]] = []
     for name_of_cluster in sorted(info.cluster_addr_table):
         if cluster and name_of_cluster != cluster:
@@ -90,39 +161,36 @@ async def cluster_list(admin: MQAdmin, *, more: bool = False,
                 where.append((name_of_cluster, name, broker_id, data.broker_addrs[broker_id]))
     outcomes = await admin.on_brokers([w[3] for w in where],
                                       lambda addr: admin.broker.runtime_info(addr))
-    rows: list[Row] = []
     now = time.time() * 1000
-    for (cluster_name, name, broker_id, addr), outcome in zip(where, outcomes, strict=True):
-        row: Row = {"cluster": cluster_name, "brokerName": name, "brokerId": broker_id,
-                    "addr": addr}
-        kv = outcome.value.table if outcome.value is not None else {}
+    return ClusterBrokers(
+        tuple(BrokerRuntime(c, name, broker_id, addr,
+                            o.value.table if o.value is not None else {}, now)
+              for (c, name, broker_id, addr), o in zip(where, outcomes, strict=True)),
+        failures_of(outcomes))
+
+
+def cluster_rows(found: ClusterBrokers, *, more: bool = False) -> Gathered:
+    """clusterList's rows: one per broker address with Apache's columns (version, in/out
+    TPS, page-cache lock wait, hours of messages kept, commit-log disk ratio; with `more`,
+    messages in and out yesterday and today)."""
+    rows: list[Row] = []
+    for b in found.brokers:
+        row: Row = {"cluster": b.cluster, "brokerName": b.broker_name,
+                    "brokerId": b.broker_id, "addr": b.addr}
         if more:
-            row |= {
-                "inTotalYest": _diff(kv.get("msgPutTotalTodayMorning"),
-                                     kv.get("msgPutTotalYesterdayMorning")),
-                "outTotalYest": _diff(kv.get("msgGetTotalTodayMorning"),
-                                      kv.get("msgGetTotalYesterdayMorning")),
-                "inTotalToday": _diff(kv.get("msgPutTotalTodayNow"),
-                                      kv.get("msgPutTotalTodayMorning")),
-                "outTotalToday": _diff(kv.get("msgGetTotalTodayNow"),
-                                       kv.get("msgGetTotalTodayMorning")),
-            }
+            row |= b.totals()
         else:
-            earliest = _int(kv.get("earliestMessageTimeStamp"))
-            space = _first_number(kv.get("commitLogDiskRatio"))
-            in_tps, out_tps = (_first_number(kv.get("putTps")),
-                               _first_number(kv.get("getTransferedTps")))
-            row |= {
-                "version": kv.get("brokerVersionDesc"),
-                "inTPS": round(in_tps, 2) if in_tps is not None else None,
-                "outTPS": round(out_tps, 2) if out_tps is not None else None,
-                "pcWaitMs": _int(kv.get("pageCacheLockTimeMills")),
-                "hour": (round((now - earliest) / 3_600_000, 2) if earliest and earliest > 0
-                         else None),
-                "space": round(space, 4) if space is not None else None,
-            }
+            row |= {"version": b.version, "inTPS": b.in_tps, "outTPS": b.out_tps,
+                    "pcWaitMs": b.page_cache_wait_ms, "hour": b.hours_kept,
+                    "space": b.disk_ratio}
         rows.append(row)
-    return Gathered(rows, failures_of(outcomes), len(outcomes), noun="brokers")
+    return Gathered(rows, found.failures, len(found.brokers), noun="brokers")
+
+
+async def cluster_list(admin: MQAdmin, *, more: bool = False,
+                       cluster: str | None = None) -> Gathered:
+    """clusterList: `read_brokers` as `cluster_rows`."""
+    return cluster_rows(await read_brokers(admin, cluster=cluster), more=more)
 
 
 async def _broker_tables(admin: MQAdmin, broker_addr: str | None, cluster: str | None,

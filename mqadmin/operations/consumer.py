@@ -8,18 +8,24 @@ the oldest unconsumed message was stored: the message at the committed offset is
 (one message, group TOOLS_CONSUMER, nothing committed) and its store time read.  Which
 client holds a queue comes from each online client's running info, as Apache's
 consumerProgress shows it; clients that do not answer are shown as "NA".
+
+A read returns a frozen snapshot (`GroupProgress` with its `GroupClients`: the connection and
+each client's running info, read once) that the CLI turns into its rows in one place
+(`progress_rows`, `connection_rows`, `status_rows`) and the dashboard shows the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.client.admin import MQAdmin, merge_consume_stats
 from engine.client.errors import ClientError, ServerSystemError, TopicNotExistError
 from engine.client.results import PullStatus
-from engine.protocol.body.admin import ConsumerRunningInfo
+from engine.protocol.body.admin import Connection, ConsumerConnection, ConsumerRunningInfo
 from engine.protocol.body.heartbeat import ConsumeType
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
@@ -67,24 +73,60 @@ async def running_info(admin: MQAdmin, group: str, client_id: str, *, jstack: bo
     raise error
 
 
-async def _holders(admin: MQAdmin, group: str) -> dict[MessageQueue, str]:
-    """The client IP holding each queue, from the running info of every online client."""
-    try:
-        connection = await admin.consumer_connections(group)
-    except ClientError:
-        return {}
+@dataclass(frozen=True, slots=True)
+class GroupClients:
+    """A group's online clients as read once: its connection (None when no client is online
+    or no broker answered) and each client's running info, or why it could not be read."""
 
-    async def one(client_id: str) -> ConsumerRunningInfo | None:
-        try:
-            return await running_info(admin, group, client_id, timeout=RUNNING_INFO_TIMEOUT)
-        except ClientError:
-            return None
+    connection: ConsumerConnection | None
+    running: Mapping[str, ConsumerRunningInfo] = field(default_factory=dict)
+    errors: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def conns(self) -> list[Connection]:
+        """The connected clients, sorted by client id."""
+        found = self.connection.connection_set if self.connection is not None else ()
+        return sorted(found, key=lambda c: c.client_id)
+
+    def holders(self) -> dict[MessageQueue, str]:
+        """The client IP holding each queue, from the running infos that were read."""
+        return {mq: conn.client_addr.rsplit(":", 1)[0] for conn in self.conns
+                if (info := self.running.get(conn.client_id)) is not None
+                for mq in info.mq_table}
+
+
+async def read_clients(admin: MQAdmin, group: str, *, timeout: float | None = None
+                       ) -> GroupClients:
+    """The group's connection and the running info of each of its clients, asked in
+    parallel (each within `timeout` seconds, when given).
+
+    Raises:
+        ConsumerNotOnlineError: no client of the group is connected.
+        TopicNotExistError: no consumer of the group was ever online.
+    """
+    connection = await admin.consumer_connections(group)
     conns = sorted(connection.connection_set, key=lambda c: c.client_id)
-    infos = await asyncio.gather(*(one(c.client_id) for c in conns))
-    return {mq: conn.client_addr.rsplit(":", 1)[0]
-            for conn, info in zip(conns, infos, strict=True) if info is not None
-            for mq in info.mq_table}
+
+    async def one(client_id: str) -> ConsumerRunningInfo | ClientError:
+        try:
+            return await running_info(admin, group, client_id, timeout=timeout)
+        except ClientError as exc:
+            return exc
+
+    found = await asyncio.gather(*(one(c.client_id) for c in conns))
+    return GroupClients(
+        connection,
+        {c.client_id: i for c, i in zip(conns, found, strict=True)
+         if not isinstance(i, ClientError)},
+        {c.client_id: str(i) for c, i in zip(conns, found, strict=True)
+         if isinstance(i, ClientError)})
+
+
+async def _clients_if_online(admin: MQAdmin, group: str) -> GroupClients:
+    try:
+        return await read_clients(admin, group, timeout=RUNNING_INFO_TIMEOUT)
+    except ClientError:
+        return GroupClients(None)
 
 
 async def _oldest_store_time(admin: MQAdmin, addr: str, mq: MessageQueue,
@@ -114,11 +156,44 @@ async def check_group_known(admin: MQAdmin, group: str) -> None:
                              ) from None
 
 
-async def consumer_progress(admin: MQAdmin, group: str, topic: str | None = None
-                            ) -> tuple[list[Row], float]:
-    """Per queue: broker and committed offset, the client holding it, the lag in messages
-    (diff) and in time (lagMs: since the oldest unconsumed message was stored), the store
-    time of the last consumed message; then a total row.  Also the group's consume TPS.
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    """One queue of a group: the broker's max offset, the group's committed one, the store
+    time of the last consumed message and of the oldest unconsumed one (None when unread)."""
+
+    mq: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+    oldest_stored: int | None
+
+    @property
+    def diff(self) -> int:
+        return self.broker_offset - self.consumer_offset
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProgress:
+    """A group's progress as read once: its queues, consume TPS and online clients, and
+    when it was read (ms; the lag in time is measured from then)."""
+
+    group: str
+    queues: tuple[QueueProgress, ...]
+    consume_tps: float
+    clients: GroupClients
+    read_at: int
+
+    @property
+    def topics(self) -> list[str]:
+        """The topics it consumes (not its retry or dead-letter topic), sorted."""
+        return sorted({q.mq.topic for q in self.queues if not q.mq.topic.startswith("%")})
+
+
+async def read_progress(admin: MQAdmin, group: str, topic: str | None = None
+                        ) -> GroupProgress:
+    """The group's consume stats from every broker of its route, the store time of each
+    lagging queue's oldest unconsumed message, and its online clients with their running
+    info (each read once).
 
     Raises:
         TopicNotExistError: the group never had a consumer online (no retry topic), or
@@ -139,7 +214,7 @@ async def consumer_progress(admin: MQAdmin, group: str, topic: str | None = None
     gate = asyncio.Semaphore(CONCURRENCY)
     now = int(time.time() * 1000)
 
-    async def lag(mq: MessageQueue, broker_offset: int, consumer_offset: int) -> int | None:
+    async def oldest(mq: MessageQueue, broker_offset: int, consumer_offset: int) -> int | None:
         if broker_offset <= consumer_offset:
             return None
         addr = addr_of.get(mq.broker_name)
@@ -149,28 +224,41 @@ async def consumer_progress(admin: MQAdmin, group: str, topic: str | None = None
             return await _oldest_store_time(admin, addr, mq, consumer_offset)
 
     queues = list(stats.offset_table.items())
-    holders, oldest = await asyncio.gather(
-        _holders(admin, group),
-        asyncio.gather(*(lag(mq, w.broker_offset, w.consumer_offset) for mq, w in queues)))
+    clients, stored = await asyncio.gather(
+        _clients_if_online(admin, group),
+        asyncio.gather(*(oldest(mq, w.broker_offset, w.consumer_offset) for mq, w in queues)))
+    return GroupProgress(
+        group, tuple(QueueProgress(mq, w.broker_offset, w.consumer_offset, w.last_timestamp, s)
+                     for (mq, w), s in zip(queues, stored, strict=True)),
+        stats.consume_tps, clients, now)
+
+
+def progress_rows(progress: GroupProgress) -> list[Row]:
+    """consumerProgress's rows (PROGRESS_COLUMNS): per queue its offsets, the client holding
+    it, the lag in messages (diff) and in time (lagMs: since the oldest unconsumed message
+    was stored), the store time of the last consumed message; then a total row."""
+    holders = progress.clients.holders()
+    now = progress.read_at
     rows: list[Row] = []
-    for (mq, w), stored in zip(queues, oldest, strict=True):
-        diff = w.broker_offset - w.consumer_offset
-        rows.append({"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
-                     "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
-                     "clientIP": holders.get(mq, "NA"), "diff": diff,
+    for q in progress.queues:
+        diff, stored = q.diff, q.oldest_stored
+        rows.append({"topic": q.mq.topic, "brokerName": q.mq.broker_name,
+                     "queueId": q.mq.queue_id, "brokerOffset": q.broker_offset,
+                     "consumerOffset": q.consumer_offset,
+                     "clientIP": holders.get(q.mq, "NA"), "diff": diff,
                      "lagMs": (max(now - stored, 0) if stored else None) if diff > 0 else 0,
                      "oldestUnconsumed": format_time(stored) if diff > 0 else None,
-                     "lastTime": format_time(w.last_timestamp)})
+                     "lastTime": format_time(q.last_timestamp)})
     lags = [r["lagMs"] for r in rows if r["lagMs"] is not None]
-    stored_times = [s for s in oldest if s]
+    stored_times = [q.oldest_stored for q in progress.queues if q.oldest_stored]
     rows.append({"topic": TOTAL, "brokerName": None, "queueId": None,
-                 "brokerOffset": sum(w.broker_offset for _, w in queues),
-                 "consumerOffset": sum(w.consumer_offset for _, w in queues),
+                 "brokerOffset": sum(q.broker_offset for q in progress.queues),
+                 "consumerOffset": sum(q.consumer_offset for q in progress.queues),
                  "clientIP": None, "diff": sum(r["diff"] for r in rows),
                  "lagMs": max(lags) if lags else None,
                  "oldestUnconsumed": format_time(min(stored_times)) if stored_times else None,
                  "lastTime": None})
-    return rows, stats.consume_tps
+    return rows
 
 
 async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> list[Row]:
@@ -209,17 +297,24 @@ async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> lis
     return list(await asyncio.gather(*(one(g) for g in groups)))
 
 
-async def consumer_connection(admin: MQAdmin, group: str) -> list[Row]:
+async def consumer_connection(admin: MQAdmin, group: str) -> ConsumerConnection:
     """The group's connected clients, with the group's subscriptions and settings.
 
     Raises:
         ConsumerNotOnlineError: no client of the group is connected.
+        TargetNotFound: no consumer of the group was ever online.
     """
     try:
-        cc = await admin.consumer_connections(group)
+        return await admin.consumer_connections(group)
     except TopicNotExistError:
         await check_group_known(admin, group)
         raise
+
+
+def connection_rows(cc: ConsumerConnection | None) -> list[Row]:
+    """consumerConnection's rows (CONNECTION_COLUMNS), one per client, sorted by id."""
+    if cc is None:
+        return []
     subs = "; ".join(f"{t}:{s.sub_string}" for t, s in sorted(cc.subscription_table.items()))
     return [{"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language.name,
              "version": version_desc(c.version),
@@ -234,29 +329,16 @@ def _subs(info: ConsumerRunningInfo) -> str:
     return "; ".join(sorted(f"{s.topic}:{s.sub_string}" for s in info.subscription_set))
 
 
-async def consumer_status(admin: MQAdmin, group: str) -> tuple[list[Row], bool]:
-    """Each online client's running info in brief; and whether every client subscribes the
-    same (Apache's consumerStatus checks it).
-
-    Raises:
-        ConsumerNotOnlineError: no client of the group is connected.
-    """
-    cc = await admin.consumer_connections(group)
-    conns = sorted(cc.connection_set, key=lambda c: c.client_id)
-
-    async def one(client_id: str) -> ConsumerRunningInfo | ClientError:
-        try:
-            return await running_info(admin, group, client_id)
-        except ClientError as exc:
-            return exc
-
+def status_rows(clients: GroupClients) -> tuple[list[Row], bool]:
+    """consumerStatus's rows (STATUS_COLUMNS): each online client's running info in brief;
+    and whether every client subscribes the same (Apache's consumerStatus checks it)."""
     rows: list[Row] = []
     subscriptions: set[str] = set()
-    for conn, info in zip(conns, await asyncio.gather(*(one(c.client_id) for c in conns)),
-                          strict=True):
+    for conn in clients.conns:
         row: Row = {"clientId": conn.client_id, "version": version_desc(conn.version)}
-        if isinstance(info, ClientError):
-            rows.append(row | {"error": str(info)})
+        info = clients.running.get(conn.client_id)
+        if info is None:
+            rows.append(row | {"error": clients.errors.get(conn.client_id)})
             continue
         status = list(info.status_table.values())
         subscriptions.add(_subs(info))

@@ -31,7 +31,7 @@ from engine.client.admin import MQAdmin
 from engine.client.broker_call import BrokerCalls, decode_header
 from engine.client.errors import ClientError
 from engine.ha.status import HARuntimeInfo, messages_in
-from engine.protocol.body.route import MASTER_ID
+from engine.protocol.body.route import MASTER_ID, ClusterInfo
 from engine.protocol.codes import RequestCode
 from engine.protocol.header.ha import (
     FenceWritesRequestHeader,
@@ -96,13 +96,16 @@ class Member:
         return self.status.commit_log_max_offset if self.status else -1
 
 
-async def members(admin: MQAdmin, broker_name: str) -> list[Member]:
-    """Every registered broker of `broker_name` with its HA status (None if unreachable).
+async def members(admin: MQAdmin, broker_name: str, *,
+                  info: ClusterInfo | None = None) -> list[Member]:
+    """Every registered broker of `broker_name` with its HA status (None if unreachable),
+    as `info` (else the name servers, asked now) lists them.
 
     Raises:
         TargetNotFound: no name server knows the broker name.
     """
-    info = await admin.namesrv.cluster_info()
+    if info is None:
+        info = await admin.namesrv.cluster_info()
     data = info.broker_addr_table.get(broker_name)
     if data is None or not data.broker_addrs:
         known = ", ".join(sorted(info.broker_addr_table)) or "none"
@@ -163,13 +166,25 @@ def status_warnings(rows: list[Row]) -> list[str]:
             for r in rows if str(r.get("note", "")).startswith(NO_SLAVE)]
 
 
-async def status_of(admin: MQAdmin, broker_names: list[str] | None) -> list[Row]:
-    info = await admin.namesrv.cluster_info()
+async def read_members(admin: MQAdmin, broker_names: list[str] | None = None, *,
+                       info: ClusterInfo | None = None) -> dict[str, list[Member]]:
+    """The members of each broker name (every one `info` lists, by default), from one
+    cluster listing, all asked at once.
+
+    Raises:
+        TargetNotFound: a broker name is not registered.
+    """
+    if info is None:
+        info = await admin.namesrv.cluster_info()
     names = broker_names if broker_names is not None else sorted(info.broker_addr_table)
-    rows: list[Row] = []
-    for name in names:
-        rows += status_rows(await members(admin, name))
-    return rows
+    found = await asyncio.gather(*(members(admin, name, info=info) for name in names))
+    return dict(zip(names, found, strict=True))
+
+
+async def status_of(admin: MQAdmin, broker_names: list[str] | None) -> list[Row]:
+    """haStatus's rows of the broker names (every one by default), in their order."""
+    found = await read_members(admin, broker_names)
+    return [row for group in found.values() for row in status_rows(group)]
 
 
 async def cluster_broker_names(admin: MQAdmin, cluster: str) -> list[str]:

@@ -16,11 +16,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError, NotFoundError, ServerError, TopicNotExistError
+from engine.protocol.body.admin import TopicOffset
+from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.body.route import TopicRouteData
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import PERM_READ, PERM_RW, PERM_WRITE, perm_to_string
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
@@ -112,13 +115,40 @@ async def topic_list(admin: MQAdmin, *, with_cluster: bool = False,
             for group in (list[str | None](topic_groups) or [None])]
 
 
-async def topic_route(admin: MQAdmin, topic: str) -> list[Row]:
-    """One row per broker address serving `topic`, with that broker's queue data.
+@dataclass(frozen=True, slots=True)
+class TopicStatus:
+    """A topic as read once: its route, and the min/max offset and last store time of each
+    queue on the brokers asked (all of the route's, or one cluster's), with those that did
+    not answer."""
+
+    topic: str
+    route: TopicRouteData
+    offsets: tuple[tuple[MessageQueue, TopicOffset], ...]
+    failures: list[tuple[str, ClientError]] = field(default_factory=list)
+    asked: int = 0
+
+
+async def read_status(admin: MQAdmin, topic: str, cluster: str | None = None) -> TopicStatus:
+    """The topic's route and each queue's offsets (on the brokers of `cluster` only, when
+    given), sorted by queue.
 
     Raises:
-        TopicNotExistError: no broker serves the topic.
+        TopicNotExistError: no route.
     """
-    route = await admin.namesrv.topic_route(topic)
+    route, brokers = await route_brokers(admin, topic)
+    if cluster:
+        names = {d.broker_name for d in route.broker_datas if d.cluster == cluster}
+        brokers = {n: a for n, a in brokers.items() if n in names}
+    outcomes = await admin.on_brokers(list(brokers.values()),
+                                      lambda addr: admin.broker.topic_stats(addr, topic))
+    offsets = tuple(item for o in outcomes if o.value is not None
+                    for item in sorted(o.value.offset_table.items()))
+    return TopicStatus(topic, route, offsets, failures_of(outcomes), len(outcomes))
+
+
+def route_rows(topic: str, route: TopicRouteData) -> list[Row]:
+    """topicRoute's rows: one per broker address serving `topic`, with that broker's queue
+    data."""
     queues = {q.broker_name: q for q in route.queue_datas}
     brokers = {b.broker_name: b for b in route.broker_datas}
     rows: list[Row] = []
@@ -139,25 +169,31 @@ async def topic_route(admin: MQAdmin, topic: str) -> list[Row]:
     return rows
 
 
+def status_rows(status: TopicStatus) -> Gathered:
+    """topicStatus's rows: each queue's min and max offset and last store time."""
+    rows = [{"topic": status.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
+             "minOffset": off.min_offset, "maxOffset": off.max_offset,
+             "lastUpdated": format_time(off.last_update_timestamp)}
+            for mq, off in status.offsets]
+    return Gathered(rows, status.failures, status.asked, noun="brokers")
+
+
+async def topic_route(admin: MQAdmin, topic: str) -> list[Row]:
+    """topicRoute: the route as `route_rows`.
+
+    Raises:
+        TopicNotExistError: no broker serves the topic.
+    """
+    return route_rows(topic, await admin.namesrv.topic_route(topic))
+
+
 async def topic_status(admin: MQAdmin, topic: str, cluster: str | None = None) -> Gathered:
-    """Min and max offset and last store time of every queue of the topic (on the brokers
-    of `cluster` only, when given).
+    """topicStatus: `read_status` as `status_rows`.
 
     Raises:
         TopicNotExistError: no route.
     """
-    route, brokers = await route_brokers(admin, topic)
-    if cluster:
-        names = {d.broker_name for d in route.broker_datas if d.cluster == cluster}
-        brokers = {n: a for n, a in brokers.items() if n in names}
-    outcomes = await admin.on_brokers(list(brokers.values()),
-                                      lambda addr: admin.broker.topic_stats(addr, topic))
-    rows = [{"topic": topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
-             "minOffset": off.min_offset, "maxOffset": off.max_offset,
-             "lastUpdated": format_time(off.last_update_timestamp)}
-            for o in outcomes if o.value is not None
-            for mq, off in sorted(o.value.offset_table.items())]
-    return Gathered(rows, failures_of(outcomes), len(outcomes), noun="brokers")
+    return status_rows(await read_status(admin, topic, cluster))
 
 
 async def topic_cluster_list(admin: MQAdmin, topic: str) -> list[Row]:

@@ -26,6 +26,7 @@ from mqadmin.config import Endpoint, resolve
 from mqadmin.exit_codes import message_for
 from mqadmin.tui.backend import Backend
 from mqadmin.tui.data.health import read_extra, read_health
+from mqadmin.tui.keys import key_sections
 from mqadmin.tui.messages import HealthChanged
 from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
@@ -37,6 +38,7 @@ from mqadmin.tui.screens.groups import GroupsScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
 from mqadmin.tui.widgets.dialogs import CommandLine, KeyList
+from mqadmin.tui.widgets.header import extra_line, health_line
 
 #: Screen name -> (palette words, number key).
 SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -152,17 +154,11 @@ class Dashboard(App[None]):
 
     def action_keys(self) -> None:
         screen = self.screen
-        keys: list[tuple[str, str]] = []
-        seen: set[str] = set()
-        for active in screen.active_bindings.values():
-            b = active.binding
-            label = b.key_display or b.key
-            if label in seen or not b.description:
-                continue
-            seen.add(label)
-            keys.append((label, b.description))
-        title = getattr(screen, "TITLE", "") or self.current_mode
-        self.push_screen(KeyList(title, keys))
+        # a drill-down screen's heading ends with how to leave it; the key list says that
+        heading = screen.heading().removesuffix("  (Esc: back)") \
+            if isinstance(screen, DashScreen) else ""
+        title = heading or self.current_mode
+        self.push_screen(KeyList(title, key_sections(self, screen, title)))
 
     # ------------------------------------------------------------------ context
 
@@ -198,14 +194,14 @@ class Dashboard(App[None]):
         while True:
             self._health_wake.clear()
             try:
-                text, ok = await self.backend.call(read_health), True
+                text, ok = health_line(await self.backend.call(read_health)), True
             except Exception as exc:
                 text, ok = Text(f"cluster unreachable: {message_for(exc)}", style="bold red"), \
                     False
             if ok and rounds % EXTRA_EVERY == 1:  # not in the first round: the screen first
                 try:
-                    extra = await self.backend.call(
-                        functools.partial(read_extra, endpoint=self.backend.endpoint))
+                    extra = extra_line(await self.backend.call(
+                        functools.partial(read_extra, endpoint=self.backend.endpoint)))
                 except Exception as exc:
                     extra = Text(f"  ·  dead letters / lag: {message_for(exc)}", style="dim")
             rounds += 1

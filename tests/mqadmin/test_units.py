@@ -1,4 +1,5 @@
-"""Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output."""
+"""Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output,
+a cluster's identity, a group's progress rows."""
 
 from __future__ import annotations
 
@@ -8,9 +9,23 @@ import time
 
 import pytest
 
+from engine.protocol.body.admin import (
+    Connection,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ProcessQueueInfo,
+)
 from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.codes import LanguageCode
+from mqadmin.config import Endpoint
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations.consumer import allocate_averagely
+from mqadmin.operations.consumer import (
+    GroupClients,
+    GroupProgress,
+    QueueProgress,
+    allocate_averagely,
+    progress_rows,
+)
 from mqadmin.operations.store import CommitLog, Segment, human
 from mqadmin.operations.times import format_time, parse_timestamp
 from mqadmin.render import OutputFormat, render
@@ -70,3 +85,30 @@ def test_vertical_output_and_nested_values() -> None:
     as_csv = io.StringIO()
     render([{"p": {"k": "v"}}], OutputFormat.CSV, stream=as_csv)
     assert as_csv.getvalue() == 'p\n"{""k"": ""v""}"\n'
+
+
+def test_a_cluster_is_known_by_its_context_to_the_lag_monitor_and_by_its_addrs_to_the_ledger(
+) -> None:
+    saved = Endpoint(["10.0.0.2:9876", "10.0.0.1:9876"], "prod")
+    assert saved.cluster_key == "prod"
+    assert saved.lag_keys == ["prod", "10.0.0.2:9876;10.0.0.1:9876"]
+    assert saved.ledger_scope == "10.0.0.1:9876;10.0.0.2:9876"
+    plain = Endpoint(["10.0.0.1:9876"])
+    assert plain.cluster_key == plain.text == "10.0.0.1:9876"
+    assert plain.lag_keys == ["10.0.0.1:9876"]
+
+
+def test_progress_rows_from_one_read_of_a_group() -> None:
+    q0, q1 = MessageQueue("T", "b", 0), MessageQueue("T", "b", 1)
+    conn = Connection("10.0.0.5@1", "10.0.0.5:50000", LanguageCode.JAVA, 0)
+    clients = GroupClients(ConsumerConnection(frozenset([conn])),
+                           {conn.client_id: ConsumerRunningInfo(mq_table={
+                               q0: ProcessQueueInfo()})})
+    progress = GroupProgress("G", (QueueProgress(q0, 5, 2, 1_000, 9_000),
+                                   QueueProgress(q1, 3, 3, 2_000, None)), 1.5, clients, 10_000)
+    first, second, total = progress_rows(progress)
+    assert (first["clientIP"], first["diff"], first["lagMs"]) == ("10.0.0.5", 3, 1_000)
+    assert (second["clientIP"], second["diff"], second["lagMs"]) == ("NA", 0, 0)
+    assert (total["topic"], total["diff"], total["lagMs"]) == ("(total)", 3, 1_000)
+    assert total["oldestUnconsumed"] == first["oldestUnconsumed"] == format_time(9_000)
+    assert progress.topics == ["T"]

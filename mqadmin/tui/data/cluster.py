@@ -1,5 +1,6 @@
 """The Cluster screen's data: every broker with its role, traffic, disk and replication
-lag (clusterList and haStatus, as the CLI reads them), and the name servers."""
+lag (the snapshots behind clusterList and haStatus), and the name servers, from one
+cluster listing per refresh."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.client.admin import MQAdmin
+from engine.protocol.body.route import ClusterInfo
 from mqadmin.operations import cluster as cluster_ops
 from mqadmin.operations import ha
 
@@ -21,53 +23,68 @@ class ClusterView:
     failures: list[str] = field(default_factory=list)
 
 
-async def _namesrvs(admin: MQAdmin) -> list[Row]:
+async def _listing(admin: MQAdmin) -> tuple[ClusterInfo, list[Row]]:
+    """The cluster as the first name server that answers lists it, and each name server's
+    row (up, brokers it knows).
+
+    Raises:
+        ClientError: no name server answers (the first one's error).
+    """
     outcomes = await admin.namesrv.on_each(lambda ns: admin.namesrv.cluster_info(addr=ns))
-    return [{"addr": o.addr, "up": o.ok,
+    rows = [{"addr": o.addr, "up": o.ok,
              "brokers": sum(len(d.broker_addrs) for d in o.value.broker_addr_table.values())
              if o.value is not None else None,
              "error": str(o.error).splitlines()[0] if o.error else ""} for o in outcomes]
+    for outcome in outcomes:
+        if outcome.value is not None:
+            return outcome.value, rows
+    error = outcomes[0].error
+    assert error is not None
+    raise error
 
 
-def _replication(ha_rows: list[Row]) -> dict[str, Row]:
+def _replication(found: dict[str, list[ha.Member]]) -> dict[str, Row]:
     """Per broker address: role, epoch, and for a slave how far behind its master it is."""
     out: dict[str, Row] = {}
-    for row in ha_rows:
-        addr = row["addr"]
-        role = str(row.get("role") or "")
-        entry = out.setdefault(addr, {"role": role, "epoch": row.get("epoch"), "slaves": 0,
-                                      "behindBytes": None, "behindMessages": None})
-        if role.startswith("unreachable"):
-            continue
-        if row.get("writable") is not None and "SLAVE" not in role:
-            entry["slaves"] += 1 if row.get("peer") else 0
+    for m in (m for group in found.values() for m in group):
+        s = m.status
+        if s is None:
+            out[m.addr] = {"role": f"unreachable: {m.error}", "epoch": None, "slaves": 0,
+                           "behindBytes": None, "behindMessages": None}
+        elif "SLAVE" not in s.broker_role:
+            out[m.addr] = {"role": s.broker_role, "epoch": s.epoch,
+                           "slaves": sum(1 for c in s.ha_connection_info if c.addr),
+                           "behindBytes": None,
+                           "behindMessages": None}
         else:
-            entry["behindBytes"] = row.get("behindBytes")
-            entry["behindMessages"] = row.get("behindMessages")
+            link = s.ha_client_runtime_info
+            out[m.addr] = {"role": s.broker_role, "epoch": s.epoch, "slaves": 0,
+                           "behindBytes": link.estimated_loss_bytes,
+                           "behindMessages": link.estimated_loss_messages}
     return out
 
 
 async def read_cluster(admin: MQAdmin) -> ClusterView:
-    listed, ha_rows, namesrvs = await asyncio.gather(
-        cluster_ops.cluster_list(admin), ha.status_of(admin, None), _namesrvs(admin))
-    repl = _replication(ha_rows)
+    info, namesrvs = await _listing(admin)
+    runtime, found = await asyncio.gather(cluster_ops.read_brokers(admin, info=info),
+                                          ha.read_members(admin, info=info))
+    repl = _replication(found)
     rows: list[Row] = []
-    for row in listed.rows:
-        r = repl.get(row["addr"], {})
-        role = r.get("role") or ("MASTER" if row["brokerId"] == 0 else "SLAVE")
+    for b in runtime.brokers:
+        r = repl.get(b.addr, {})
+        role = r.get("role") or ("MASTER" if b.broker_id == 0 else "SLAVE")
         if role.startswith("unreachable"):
             role = "DOWN"
         slave = "SLAVE" in role
         lag = (f"{r.get('behindBytes') or 0:,} B (≈{r.get('behindMessages') or 0:,} msgs)"
                if slave else f"{r.get('slaves', 0)} slave(s)" if role != "DOWN" else "")
-        rows.append({"key": row["addr"], "cluster": row["cluster"],
-                     "brokerName": row["brokerName"], "brokerId": row["brokerId"],
-                     "role": role, "addr": row["addr"], "version": row.get("version"),
-                     "epoch": r.get("epoch"), "inTPS": row.get("inTPS"),
-                     "outTPS": row.get("outTPS"),
-                     "disk": (f"{row['space'] * 100:.1f}%" if row.get("space") is not None
-                              else None),
-                     "hours": row.get("hour"), "replication": lag,
+        space = b.disk_ratio
+        rows.append({"key": b.addr, "cluster": b.cluster, "brokerName": b.broker_name,
+                     "brokerId": b.broker_id, "role": role, "addr": b.addr,
+                     "version": b.version, "epoch": r.get("epoch"), "inTPS": b.in_tps,
+                     "outTPS": b.out_tps,
+                     "disk": f"{space * 100:.1f}%" if space is not None else None,
+                     "hours": b.hours_kept, "replication": lag,
                      "behindBytes": r.get("behindBytes") if slave else None})
-    failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in listed.failures]
+    failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in runtime.failures]
     return ClusterView(rows, namesrvs, failures)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from engine.client.admin import MQAdmin
-from mqadmin.commands.dlq_options import scope
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, TargetNotFound
 from mqadmin.operations import dlq_discard, dlq_list, dlq_resend, dlq_show, dlq_status, dlq_transfer
@@ -31,7 +30,7 @@ RESEND_COLUMNS = ("batch", "total", "sent", "alreadyOnTarget", "failed")
 
 
 def ledger_of(endpoint: Endpoint) -> Ledger:
-    return Ledger(scope(endpoint))
+    return Ledger(endpoint.ledger_scope)
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,12 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
         row["last"] = max(row["last"], lag.last_timestamp)
         if not lag.topic.startswith("%RETRY%"):
             topics[lag.group].add(lag.topic)
-    tps: dict[tuple[str, str], float] = {(lag.group, lag.topic): lag.group_tps for lag in lags}
+    # A group's TPS comes with each of its queues, the same for a topic's queues: one per
+    # (group, topic) pair (the last one read), summed per group.
+    pairs = {(lag.group, lag.topic): lag.group_tps for lag in lags}
+    tps: dict[str, float] = defaultdict(float)
+    for (group, _), value in pairs.items():
+        tps[group] += value
     online = await _online(admin, addrs, sorted(per)) if full else {}
     judged = {r["group"]: r for r in st.group_rows(report, now_ms())}
     reports = {g.group: g for g in report.groups}
@@ -82,7 +87,7 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
     for group, row in sorted(per.items()):
         clients = online.get(group, 0)
         verdict = judged.get(group, {})
-        rows.append({**row, "tps": round(sum(v for (g, _), v in tps.items() if g == group), 2),
+        rows.append({**row, "tps": round(tps.get(group, 0), 2),
                      "topics": ",".join(sorted(topics[group])), "clients": clients,
                      "state": ("ONLINE" if clients else "OFFLINE") if full else None,
                      "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None,
@@ -96,6 +101,9 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
 
 @dataclass(frozen=True, slots=True)
 class GroupDetail:
+    """One group as its screen shows it: consumerProgress's and consumerConnection's rows,
+    both made from one read of the group (operations/consumer.py)."""
+
     queues: list[Row]
     clients: list[Row]
     consume_tps: float
@@ -105,11 +113,7 @@ class GroupDetail:
 
 async def read_group(admin: MQAdmin, group: str) -> GroupDetail:
     """consumerProgress (lag in messages and time per queue) and consumerConnection."""
-    rows, tps = await consumer_ops.consumer_progress(admin, group)
-    try:
-        clients = await consumer_ops.consumer_connection(admin, group)
-    except ClientError:
-        clients = []
-    queues = [r for r in rows if r["topic"] != consumer_ops.TOTAL]
-    topics = sorted({str(r["topic"]) for r in queues if not str(r["topic"]).startswith("%")})
-    return GroupDetail(rows, clients, tps, topics)
+    progress = await consumer_ops.read_progress(admin, group)
+    return GroupDetail(consumer_ops.progress_rows(progress),
+                       consumer_ops.connection_rows(progress.clients.connection),
+                       progress.consume_tps, progress.topics)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 from engine.client.admin import MQAdmin
-from mqadmin.commands.lag import cluster_key
 from mqadmin.config import Endpoint
 from mqadmin.operations import lag_status as st
 
@@ -15,13 +14,9 @@ SAMPLES = 2
 SPACING = 0.5
 
 
-def _keys(endpoint: Endpoint) -> list[str]:
-    return list(dict.fromkeys([cluster_key(endpoint), endpoint.text]))
-
-
 def collector_report(endpoint: Endpoint, group: str | None = None) -> st.LagReport | None:
     """The collector's view (None when no collector wrote a cycle lately); blocking."""
-    for key in _keys(endpoint):
+    for key in endpoint.lag_keys:
         found = st.report_from_window(key, group=group)
         if found is not None:
             return found
@@ -33,5 +28,5 @@ async def lag_report(admin: MQAdmin, endpoint: Endpoint,
     found = await asyncio.to_thread(collector_report, endpoint, group)
     if found is not None:
         return found
-    return await st.sample_report(admin, _keys(endpoint)[0], group=group, samples=SAMPLES,
+    return await st.sample_report(admin, endpoint.cluster_key, group=group, samples=SAMPLES,
                                   spacing=SPACING)

@@ -100,10 +100,12 @@ class TopicDetail:
 
 
 async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
-    """A topic's routes and per-queue status (topicRoute, topicStatus) and its groups' lag."""
-    routes, status, found = await asyncio.gather(
-        topic_ops.topic_route(admin, topic), topic_ops.topic_status(admin, topic),
+    """A topic's routes and per-queue status (topicRoute's and topicStatus's rows, from one
+    read of its route) and its groups' lag."""
+    read, found = await asyncio.gather(
+        topic_ops.read_status(admin, topic),
         read_lags(admin, list((await masters(admin)).values())))
+    routes, status = topic_ops.route_rows(topic, read.route), topic_ops.status_rows(read)
     lags = [lag for lag in found.rows if lag.topic == topic]
     per_group: dict[str, Row] = {}
     for lag in lags:

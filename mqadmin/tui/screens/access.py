@@ -1,10 +1,8 @@
-"""Access control: the users and ACL rules of every broker (read with the context's
-credentials, through the same operations as `listUser` and `listAcl`)."""
+"""Access control: the users and ACL rules of every broker (tui/data/access.py), allow in
+green and deny in red."""
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -13,10 +11,10 @@ from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
 from mqadmin.operations import acl
+from mqadmin.tui.data.access import AccessView, read_access
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.table import Col, RowTable, plain
 
-Row = dict[str, Any]
 STYLES = {"allow": "green", "deny": "bold red", "disable": "dim", "super": "bold yellow"}
 
 
@@ -25,30 +23,6 @@ def marked(value: Any) -> Text | str:
     text = plain(value)
     style = STYLES.get(str(value).lower())
     return Text(str(text), style=style) if style else text
-
-
-@dataclass(frozen=True, slots=True)
-class AccessView:
-    users: list[Row]
-    rules: list[Row]
-    failures: list[str] = field(default_factory=list)
-
-
-async def read_access(admin: MQAdmin) -> AccessView:
-    clusters = sorted((await admin.namesrv.cluster_info()).cluster_addr_table)
-    users: list[Row] = []
-    rules: list[Row] = []
-    failures: list[str] = []
-    for cluster in clusters:
-        found_users, found_rules = await asyncio.gather(
-            acl.user_rows(admin, cluster=cluster), acl.acl_rows(admin, cluster=cluster))
-        users += found_users.rows
-        rules += found_rules.rows
-        failures += sorted({f"{addr}: {str(err).splitlines()[0]}"
-                            for addr, err in found_users.failures + found_rules.failures})
-    for i, row in enumerate(rules):
-        row["key"] = f"{i}"
-    return AccessView(users, rules, failures)
 
 
 class AccessScreen(DashScreen):

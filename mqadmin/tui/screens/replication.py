@@ -3,26 +3,19 @@ switchover wizard and failover with its loss estimate (operations/ha.py, as the 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
-from mqadmin.operations import ha
 from mqadmin.tui.data.changes import SwitchChange
+from mqadmin.tui.data.replication import Row, read_replication
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.change import ChangeScreen
 from mqadmin.tui.widgets.cells import count, flag, role
 from mqadmin.tui.widgets.table import Col, RowTable
-
-Row = dict[str, Any]
-
-
-async def read_replication(admin: MQAdmin) -> list[Row]:
-    rows = await ha.status_of(admin, None)
-    return [dict(r, key=f"{r['addr']}>{r.get('peer') or ''}") for r in rows]
 
 
 class ReplicationScreen(DashScreen):

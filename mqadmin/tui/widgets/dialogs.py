@@ -1,17 +1,20 @@
-"""Small modal screens: the `:` command line and the `?` key list."""
+"""Small modal screens: the `:` command line, the `?` key list and a one-line prompt."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.table import Table
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
+
+from mqadmin.tui.keys import KeySection
 
 
 class CommandLine(ModalScreen[str | None]):
@@ -35,27 +38,37 @@ class CommandLine(ModalScreen[str | None]):
         self.dismiss(event.value.strip().lstrip(":"))
 
 
+def _key_grid(keys: Sequence[tuple[str, str]]) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", min_width=14)
+    grid.add_column()
+    for key, what in keys:
+        grid.add_row(key, what)
+    return grid
+
+
 class KeyList(ModalScreen[None]):
-    """`?`: every key of the screen below, with what it does."""
+    """`?`: the keys of the screen below, what this screen can do first (as k9s lists them),
+    in sections (mqadmin/tui/keys.py)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "dismiss(None)", "Close")]
 
-    def __init__(self, title: str, keys: Sequence[tuple[str, str]]) -> None:
+    def __init__(self, title: str, sections: Sequence[KeySection]) -> None:
         super().__init__()
         self.title_text = title
-        self.keys = list(keys)
+        self.sections = list(sections)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="keys-box"):
             yield Static(f"Keys of {self.title_text}   (Esc closes)", id="keys-title")
-            yield DataTable(id="keys", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="keys"):
+                for section in self.sections:
+                    yield Static(section.title, classes="keys-heading")
+                    yield Static(_key_grid(section.keys), classes="keys-list")
 
     def on_mount(self) -> None:
-        table = self.query_one("#keys", DataTable)
-        table.add_columns("key", "does")
-        for key, what in self.keys:
-            table.add_row(key, what)
+        self.query_one("#keys", VerticalScroll).focus()
 
 
 class Prompt(ModalScreen[str | None]):

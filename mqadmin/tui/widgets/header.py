@@ -1,10 +1,49 @@
 """The header line of every screen: context, name servers, cluster health, read-only mode
-and the time of the last refresh (all kept by the app, which this widget watches)."""
+and the time of the last refresh (all kept by the app, which this widget watches); and how
+the health read by tui/data/health.py is drawn."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.widgets import Static
+
+from mqadmin.tui.data.health import ExtraHealth, Health
+
+
+def _part(text: Text, label: str, value: str, bad: bool, *, first: bool = False) -> None:
+    if not first:
+        text.append("  ·  ", style="dim")
+    text.append(f"{label} ")
+    text.append(value, style="bold red" if bad else "bold green")
+
+
+def health_line(health: Health) -> Text:
+    """Name servers and brokers up, masters without a slave, broker names without a master."""
+    text = Text()
+    _part(text, "name servers", f"{health.namesrv_up}/{health.namesrv_total} up",
+          health.namesrv_up < health.namesrv_total, first=True)
+    _part(text, "brokers", f"{health.brokers_up}/{health.brokers_total} up",
+          health.brokers_up < health.brokers_total)
+    lonely = health.lonely
+    _part(text, "masters without a slave", str(len(lonely)) + (
+        f" ({', '.join(lonely)})" if lonely else ""), bool(lonely))
+    if health.no_master:
+        _part(text, "no master", ", ".join(health.no_master), True)
+    return text
+
+
+def extra_line(extra: ExtraHealth) -> Text:
+    """Groups in ERROR/STOP (or that no collector runs) and unhandled dead letters."""
+    text = Text()
+    bad = extra.stopped
+    if bad is None:
+        text.append("  ·  ", style="dim")
+        text.append("lag verdicts: no `mqadmin lag collect` for this cluster", style="dim")
+    else:
+        _part(text, "groups in ERROR/STOP", str(len(bad)) + (
+            f" ({', '.join(bad[:3])}{'…' if len(bad) > 3 else ''})" if bad else ""), bool(bad))
+    _part(text, "unhandled dead letters", f"{extra.dead_letters:,}", extra.dead_letters > 0)
+    return text
 
 
 class StatusHeader(Static):

@@ -11,11 +11,12 @@ from textual.pilot import Pilot
 
 from mqadmin.config import Endpoint
 from mqadmin.tui.app import Dashboard
+from mqadmin.tui.data.access import AccessView
 from mqadmin.tui.data.cluster import ClusterView
 from mqadmin.tui.data.dlq import DlqView
 from mqadmin.tui.data.groups import GroupsView
 from mqadmin.tui.data.topics import TopicsView
-from mqadmin.tui.screens.access import AccessScreen, AccessView
+from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.cleanup import CleanupScreen
