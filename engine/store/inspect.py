@@ -123,7 +123,7 @@ def _scan_segment(rep: SegmentReport, mm: mmap.mmap | bytes, check_crc: bool) ->
 
 
 def inspect_commit_log(directory: str, check_crc: bool) -> list[SegmentReport]:
-    """Scan every segment; the log ends at the first zero record header, as recovery's does.
+    """Scan every segment; the log ends at the first zero record header, as recovery ends it.
 
     Apache RocketMQ pre-allocates segments full of zeros, so a live or crashed store has an
     unwritten zero tail after its last record and often an empty next segment.

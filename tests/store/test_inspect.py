@@ -93,6 +93,14 @@ async def test_inspector_ends_the_log_at_a_zero_tail_before_a_preallocated_segme
     assert main([str(tmp_path / "s")]) == 0
 
     data = bytearray(seg.read_bytes())
+    data[end + 100] = 7  # a torn tail (a page written after a crash): recovery drops it
+    seg.write_bytes(bytes(data))
+    rep = inspect_store(str(tmp_path / "s"))
+    assert rep.problems == [] and rep.segments[0].log_end == end
+    assert rep.segments[0].note == (
+        f"log ends at offset {end}; non-zero bytes from offset {end + 100} on, which recovery "
+        "drops")
+
     data[first.bytes_used // 5 * 2 + 4 : first.bytes_used // 5 * 2 + 8] = b"\x12\x34\x56\x78"
     seg.write_bytes(bytes(data))  # a non-zero bad magic in the middle is still corruption
     rep = inspect_store(str(tmp_path / "s"))
