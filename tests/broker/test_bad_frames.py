@@ -236,10 +236,6 @@ async def test_mutated_golden_frames_never_reach_an_unexpected_exception(
 FD_LIMIT = 64  # the broker's open-file limit: about 20 in use after boot, the rest for clients
 
 
-def _limit_open_files() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
-
-
 async def test_sigterm_exits_0_when_half_sent_frames_hold_every_descriptor(
     tmp_path: Path, namesrv: NamesrvController, client: RemotingClient
 ) -> None:
@@ -250,13 +246,14 @@ async def test_sigterm_exits_0_when_half_sent_frames_hold_every_descriptor(
     conf = write_conf(tmp_path, namesrvAddr=f"127.0.0.1:{namesrv.port}")
     proc = await asyncio.create_subprocess_exec(
         *cmd("-c", str(conf)), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env=env(tmp_path), preexec_fn=_limit_open_files)
+        env=env(tmp_path))
     held: list[asyncio.StreamWriter] = []
     try:
         assert proc.stdout is not None and proc.stderr is not None
         line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
         assert "boot success" in line, line
         addr = line.split("[broker-x, ")[1].split("]")[0]
+        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
         # a delivered delayed message: the schedule has an offset to write at stop
         sent = await client.invoke(addr, send_request("TDelay", b"x", extra={"DELAY": "1"}))
         assert sent.code == ResponseCode.SUCCESS, sent.remark
