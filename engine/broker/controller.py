@@ -3,8 +3,9 @@
 Start order: open the store (recovery), load topics/groups/offsets, bind the listen port, the
 fast port (listenPort - 2) and the HA port (haListenPort, listenPort + 1), then start the
 periodic services and the role's replication services, and register with the name servers.
-Stop order is the reverse, with consumer offsets and configs written last and an
-UNREGISTER_BROKER sent to every name server.
+Stop: an UNREGISTER_BROKER to every name server, then the client connections are closed
+(they may hold every file descriptor the files written next need), then the services, HA and
+the store stop, with consumer offsets and configs written last.
 """
 
 from __future__ import annotations
@@ -174,13 +175,15 @@ class BrokerController:
             st.store.close()
             return
         await self.registration.stop(unregister=True)
+        # Clients first: their connections may hold every file descriptor the process may
+        # open (heavy traffic, peers stuck mid-frame), and the services below write files.
+        if self.fast_server is not None:
+            await self.fast_server.stop()
+        await self.server.stop()
         await self.roles.stop()
         await self.access.stop()
         for service in self.services:
             await service.stop()
-        if self.fast_server is not None:
-            await self.fast_server.stop()
-        await self.server.stop()
         if st.ha is not None:
             await st.ha.stop()
         for manager in (st.offsets, st.topics, st.groups):

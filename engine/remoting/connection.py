@@ -124,6 +124,11 @@ class Connection(asyncio.Protocol):
     def closed(self) -> bool:
         return self._closed or self._transport is None or self._transport.is_closing()
 
+    @property
+    def lost(self) -> bool:
+        """The transport is gone (closing, by contrast, may still be sending)."""
+        return self._closed
+
     def write(self, cmd: RemotingCommand) -> None:
         """Write one command as is (responses, or requests already carrying their opaque)."""
         self.write_bytes(encode(cmd))
@@ -187,8 +192,14 @@ class Connection(asyncio.Protocol):
                 f"{timeout:g} s", self.remote_addr))
 
     def close(self) -> None:
+        """Close once the answers already written are sent."""
         if self._transport is not None and not self._transport.is_closing():
             self._transport.close()
+
+    def abort(self) -> None:
+        """Close now, dropping unsent answers (a peer that stopped reading them)."""
+        if self._transport is not None and not self._closed:
+            self._transport.abort()
 
     async def wait_closed(self) -> None:
         if self._closed_event is not None:

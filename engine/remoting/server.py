@@ -18,6 +18,10 @@ log = logging.getLogger(__name__)
 
 S = TypeVar("S")
 
+#: Seconds `stop()` lets a closing connection send the answers it holds; a peer that reads
+#: none keeps its connection (and its file descriptor) until it is aborted.
+CLOSE_GRACE_S = 2.0
+
 
 class PortInUseError(RemotingError):
     """The listen address is taken by another process."""
@@ -109,8 +113,16 @@ class RemotingServer(Generic[S]):
         for conn in conns:
             conn.close()
         await self._dispatcher.cancel_all()
-        for conn in conns:
-            await conn.wait_closed()
+        closed = asyncio.gather(*(conn.wait_closed() for conn in conns))
+        try:
+            await asyncio.wait_for(asyncio.shield(closed), CLOSE_GRACE_S)
+        except TimeoutError:
+            stuck = [conn for conn in conns if not conn.lost]
+            log.warning("aborting %d connection(s) that did not take their answers within "
+                        "%g s", len(stuck), CLOSE_GRACE_S)
+            for conn in stuck:
+                conn.abort()
+            await closed
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None

@@ -25,6 +25,8 @@ from engine.store.consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE, is_blank_en
 from engine.store.index_file import INDEX_HEADER
 from engine.store.record_scan import scan_record
 
+_ZERO_CHUNK = bytes(1 << 20)
+
 
 @dataclass
 class SegmentReport:
@@ -35,6 +37,8 @@ class SegmentReport:
     first_store_time: int = 0
     last_store_time: int = 0
     ends_with_blank: bool = False
+    log_end: int = -1  # where the log ends (a zero record header) if in or before this segment
+    note: str = ""  # how the log ends in this segment, "" if it goes on or the segment is full
     error: str = ""  # first invalid record (position and reason), "" if none
 
 
@@ -82,30 +86,71 @@ def _fmt(ms: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000)) + f".{ms % 1000:03d}"
 
 
+def _first_non_zero(mm: mmap.mmap | bytes, pos: int, limit: int) -> int:
+    """Position of the first non-zero byte of `mm[pos:limit]`, -1 if they are all zeros."""
+    while pos < limit:
+        end = min(pos + len(_ZERO_CHUNK), limit)
+        chunk = mm[pos:end]
+        if chunk != _ZERO_CHUNK[: end - pos]:
+            return pos + len(chunk) - len(chunk.lstrip(b"\0"))
+        pos = end
+    return -1
+
+
+def _scan_segment(rep: SegmentReport, mm: mmap.mmap | bytes, check_crc: bool) -> bool:
+    """Count the records of one segment; True if the log ends in it (a zero record header)."""
+    base = int(rep.name)
+    pos, limit = 0, len(mm)
+    ended = False
+    while pos < limit:
+        r = scan_record(mm, pos, limit, base, check_crc=check_crc)
+        if r.request is not None:
+            rep.records += 1
+            ts = r.request.store_timestamp
+            rep.first_store_time = rep.first_store_time or ts
+            rep.last_store_time = ts
+            pos += r.size
+            continue
+        if r.blank:
+            rep.ends_with_blank = True
+        elif any(mm[pos : min(limit, pos + 8)]):
+            rep.error = f"offset {base + pos}: {r.reason}"
+        else:
+            ended = True
+        break
+    rep.bytes_used = pos
+    return ended
+
+
 def inspect_commit_log(directory: str, check_crc: bool) -> list[SegmentReport]:
+    """Scan every segment; the log ends at the first zero record header, as recovery ends it.
+
+    Apache RocketMQ pre-allocates segments full of zeros, so a live or crashed store has an
+    unwritten zero tail after its last record and often an empty next segment.
+    """
     out: list[SegmentReport] = []
-    names = _segments(directory)
-    for i, name in enumerate(names):
+    log_end = -1
+    for name in _segments(directory):
         path = os.path.join(directory, name)
         rep = SegmentReport(name, os.path.getsize(path))
-        base = int(name)
         with _mapped(path) as mm:
-            pos, limit = 0, len(mm)
-            while pos < limit:
-                r = scan_record(mm, pos, limit, base, check_crc=check_crc)
-                if r.request is not None:
-                    rep.records += 1
-                    ts = r.request.store_timestamp
-                    rep.first_store_time = rep.first_store_time or ts
-                    rep.last_store_time = ts
-                    pos += r.size
-                    continue
-                if r.blank:
-                    rep.ends_with_blank = True
-                elif i < len(names) - 1 or any(mm[pos : min(limit, pos + 8)]):
-                    rep.error = f"offset {base + pos}: {r.reason}"
-                break
-            rep.bytes_used = pos
+            if log_end < 0 and _scan_segment(rep, mm, check_crc):
+                log_end = rep.log_end = int(name) + rep.bytes_used
+                dirty = _first_non_zero(mm, rep.bytes_used, len(mm))
+                rep.note = (
+                    f"log ends at offset {log_end}, the rest of the segment is unwritten"
+                    if dirty < 0 else
+                    f"log ends at offset {log_end}; non-zero bytes from offset "
+                    f"{int(name) + dirty} on, which recovery drops"
+                )  # fmt: skip
+            elif log_end >= 0:
+                rep.log_end = log_end
+                if _first_non_zero(mm, 0, len(mm)) < 0:
+                    rep.note = f"unwritten (pre-allocated), the log ends at offset {log_end}"
+                else:
+                    _scan_segment(rep, mm, check_crc)
+                    what = "records" if rep.records else "data"
+                    rep.error = f"{what} after the end of the log at offset {log_end}"
         out.append(rep)
     return out
 
@@ -236,13 +281,15 @@ def render(rep: StoreReport) -> str:
     lines.append(f"  {'segment':<22}{'records':>9}{'used':>12}  {'first store time':<24}"
                  f"{'last store time':<24}status")  # fmt: skip
     for s in rep.segments:
-        status = s.error or ("full" if s.ends_with_blank else "open")
+        status = s.error or s.note or ("full" if s.ends_with_blank else "open")
         lines.append(
             f"  {s.name:<22}{s.records:>9}{s.bytes_used:>12}  {_fmt(s.first_store_time):<24}"
             f"{_fmt(s.last_store_time):<24}{status}"
         )
     total = sum(s.records for s in rep.segments)
-    lines.append(f"  {len(rep.segments)} segments, {total} records")
+    ends = [s.log_end for s in rep.segments if s.log_end >= 0]
+    lines.append(f"  {len(rep.segments)} segments, {total} records"
+                 + (f", log ends at offset {ends[0]}" if ends else ""))  # fmt: skip
     lines += ["", "consume queues:"]
     for q in rep.queues:
         state = "ok" if not q.mismatches else f"{len(q.mismatches)} mismatches"

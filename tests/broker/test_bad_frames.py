@@ -4,16 +4,20 @@ nothing else disturbed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
+import resource
 import signal
+import socket
 import struct
 from pathlib import Path
 
 import pytest
 
 from engine.broker.controller import BrokerController
+from engine.namesrv.controller import NamesrvController
 from engine.protocol import fastjson
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import encode, request
@@ -22,8 +26,8 @@ from engine.protocol.header.broker import SendMessageRequestHeaderV2, send_heade
 from engine.protocol.message import BatchItem, encode_batch_body
 from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.client import RemotingClient
-from tests.broker.conftest import call
-from tests.broker.helpers import heartbeat, send_request
+from tests.broker.conftest import broker_configs, call
+from tests.broker.helpers import heartbeat, pull_request, send_request
 from tests.broker.test_main import cmd, env, write_conf
 from tests.protocol.test_fuzz_frames import FRAMES, mutate
 
@@ -227,3 +231,89 @@ async def test_mutated_golden_frames_never_reach_an_unexpected_exception(
     assert ok.code == ResponseCode.SUCCESS
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+FD_LIMIT = 64  # the broker's open-file limit: about 20 in use after boot, the rest for clients
+
+
+async def test_sigterm_exits_0_when_half_sent_frames_hold_every_descriptor(
+    tmp_path: Path, namesrv: NamesrvController, client: RemotingClient
+) -> None:
+    """Heavy malformed traffic leaves connections the broker must keep: each sent a frame
+    whose length promises more than arrives.  Enough of them take every file descriptor.
+    Before: the stop wrote delayOffset.json while those connections were still open, failed
+    with EMFILE and the broker exited 1 with a traceback; now it closes them first."""
+    conf = write_conf(tmp_path, namesrvAddr=f"127.0.0.1:{namesrv.port}")
+    proc = await asyncio.create_subprocess_exec(
+        *cmd("-c", str(conf)), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env=env(tmp_path))
+    held: list[asyncio.StreamWriter] = []
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()
+        assert "boot success" in line, line
+        addr = line.split("[broker-x, ")[1].split("]")[0]
+        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (FD_LIMIT, FD_LIMIT))
+        # a delivered delayed message: the schedule has an offset to write at stop
+        sent = await client.invoke(addr, send_request("TDelay", b"x", extra={"DELAY": "1"}))
+        assert sent.code == ResponseCode.SUCCESS, sent.remark
+        got = await client.invoke(addr, pull_request("TDelay", 0, 0, suspend_ms=30_000),
+                                  timeout=40)
+        assert got.code == ResponseCode.SUCCESS, got.remark
+        host, port = addr.rsplit(":", 1)
+        for n in range(FD_LIMIT):
+            reader, writer = await asyncio.open_connection(host, int(port))
+            held.append(writer)
+            writer.write(_json_frame({"code": 9000 + n, "flag": 0, "opaque": n}))  # unknown
+            writer.write(struct.pack(">II", 100 + 1000 * n, 50) + b'{"code":11,"extFi')
+            answer = b""
+            with contextlib.suppress(TimeoutError, ConnectionError):
+                answer = await asyncio.wait_for(reader.read(8), 10)
+            if not answer:  # accepted and reset at once: the broker has no descriptor left
+                break
+        else:
+            pytest.fail(f"{FD_LIMIT} connections and the broker still had descriptors")
+        proc.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(proc.wait(), 60)
+        err = (await proc.stderr.read()).decode()
+        assert code == 0 and "Traceback" not in err, err
+        saved = fastjson.loads((tmp_path / "store" / "config" / "delayOffset.json").read_text())
+        assert saved["offsetTable"][1] == 1
+        assert not (tmp_path / "store" / "abort").exists()
+    finally:
+        for writer in held:
+            writer.close()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_stop_aborts_a_connection_whose_peer_reads_no_answers(
+    tmp_path: Path, namesrv: NamesrvController, client: RemotingClient
+) -> None:
+    """A client pipelines pulls of a big message and reads none of the answers: they cannot
+    all be sent.  Before: the stop waited for them forever; now it waits a grace period,
+    then drops them."""
+    config, store = broker_configs(tmp_path, f"127.0.0.1:{namesrv.port}")
+    broker = BrokerController(config, store)
+    await broker.start()
+    stopped = False
+    sock = socket.socket()
+    try:
+        sent = await client.invoke(broker.addr, send_request("TBig", b"b" * (512 << 10)))
+        assert sent.code == ResponseCode.SUCCESS, sent.remark
+        host, port = broker.addr.rsplit(":", 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+        pulls = b"".join(encode(pull_request("TBig", 0, 0)) for _ in range(32))  # 16 MiB out
+        await asyncio.get_running_loop().sock_sendall(sock, pulls)
+        for _ in range(2):  # two rounds of the broker's loop: the 32 pulls were read meanwhile
+            ok = await call(client, broker.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+            assert ok.code == ResponseCode.SUCCESS
+        await asyncio.wait_for(broker.stop(), 30)
+        stopped = True
+    finally:
+        sock.close()
+        if not stopped:
+            await broker.stop()

@@ -12,7 +12,7 @@ import pytest
 
 from engine.store import MessageStore
 from engine.store.consume_queue import CQ_ENTRY
-from engine.store.inspect import inspect_store, main
+from engine.store.inspect import inspect_store, main, render
 from tests.store.helpers import msg
 
 
@@ -66,3 +66,55 @@ async def test_inspector_finds_crc_and_queue_problems(
     assert any("TopicTest/1 offset 1: size" in p for p in rep.problems)
     assert main([str(tmp_path / "s")]) == 1
     assert main([str(tmp_path / "nothing")]) == 2
+
+
+async def test_inspector_ends_the_log_at_a_zero_tail_before_a_preallocated_segment(
+    make_store: Callable[..., MessageStore], tmp_path: Path
+) -> None:
+    """A live or crashed Apache store: the next segment is pre-allocated, all zeros."""
+    s = make_store(tmp_path / "s")
+    await s.start()
+    for i in range(5):
+        assert (await s.put_message(msg(i, size=150))).ok
+    await s.shutdown()
+    commit = tmp_path / "s" / "commitlog"
+    (seg,) = sorted(commit.iterdir())
+    size = seg.stat().st_size
+    (commit / f"{size:020d}").write_bytes(bytes(size))
+    rep = inspect_store(str(tmp_path / "s"))
+    assert rep.problems == []
+    first, empty = rep.segments
+    end = first.bytes_used
+    assert (first.records, empty.records, empty.bytes_used) == (5, 0, 0)
+    assert first.log_end == end and empty.log_end == end
+    text = render(rep)
+    assert f"log ends at offset {end}, the rest of the segment is unwritten" in text
+    assert f"unwritten (pre-allocated), the log ends at offset {end}" in text
+    assert main([str(tmp_path / "s")]) == 0
+
+    data = bytearray(seg.read_bytes())
+    data[end + 100] = 7  # a torn tail (a page written after a crash): recovery drops it
+    seg.write_bytes(bytes(data))
+    rep = inspect_store(str(tmp_path / "s"))
+    assert rep.problems == [] and rep.segments[0].log_end == end
+    assert rep.segments[0].note == (
+        f"log ends at offset {end}; non-zero bytes from offset {end + 100} on, which recovery "
+        "drops")
+
+    data[first.bytes_used // 5 * 2 + 4 : first.bytes_used // 5 * 2 + 8] = b"\x12\x34\x56\x78"
+    seg.write_bytes(bytes(data))  # a non-zero bad magic in the middle is still corruption
+    rep = inspect_store(str(tmp_path / "s"))
+    assert rep.problems[0] == f"segment {first.name}: offset {end // 5 * 2}: bad magic 0x12345678"
+    assert main([str(tmp_path / "s")]) == 1
+
+
+async def test_inspector_reports_records_after_the_end_of_the_log(
+    make_store: Callable[..., MessageStore], tmp_path: Path
+) -> None:
+    await _store(make_store, tmp_path / "s")
+    first = sorted((tmp_path / "s" / "commitlog").iterdir())[0]
+    size = first.stat().st_size
+    first.write_bytes(bytes(size))  # zeroed: the log ends at 0, later segments hold records
+    rep = inspect_store(str(tmp_path / "s"))
+    assert rep.segments[0].log_end == 0
+    assert f"segment {size:020d}: records after the end of the log at offset 0" in rep.problems
