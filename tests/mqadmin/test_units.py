@@ -1,4 +1,5 @@
-"""Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output."""
+"""Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output, the
+dead-letter ledger's scope."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import time
 import pytest
 
 from engine.protocol.body.message_queue import MessageQueue
+from mqadmin.config import Endpoint
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations.consumer import allocate_averagely
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.operations.store import CommitLog, Segment, human
 from mqadmin.operations.times import format_time, parse_timestamp
 from mqadmin.render import OutputFormat, render
@@ -70,3 +73,9 @@ def test_vertical_output_and_nested_values() -> None:
     as_csv = io.StringIO()
     render([{"p": {"k": "v"}}], OutputFormat.CSV, stream=as_csv)
     assert as_csv.getvalue() == 'p\n"{""k"": ""v""}"\n'
+
+
+def test_a_cluster_has_one_ledger_whatever_the_order_or_context_of_its_name_servers() -> None:
+    named = ledger_of(Endpoint(["10.0.0.2:9876", "10.0.0.1:9876"], context="prod"))
+    plain = ledger_of(Endpoint(["10.0.0.1:9876", "10.0.0.2:9876"]))
+    assert named.scope == plain.scope == "10.0.0.1:9876;10.0.0.2:9876"

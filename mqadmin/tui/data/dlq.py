@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.client.admin import MQAdmin
-from mqadmin.commands.dlq_options import scope
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, TargetNotFound, message_for
 from mqadmin.operations import dlq_discard, dlq_list, dlq_resend, dlq_show, dlq_status, dlq_transfer
-from mqadmin.operations.dlq_ledger import Ledger
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.operations.dlq_model import Filters
 from mqadmin.tui.backend import Backend
 from mqadmin.tui.data.changes import Outcome, PlanView, Say, audit
@@ -28,10 +27,6 @@ Row = dict[str, Any]
 #: Dead letters read for the group screen (the newest are at the end of each queue).
 LETTERS_LIMIT = 2000
 RESEND_COLUMNS = ("batch", "total", "sent", "alreadyOnTarget", "failed")
-
-
-def ledger_of(endpoint: Endpoint) -> Ledger:
-    return Ledger(scope(endpoint))
 
 
 @dataclass(frozen=True, slots=True)

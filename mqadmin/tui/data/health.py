@@ -9,10 +9,9 @@ from rich.text import Text
 
 from engine.client.admin import MQAdmin
 from engine.protocol.body.route import ClusterInfo
-from mqadmin.commands.dlq_options import scope
 from mqadmin.config import Endpoint
 from mqadmin.operations import dlq_list, ha
-from mqadmin.operations.dlq_ledger import Ledger
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.tui.data.lag import collector_report
 
 
@@ -70,6 +69,6 @@ async def read_extra(admin: MQAdmin, endpoint: Endpoint) -> Text:
 
 
 async def _unhandled(admin: MQAdmin, endpoint: Endpoint) -> int:
-    with Ledger(scope(endpoint)) as ledger:
+    with ledger_of(endpoint) as ledger:
         rows = await dlq_list.list_groups(admin, ledger, sample=0)
     return sum(int(r["unhandled"] or 0) for r in rows)
