@@ -16,21 +16,11 @@ from engine.common import config as configlib
 from engine.common import properties
 from engine.common.config import config_key, secret_key
 from engine.protocol.perm import PERM_RW
+from engine.remoting.address import local_ip
 
 #: Keys UPDATE_BROKER_CONFIG refuses to change at run time (4.9.7 also refuses paths).
 PROTECTED_KEYS = frozenset({"brokerConfigPath", "storePathRootDir", "storePathCommitLog",
                             "listenPort", "brokerName", "brokerClusterName", "brokerId"})
-
-
-def _local_ip() -> str:
-    """The address other hosts reach this one by (what `RemotingUtil.getLocalAddress` picks)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("192.0.2.1", 9))  # no packet is sent; this only selects a route
-            ip: str = s.getsockname()[0]
-            return ip
-    except OSError:
-        return "127.0.0.1"
 
 
 def _host_name() -> str:
@@ -44,7 +34,7 @@ def _host_name() -> str:
 class BrokerConfig:
     rocketmq_home: str = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
     namesrv_addr: str | None = field(default_factory=lambda: os.environ.get("NAMESRV_ADDR"))
-    broker_ip1: str = config_key("brokerIP1", default_factory=_local_ip)
+    broker_ip1: str = config_key("brokerIP1", default_factory=local_ip)
     broker_ip2: str | None = config_key("brokerIP2", None)
     broker_name: str = field(default_factory=_host_name)
     broker_cluster_name: str = "DefaultCluster"

@@ -16,8 +16,8 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from engine.client.ids import local_ip
 from engine.protocol.signature import Credentials
+from engine.remoting.address import local_ip
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
 #: Java's `rocketmq.namesrv.domain` and `rocketmq.namesrv.domain.subgroup` defaults.

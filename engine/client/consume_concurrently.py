@@ -25,7 +25,7 @@ import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from engine.client import dedupe
+from engine.client import consume_direct, dedupe
 from engine.client.consumer_options import ConcurrentListener
 from engine.client.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
 from engine.client.process_queue import ProcessQueue
@@ -45,6 +45,7 @@ RECONSUME_LOCALLY_AFTER = 5.0
 EXPIRED_PER_ROUND = 16
 SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
+DIRECT_RESULTS = {SUCCESS: CMResult.CR_SUCCESS, LATER: CMResult.CR_LATER}
 
 
 class ConsumeConcurrentlyService:
@@ -185,22 +186,17 @@ class ConsumeConcurrentlyService:
                                ) -> ConsumeMessageDirectlyResult:
         ctx = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "",
                                                       msg.queue_id))
-        begin = time.monotonic()
-        try:
-            if self.guard is not None:
-                (status,) = await dedupe.consume_concurrently(self.listener, self.guard,
-                                                              [([msg], ctx)], self.slots)
-            else:
-                outcome = self.listener([msg], ctx)
-                status = await outcome if inspect.isawaitable(outcome) else outcome
-        except Exception as exc:
-            return ConsumeMessageDirectlyResult(
-                False, True, CMResult.CR_THROW_EXCEPTION, repr(exc),
-                int((time.monotonic() - begin) * 1000))
-        results = {SUCCESS: CMResult.CR_SUCCESS, LATER: CMResult.CR_LATER}
-        result = results.get(status, CMResult.CR_RETURN_NULL) if status else CMResult.CR_RETURN_NULL
-        return ConsumeMessageDirectlyResult(False, True, result, None,
-                                            int((time.monotonic() - begin) * 1000))
+        guard = self.guard
+        if guard is None:
+            return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
+                                                         lambda: self.listener([msg], ctx))
+
+        async def deduplicated() -> ConsumeConcurrentlyStatus | None:
+            (status,) = await dedupe.consume_concurrently(self.listener, guard,
+                                                          [([msg], ctx)], self.slots)
+            return status
+
+        return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS, deduplicated)
 
 
 def _mark_start(msgs: list[MessageExt]) -> None:

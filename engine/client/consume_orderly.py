@@ -22,6 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from engine.client import consume_direct
 from engine.client.consumer_options import OrderlyListener
 from engine.client.message import PROPERTY_RECONSUME_TIME, MessageExt
 from engine.client.process_queue import ProcessQueue
@@ -40,6 +41,10 @@ log = logging.getLogger(__name__)
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
 LOCK_INTERVAL = 20.0
 SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+DIRECT_RESULTS = {ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
+                  ConsumeOrderlyStatus.COMMIT: CMResult.CR_COMMIT,
+                  ConsumeOrderlyStatus.ROLLBACK: CMResult.CR_ROLLBACK,
+                  SUSPEND: CMResult.CR_LATER}
 
 
 class ConsumeOrderlyService:
@@ -166,18 +171,5 @@ class ConsumeOrderlyService:
     async def consume_directly(self, msg: MessageExt, broker_name: str | None
                                ) -> ConsumeMessageDirectlyResult:
         ctx = ConsumeOrderlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
-        begin = time.monotonic()
-        try:
-            outcome = self.listener([msg], ctx)
-            status = await outcome if inspect.isawaitable(outcome) else outcome
-        except Exception as exc:
-            return ConsumeMessageDirectlyResult(
-                True, True, CMResult.CR_THROW_EXCEPTION, repr(exc),
-                int((time.monotonic() - begin) * 1000))
-        results = {ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
-                   ConsumeOrderlyStatus.COMMIT: CMResult.CR_COMMIT,
-                   ConsumeOrderlyStatus.ROLLBACK: CMResult.CR_ROLLBACK,
-                   SUSPEND: CMResult.CR_LATER}
-        result = results.get(status, CMResult.CR_RETURN_NULL) if status else CMResult.CR_RETURN_NULL
-        return ConsumeMessageDirectlyResult(True, True, result, None,
-                                            int((time.monotonic() - begin) * 1000))
+        return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
+                                                     lambda: self.listener([msg], ctx))

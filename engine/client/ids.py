@@ -1,4 +1,4 @@
-"""Client identity: the local IP and the unique message ids (`UNIQ_KEY`) a producer stamps.
+"""Client identity: the unique message ids (`UNIQ_KEY`) a producer stamps.
 
 How this works (message-format.md §6.2): a unique id is the upper-case hex of
 
@@ -20,25 +20,14 @@ import datetime
 import itertools
 import os
 import random
-import socket
 import struct
 import time
 
 from engine.protocol.message import pack_ip
+from engine.remoting.address import local_ip
 
 _PREFIX_TAIL = struct.Struct(">hI")  # pid (int16), class-loader hash (uint32)
 assert _PREFIX_TAIL.size == 6
-
-
-def local_ip() -> str:
-    """The address other hosts reach this one by (first a routed IPv4, else loopback)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("192.0.2.1", 9))  # no packet is sent; this only selects a route
-            ip: str = s.getsockname()[0]
-            return ip
-    except OSError:
-        return "127.0.0.1"
 
 
 def _month_start_ms(now_ms: int) -> tuple[int, int]:

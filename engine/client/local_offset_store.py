@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.client.offset_store import NO_OFFSET, ReadOffsetType, update_table
+from engine.client.offset_store import NO_OFFSET, ReadOffsetType, read_offset, update_table
 from engine.protocol import fastjson
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.errors import ProtocolError
@@ -79,16 +79,13 @@ class LocalFileOffsetStore:
         update_table(self.table, mq, offset, increase_only)
 
     async def read(self, mq: MessageQueue, kind: ReadOffsetType) -> int:
-        if kind is not ReadOffsetType.STORE:
-            offset = self.table.get(mq)
-            if offset is not None or kind is ReadOffsetType.MEMORY:
-                return NO_OFFSET if offset is None else offset
+        return await read_offset(self.table, mq, kind, self._read_stored)
+
+    async def _read_stored(self, mq: MessageQueue) -> int:
+        """The offset of `mq` in the file (or its ``.bak``)."""
         stored = await asyncio.to_thread(_read, self.path)
         offset = (stored or {}).get(mq)
-        if offset is None:
-            return NO_OFFSET
-        self.update(mq, offset, False)
-        return offset
+        return NO_OFFSET if offset is None else offset
 
     async def persist_all(self, mqs: Iterable[MessageQueue], *, final: bool = False) -> None:
         held = set(mqs)

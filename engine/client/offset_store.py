@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from engine.client.errors import ClientError, QueryNotFoundError
@@ -56,6 +56,25 @@ def update_table(table: dict[MessageQueue, int], mq: MessageQueue, offset: int,
         table[mq] = offset
 
 
+async def read_offset(table: dict[MessageQueue, int], mq: MessageQueue, kind: ReadOffsetType,
+                      read_stored: Callable[[MessageQueue], Awaitable[int]]) -> int:
+    """`OffsetStore.read` of a store that keeps `table` in memory (both stores' read order).
+
+    MEMORY answers from the table (NO_OFFSET when the queue is not in it);
+    MEMORY_FIRST_THEN_STORE does too when the queue is in it, and otherwise reads as STORE
+    does: `read_stored` answers the stored offset, NO_OFFSET when none is stored, or
+    READ_FAILED; an offset read (>= 0) is remembered in the table.
+    """
+    if kind is not ReadOffsetType.STORE:
+        offset = table.get(mq)
+        if offset is not None or kind is ReadOffsetType.MEMORY:
+            return NO_OFFSET if offset is None else offset
+    offset = await read_stored(mq)
+    if offset >= 0:
+        table[mq] = offset
+    return offset
+
+
 class RemoteBrokerOffsetStore:
     def __init__(self, instance: ClientInstance, group: str) -> None:
         self.instance = instance
@@ -69,23 +88,21 @@ class RemoteBrokerOffsetStore:
         update_table(self.table, mq, offset, increase_only)
 
     async def read(self, mq: MessageQueue, kind: ReadOffsetType) -> int:
-        if kind is not ReadOffsetType.STORE:
-            offset = self.table.get(mq)
-            if offset is not None or kind is ReadOffsetType.MEMORY:
-                return NO_OFFSET if offset is None else offset
+        return await read_offset(self.table, mq, kind, self._read_stored)
+
+    async def _read_stored(self, mq: MessageQueue) -> int:
+        """The group's offset of `mq` at its broker (QUERY_CONSUMER_OFFSET)."""
         addr = await self._addr(mq)
         if addr is None:
             return READ_FAILED
         try:
-            offset = await self.instance.api.consumer_offset(addr, self.group, mq.topic,
-                                                             mq.queue_id)
+            return await self.instance.api.consumer_offset(addr, self.group, mq.topic,
+                                                           mq.queue_id)
         except QueryNotFoundError:
             return NO_OFFSET
         except ClientError as exc:
             log.warning("offset of %s for %s not read: %s", mq, self.group, exc)
             return READ_FAILED
-        self.update(mq, offset, False)
-        return offset
 
     async def _addr(self, mq: MessageQueue) -> str | None:
         found = self.instance.routes.subscribe_addr(mq.broker_name)

@@ -1,6 +1,24 @@
-"""Broker and name-server addresses: ``"ip:port"`` strings as RocketMQ writes them."""
+"""Broker and name-server addresses: ``"ip:port"`` strings as RocketMQ writes them, and the
+address this host is reached by."""
 
 from __future__ import annotations
+
+import socket
+
+
+def local_ip() -> str:
+    """The address other hosts reach this one by: the IPv4 address of the default route (what
+    `RemotingUtil.getLocalAddress` picks), else loopback.
+
+    Brokers take it as `brokerIP1` and clients as their client IP (client ids, message ids).
+    """
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # no packet is sent; this only selects a route
+            ip: str = s.getsockname()[0]
+            return ip
+    except OSError:
+        return "127.0.0.1"
 
 
 def parse_addr(addr: str) -> tuple[str, int]:

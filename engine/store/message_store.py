@@ -34,7 +34,8 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
 
 from engine.common.service import Service
 from engine.protocol.message import Address, BatchMessage, BrokerMessage
@@ -81,6 +82,30 @@ def _total_physical_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 8 << 30
+
+
+_Item = TypeVar("_Item", BrokerMessage, BatchMessage)
+
+
+def _flushed(
+    append: Callable[[MessageStore, _Item], PutMessageResult], what: str
+) -> Callable[[MessageStore, _Item], Coroutine[Any, Any, PutMessageResult]]:
+    """The put coroutine method over the synchronous `append` method: it appends and, under
+    SYNC_FLUSH, returns once the appended bytes are on disk (flushing in place before
+    `start()`).  `put_message` and `put_messages` are both made here rather than awaiting a
+    shared coroutine, so that a put stays one coroutine frame on the hot path."""
+
+    async def put(self: MessageStore, item: _Item) -> PutMessageResult:
+        result = append(self, item)
+        gc = self.group_commit
+        if gc is None or result.status is not PutMessageStatus.PUT_OK:
+            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
+                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
+            return result
+        return await self._await_flush(result, gc)
+
+    put.__doc__ = f"{what}; under SYNC_FLUSH return once its bytes are on disk."
+    return put
 
 
 class MessageStore:
@@ -342,6 +367,9 @@ class MessageStore:
             return refused
         return self._finish(self.commit_log.put_batch(batch))
 
+    put_message = _flushed(append_message, "Append one message")
+    put_messages = _flushed(append_messages, "Append a batch")
+
     async def _await_flush(
         self, result: PutMessageResult, gc: GroupCommitService
     ) -> PutMessageResult:
@@ -352,26 +380,6 @@ class MessageStore:
             result.msg_id, result.queue_offset, result.msg_num, result.store_timestamp,
             f"not flushed within syncFlushTimeout {self.config.sync_flush_timeout} ms",
         )  # fmt: skip
-
-    async def put_message(self, msg: BrokerMessage) -> PutMessageResult:
-        """Append one message; under SYNC_FLUSH return once its bytes are on disk."""
-        result = self.append_message(msg)
-        gc = self.group_commit
-        if gc is None or result.status is not PutMessageStatus.PUT_OK:
-            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
-                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
-            return result
-        return await self._await_flush(result, gc)
-
-    async def put_messages(self, batch: BatchMessage) -> PutMessageResult:
-        """Append a batch; under SYNC_FLUSH return once its bytes are on disk."""
-        result = self.append_messages(batch)
-        gc = self.group_commit
-        if gc is None or result.status is not PutMessageStatus.PUT_OK:
-            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
-                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
-            return result
-        return await self._await_flush(result, gc)
 
     def append_raw(self, data: bytes, offset: int | None = None) -> int:
         """Append commit-log bytes (HA slave) and dispatch the records they complete.

@@ -19,10 +19,10 @@ from mqadmin.commands.dlq_options import (
     TopicFilter,
     UntilFilter,
     filters,
-    ledger_of,
 )
 from mqadmin.exit_codes import ExitCode, UsageProblem
 from mqadmin.operations import dlq_list, dlq_show, dlq_status, dlq_transfer
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 

@@ -1,4 +1,4 @@
-"""Options and helpers the dead-letter commands share (filters, the ledger of a cluster)."""
+"""Options and helpers the dead-letter commands share (filters)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from mqadmin.config import Endpoint
-from mqadmin.operations.dlq_ledger import Ledger
 from mqadmin.operations.dlq_model import Filters
 from mqadmin.options import parse_timestamp
 
@@ -21,10 +19,6 @@ SinceFilter = Annotated[str | None, typer.Option(
 UntilFilter = Annotated[str | None, typer.Option("--until", help="Stored before this time.")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", min=1,
                                               help="At most this many dead letters.")]
-
-
-def ledger_of(where: Endpoint) -> Ledger:
-    return Ledger(where.ledger_scope)
 
 
 def filters(topic: str | None, key: str | None, tag: str | None, since: str | None,

@@ -17,10 +17,10 @@ from mqadmin.commands.dlq_options import (
     TopicFilter,
     UntilFilter,
     filters,
-    ledger_of,
 )
 from mqadmin.exit_codes import CliError, ExitCode, UsageProblem
 from mqadmin.operations import dlq_discard, dlq_resend
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 

@@ -33,6 +33,8 @@ from mqadmin import history
 if TYPE_CHECKING:
     from sqlite_utils import Database
 
+    from mqadmin.config import Endpoint
+
 BATCHES = "dlq_batches"
 LEDGER = "dlq_ledger"
 PENDING, SENDING, SENT, FAILED, DISCARDED = "pending", "sending", "sent", "failed", "discarded"
@@ -218,6 +220,11 @@ class Ledger:
 _ROW_COLUMNS = ("batch", "scope", "group_name", "dl_key", "dl_msg_id", "dl_offset_msg_id",
                 "origin_topic", "target_topic", "new_msg_id", "state", "status", "who", "at",
                 "updated_at")
+
+
+def ledger_of(where: Endpoint) -> Ledger:
+    """The ledger of the cluster `where` names (the CLI's and the dashboard's alike)."""
+    return Ledger(where.ledger_scope)
 
 
 def _batch(r: Mapping[str, Any]) -> Batch:

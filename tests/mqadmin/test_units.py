@@ -1,5 +1,5 @@
 """Pure pieces of mqadmin: allocation, times, ids, commit-log planning, vertical output,
-a cluster's identity, a group's progress rows."""
+a cluster's identity, the dead-letter ledger's scope, a group's progress rows."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from mqadmin.operations.consumer import (
     allocate_averagely,
     progress_rows,
 )
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.operations.store import CommitLog, Segment, human
 from mqadmin.operations.times import format_time, parse_timestamp
 from mqadmin.render import OutputFormat, render
@@ -112,3 +113,9 @@ def test_progress_rows_from_one_read_of_a_group() -> None:
     assert (total["topic"], total["diff"], total["lagMs"]) == ("(total)", 3, 1_000)
     assert total["oldestUnconsumed"] == first["oldestUnconsumed"] == format_time(9_000)
     assert progress.topics == ["T"]
+
+
+def test_a_cluster_has_one_ledger_whatever_the_order_or_context_of_its_name_servers() -> None:
+    named = ledger_of(Endpoint(["10.0.0.2:9876", "10.0.0.1:9876"], context="prod"))
+    plain = ledger_of(Endpoint(["10.0.0.1:9876", "10.0.0.2:9876"]))
+    assert named.scope == plain.scope == "10.0.0.1:9876;10.0.0.2:9876"

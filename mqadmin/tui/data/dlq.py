@@ -20,17 +20,13 @@ from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, TargetNotFound
 from mqadmin.operations import dlq_discard, dlq_list, dlq_resend, dlq_show, dlq_status, dlq_transfer
 from mqadmin.operations.change import Outcome, Planned, Progress
-from mqadmin.operations.dlq_ledger import Ledger
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.operations.dlq_model import Filters
 
 Row = dict[str, Any]
 #: Dead letters read for the group screen (the newest are at the end of each queue).
 LETTERS_LIMIT = 2000
 RESEND_COLUMNS = ("batch", "total", "sent", "alreadyOnTarget", "failed")
-
-
-def ledger_of(endpoint: Endpoint) -> Ledger:
-    return Ledger(endpoint.ledger_scope)
 
 
 @dataclass(frozen=True, slots=True)

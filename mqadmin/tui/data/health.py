@@ -10,7 +10,7 @@ from engine.client.admin import MQAdmin
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.config import Endpoint
 from mqadmin.operations import dlq_list, ha
-from mqadmin.operations.dlq_ledger import Ledger
+from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.tui.data.lag import collector_report
 
 
@@ -65,6 +65,6 @@ async def read_extra(admin: MQAdmin, endpoint: Endpoint) -> ExtraHealth:
 
 
 async def _unhandled(admin: MQAdmin, endpoint: Endpoint) -> int:
-    with Ledger(endpoint.ledger_scope) as ledger:
+    with ledger_of(endpoint) as ledger:
         rows = await dlq_list.list_groups(admin, ledger, sample=0)
     return sum(int(r["unhandled"] or 0) for r in rows)
