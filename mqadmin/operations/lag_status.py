@@ -24,12 +24,11 @@ from mqadmin.operations.lag_sample import Errors, Sampler, now_ms
 from mqadmin.operations.lag_verdict import (
     DEFAULT_ALLOWED_LAG,
     DEFAULT_WINDOW,
-    SEVERITY,
     GroupVerdict,
     eta_text,
-    format_duration,
     judge,
 )
+from mqadmin.reports.contract import SEVERITY, format_duration
 
 Row = dict[str, Any]
 GROUP_COLUMNS = ("group", "verdict", "rule", "lag", "lagTime", "drainRate", "eta",

@@ -12,9 +12,10 @@ from typing import Any
 
 from mqadmin import config, report_runs
 from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
+from mqadmin.reports.contract import DIR_NAME
 
 SLO_FILE = "report-slo.toml"
-HISTORY_DIR = "lag-history"
+HISTORY_DIR = DIR_NAME
 
 
 @dataclass(frozen=True, slots=True)

@@ -145,7 +145,7 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
         queues = dataset.of_groups(dataset.read(spark, opts.input, [context]), sorted(wanted))
         verdicts = episodes.queue_verdicts(queues, opts.window)
         states = dataset.in_period(episodes.group_states(verdicts, opts.window), period) \
-            .cache()
+            .drop("rule").cache()
         state_rows = _rows(episodes.state_time(states))
         progress("verdict episodes")
         episode_rows = _rows(episodes.verdict_episodes(states))

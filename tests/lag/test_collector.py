@@ -13,8 +13,8 @@ from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_history import SCHEMA
 from mqadmin.operations.lag_model import Cycle
+from mqadmin.reports.contract import arrow_schema
 from tests.broker.conftest import broker_configs
 from tests.conftest import namesrv_config
 from tests.lag.conftest import Lab
@@ -56,7 +56,7 @@ async def test_collector_window_history_webhook_and_duty(lab: Lab, tmp_path: Pat
     files = list((tmp_path / "data" / "lag-history").glob("date=*/part-*.parquet"))
     assert len(files) == 1
     table = pq.read_table(files[0], partitioning=None)
-    assert table.schema.equals(SCHEMA)
+    assert table.schema.equals(arrow_schema())
     rows = table.to_pylist()
     assert len(rows) == 2 * collector.cycles and all(r["ok"] for r in rows)
     assert {r["lag"] for r in rows if r["queue_id"] == 0} == {5}
