@@ -1,7 +1,8 @@
 """The lag history as a Parquet dataset partitioned by date (pyarrow), for the Spark reports.
 
 How this works: the collector hands every cycle to `HistoryWriter.add`, which keeps the
-rows in columns; every `flush_cycles` cycles, past `max_rows` rows, and at stop, the
+rows in columns; after the first cycle (so a report has a history as soon as the monitor
+has sampled once), then every `flush_cycles` cycles, past `max_rows` rows, and at stop, the
 buffer is written as one file per date, ``<dir>/date=YYYY-MM-DD/part-<start>-<pid>-<seq>
 .parquet``, in row groups of up to `row_group_rows` rows.  A file is written under a dot
 name and renamed into place, so readers (Spark skips dot files) never see half a file and
@@ -46,6 +47,7 @@ class HistoryWriter:
         self.row_group_rows = row_group_rows
         self.seq = 0
         self.cycles = 0
+        self.added = 0  # cycles ever added: the first is written at once
         self.files: list[Path] = []
         self._cols: dict[str, list[Any]] = {name: [] for name in NAMES}
 
@@ -76,7 +78,9 @@ class HistoryWriter:
                     ("retention_risk", False), ("risk_messages", 0)):
                 c[name].append(value)
         self.cycles += 1
-        if self.cycles >= self.flush_cycles or self.buffered >= self.max_rows:
+        self.added += 1
+        if self.added == 1 or self.cycles >= self.flush_cycles \
+                or self.buffered >= self.max_rows:
             return self.flush()
         return []
 

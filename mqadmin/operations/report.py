@@ -72,9 +72,10 @@ def run_lag_report(req: ReportRequest, progress: Callable[[str], None]) -> dict[
         raise UsageProblem("--window must be at least 2 samples.")
     source = req.input or default_input()
     if "://" not in source and not Path(source).exists():
-        raise TargetNotFound(f"no lag history at {source}: start the monitor (`mqadmin lag "
-                             "collect`, or `mqadmin dev up` here) or pass --input PATH "
-                             "(local, hdfs://, s3a://).")
+        raise TargetNotFound(f"no lag history at {source}: a running monitor writes it after "
+                             "its first cycle, so retry in one interval; else start the "
+                             "monitor (`mqadmin lag collect`, or `mqadmin dev up` here) or "
+                             "pass --input PATH (local, hdfs://, s3a://).")
     with report_runs.exclusive():
         run_id = report_runs.start(kind=span.kind, period=span.label,
                                    period_from=period.iso(span.start),

@@ -24,9 +24,20 @@ def test_writer_and_reader_use_the_contract(tmp_path: Path) -> None:
     writer = HistoryWriter(tmp_path, started_ms=lagdata.ms(lagdata.DAY))
     ts = lagdata.ms(lagdata.DAY)
     sample = QueueSample(ts, "g", "T", "broker-a", 0, 5, 4, 1, 100, None, None, ts)
-    writer.add(Cycle(ts, "dev", 10_000, (sample,)))
-    [written] = writer.flush()
+    assert writer.add(Cycle(ts, "dev", 10_000, (sample,))) != []
+    [written] = writer.files
     assert pq.read_schema(written).equals(contract.arrow_schema())
+
+
+def test_the_first_cycle_is_written_at_once_then_every_flush_cycles(tmp_path: Path) -> None:
+    """A report made just after the monitor started finds its first cycle's rows."""
+    writer = HistoryWriter(tmp_path, started_ms=lagdata.ms(lagdata.DAY), flush_cycles=3)
+    written = []
+    for i in range(7):
+        ts = lagdata.ms(lagdata.DAY) + i * 10_000
+        sample = QueueSample(ts, "g", "T", "broker-a", 0, 5, 4, 1, 100, None, None, ts)
+        written.append(len(writer.add(Cycle(ts, "dev", 10_000, (sample,)))))
+    assert written == [1, 0, 0, 1, 0, 0, 1] and writer.buffered == 0
 
 
 def test_the_reader_reads_the_monitors_files(spark: Any, tmp_path: Path) -> None:
