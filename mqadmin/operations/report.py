@@ -33,6 +33,7 @@ class ReportRequest:
     window: int = 10
     trigger: str = "manual"
     attempt: int = 1
+    spark_logs: bool = False  # --debug: Spark's own logging, else errors only
 
 
 def default_input() -> str:
@@ -88,7 +89,7 @@ def run_lag_report(req: ReportRequest, progress: Callable[[str], None]) -> dict[
         started = time.monotonic()
         opts = job.Options(source, out, span, slos, req.window)
         try:
-            job.run(opts, req.master or "local[*]", progress)
+            job.run(opts, req.master or "local[*]", progress, spark_logs=req.spark_logs)
         except (job.ReportError, dataset.DatasetError) as exc:
             report_runs.finish(run_id, status="failed", duration_s=time.monotonic() - started,
                                error=str(exc))
