@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import httpx
 import typer
 
 from engine.client.admin import MQAdmin
@@ -71,6 +70,8 @@ def check_webhook(url: str) -> str:
     Raises:
         UsageProblem: anything else.
     """
+    import httpx  # only `lag collect --webhook` needs it: not at every command's start-up
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError):
