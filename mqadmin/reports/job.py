@@ -31,6 +31,7 @@ TIMELINE_POINTS = 288
 
 Progress = Callable[[str], None]
 
+
 class ReportError(Exception):
     """A report that cannot be made; the message says what to change."""
 
