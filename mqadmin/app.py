@@ -1,61 +1,103 @@
-"""The `mqadmin` typer app, its command groups, and `main()` returning the exit code."""
+"""The `mqadmin` typer app, its command groups, and `main()` returning the exit code.
+
+How this works: the whole app imports every command module, and through them the client,
+the protocol and every operation: most of a short command's time.  `main()` builds an app of
+only the module that owns the command asked for (`OWNER`), and the whole app for help, an
+unknown command or anything else, so `mqadmin clusterList` loads the cluster commands and
+what they need.  `app`, the whole app (for tests and the reference docs), is built on first
+use.  tests/lag/test_startup.py holds `OWNER` to the modules' commands.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import typer
 
 from mqadmin import render
-from mqadmin.commands import (
-    acl,
-    acl_v1,
-    cluster,
-    consumer,
-    dashboard,
-    dev,
-    dlq,
-    group,
-    ha,
-    lag,
-    local,
-    message,
-    namesrv,
-    report,
-    store,
-    stream,
-    topic,
-)
 from mqadmin.exit_codes import INTERRUPTED_MESSAGE, ExitCode
 
-app = typer.Typer(
-    name="mqadmin",
-    help="Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).\n\n"
-         "Commands and short flags are Apache mqadmin's.  The name servers come from -n, "
-         "--context NAME, $NAMESRV_ADDR or the current context; -o table|json|csv chooses "
-         "the output.  Changes show a plan, ask (or need --yes), are verified and logged "
-         "(`mqadmin audit`).",
-    no_args_is_help=True,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
+HELP = ("Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).\n\n"
+        "Commands and short flags are Apache mqadmin's.  The name servers come from -n, "
+        "--context NAME, $NAMESRV_ADDR or the current context; -o table|json|csv chooses "
+        "the output.  Changes show a plan, ask (or need --yes), are verified and logged "
+        "(`mqadmin audit`).")
+#: (module of mqadmin.commands, group name or None when its commands join the top level,
+#: help panel), in the order of the top-level help.
+MOUNTS: tuple[tuple[str, str | None, str | None], ...] = (
+    *((m, None, None) for m in ("topic", "cluster", "group", "consumer", "message", "stream",
+                                "namesrv", "store", "local", "ha", "acl", "acl_v1")),
+    ("dlq", "dlq", "Dead letters"), ("lag", "lag", "Consumer lag"),
+    ("dev", "dev", "mqadmin itself"), ("dashboard", None, None),
+    ("report", "report", "Consumer lag"),
 )
-for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha,
-               acl, acl_v1):
-    app.add_typer(module.app)
-app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
-app.add_typer(lag.app, name="lag", rich_help_panel="Consumer lag")
-app.add_typer(dev.app, name="dev", rich_help_panel="mqadmin itself")
-app.add_typer(dashboard.app)
-app.add_typer(report.app, name="report", rich_help_panel="Consumer lag")
+_TOP = {
+    "topic": "updateTopic deleteTopic topicList topicRoute topicStatus topicClusterList "
+             "updateTopicPerm updateOrderConf",
+    "cluster": "clusterList brokerStatus getBrokerConfig updateBrokerConfig wipeWritePerm "
+               "addWritePerm brokerConsumeStats statsAll clusterRT",
+    "group": "updateSubGroup deleteSubGroup resetOffsetByTime skipAccumulatedMessage "
+             "cloneGroupOffset",
+    "consumer": "consumerProgress consumerConnection consumerStatus producerConnection "
+                "allocateMQ",
+    "message": "queryMsgById queryMsgByKey queryMsgByUniqueKey queryMsgByOffset queryCq",
+    "stream": "printMsg printMsgByQueue consumeMessage sendMessage checkMsgSendRT",
+    "namesrv": "getNamesrvConfig updateNamesrvConfig updateKvConfig deleteKvConfig",
+    "store": "cleanExpiredCQ deleteExpiredCommitLog cleanUnusedTopic",
+    "local": "audit",
+    "ha": "haStatus switchover failover",
+    "acl": "createUser updateUser deleteUser getUser listUser createAcl updateAcl deleteAcl "
+           "getAcl listAcl",
+    "acl_v1": "updateAclConfig deleteAclConfig updateGlobalWhiteAddr clusterAclConfigVersion",
+    "dashboard": "dashboard",
+}
+#: The module that owns each top-level command or group.
+OWNER = {name: module for module, names in _TOP.items() for name in names.split()} | {
+    group: module for module, group, _panel in MOUNTS if group}
+
+
+def build(modules: Iterable[str] | None = None) -> typer.Typer:
+    """An app of the command modules `modules` (default: all of them)."""
+    wanted = None if modules is None else set(modules)
+    root = typer.Typer(name="mqadmin", help=HELP, no_args_is_help=True,
+                       context_settings={"help_option_names": ["-h", "--help"]},
+                       pretty_exceptions_enable=False, rich_markup_mode="markdown")
+    for module, group, panel in MOUNTS:
+        if wanted is not None and module not in wanted:
+            continue
+        sub = importlib.import_module(f"mqadmin.commands.{module}").app
+        if group is None:
+            root.add_typer(sub)
+        else:
+            root.add_typer(sub, name=group, rich_help_panel=panel)
+    return root
+
+
+_whole: list[typer.Typer] = []
+
+
+def whole() -> typer.Typer:
+    """The whole app (built once)."""
+    if not _whole:
+        _whole.append(build())
+    return _whole[0]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return whole()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run mqadmin with `argv` (default: the process arguments); returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    owner = OWNER.get(args[0]) if args else None
     try:
-        app(args=args, prog_name="mqadmin")
+        (whole() if owner is None else build([owner]))(args=args, prog_name="mqadmin")
     except SystemExit as exc:
         if exc.code is None:
             return ExitCode.OK

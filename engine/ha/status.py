@@ -11,10 +11,13 @@ bytes by the store's average record size.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from engine.protocol import fastjson
 from engine.protocol.wire import from_json, to_json
-from engine.store.message_store import MessageStore
+
+if TYPE_CHECKING:  # a type only: mqadmin reads this module without loading the store
+    from engine.store.message_store import MessageStore
 
 
 @dataclass(frozen=True, slots=True)

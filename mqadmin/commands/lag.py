@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import httpx
 import typer
 
 from engine.client.admin import MQAdmin
@@ -25,6 +24,7 @@ from mqadmin.operations.lag_verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW
 from mqadmin.operations.report_schedule import ReportDuty
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
 from mqadmin.render import OutputFormat
+from mqadmin.reports.contract import DIR_NAME
 
 app = typer.Typer(help="Consumer lag: a monitor with history, verdicts, forecasts and "
                        "retention risk.", no_args_is_help=True)
@@ -69,6 +69,8 @@ def check_webhook(url: str) -> str:
     Raises:
         UsageProblem: anything else.
     """
+    import httpx  # only `lag collect --webhook` needs it: not at every command's start-up
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError):
@@ -176,7 +178,7 @@ def scheduled_report(cron: str, period: str, root: Path) -> ReportDuty:
     """The collector's report duty over its own history (checks the options first)."""
     if period not in ("daily", "weekly"):
         raise UsageProblem(f"unknown --report-period {period!r}: use daily or weekly.")
-    duty = ReportDuty(cron, period, extra=["--input", str(root / "lag-history")])
+    duty = ReportDuty(cron, period, extra=["--input", str(root / DIR_NAME)])
     render.note(f"scheduled {period} report at '{duty.cron}' (UTC), next at "
                 f"{duty.due:%Y-%m-%d %H:%M} UTC")
     return duty

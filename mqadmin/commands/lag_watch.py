@@ -20,8 +20,8 @@ from mqadmin.operations import lag_status as st
 from mqadmin.operations.lag_model import QueueKey, QueueSample, Series
 from mqadmin.operations.lag_retention import RetentionForecaster
 from mqadmin.operations.lag_sample import Errors, Sampler
-from mqadmin.operations.lag_verdict import format_duration
 from mqadmin.render import OutputFormat
+from mqadmin.reports.contract import format_duration
 
 STYLES = {"ERROR": "bold red", "WARNING": "yellow", "OK": "green", "UNKNOWN": "dim"}
 DEFAULT_EVERY = 2.0

@@ -59,7 +59,7 @@ def report_lag(
     summary.parquet/csv/json in its own folder; progress on stderr, the run on stdout."""
     with guarded(debug):
         req = ops.ReportRequest(period, date, start, end, input_path, out, master, slo, window,
-                                trigger, attempt)
+                                trigger, attempt, spark_logs=debug)
         run = ops.run_lag_report(req, render.note)
         render.render([run], output, columns=RESULT_COLUMNS)
         render.note(f"report: {Path(run['out']) / 'report.html'}")

@@ -14,9 +14,10 @@ import contextlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported when a webhook is first used: not at start-up
+    import httpx
 
 log = logging.getLogger("mqadmin.lag")
 
@@ -53,6 +54,8 @@ class Webhooks:
     def start(self) -> None:
         if not self.urls or self._task is not None:
             return
+        import httpx
+
         self._client = httpx.AsyncClient(timeout=self.timeout)
         self._task = asyncio.get_running_loop().create_task(self._work(), name="webhooks")
 
@@ -68,6 +71,8 @@ class Webhooks:
 
     async def post(self, event: Mapping[str, Any]) -> list[Delivery]:
         """POST `event` to every URL now, with retries; one `Delivery` per URL."""
+        import httpx
+
         client = self._client or httpx.AsyncClient(timeout=self.timeout)
         try:
             return list(await asyncio.gather(*(self._deliver(client, u, event)
@@ -78,6 +83,8 @@ class Webhooks:
 
     async def _deliver(self, client: httpx.AsyncClient, url: str,
                        event: Mapping[str, Any]) -> Delivery:
+        import httpx
+
         delay = self.backoff
         detail = ""
         for attempt in range(1, self.retries + 2):

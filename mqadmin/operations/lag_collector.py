@@ -30,17 +30,13 @@ from engine.common.service import Service
 from engine.protocol.signature import Credentials
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_alerts import Webhooks
-from mqadmin.operations.lag_history import DIR_NAME, HistoryWriter
+from mqadmin.operations.lag_history import HistoryWriter
 from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
 from mqadmin.operations.lag_retention import RetentionForecaster, Risk
 from mqadmin.operations.lag_sample import CONCURRENCY, Errors, Sampler, now_ms
 from mqadmin.operations.lag_status import LagReport, build_report
-from mqadmin.operations.lag_verdict import (
-    DEFAULT_ALLOWED_LAG,
-    DEFAULT_WINDOW,
-    GroupStatus,
-    eta_text,
-)
+from mqadmin.operations.lag_verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW, eta_text
+from mqadmin.reports.contract import DIR_NAME, GroupStatus
 
 log = logging.getLogger("mqadmin.lag")
 

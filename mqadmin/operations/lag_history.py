@@ -1,14 +1,16 @@
 """The lag history as a Parquet dataset partitioned by date (pyarrow), for the Spark reports.
 
 How this works: the collector hands every cycle to `HistoryWriter.add`, which keeps the
-rows in columns; every `flush_cycles` cycles, past `max_rows` rows, and at stop, the
+rows in columns; after the first cycle (so a report has a history as soon as the monitor
+has sampled once), then every `flush_cycles` cycles, past `max_rows` rows, and at stop, the
 buffer is written as one file per date, ``<dir>/date=YYYY-MM-DD/part-<start>-<pid>-<seq>
 .parquet``, in row groups of up to `row_group_rows` rows.  A file is written under a dot
 name and renamed into place, so readers (Spark skips dot files) never see half a file and
 a crash loses only the unflushed buffer (the SQLite window still holds the last cycles).
-The schema is the contract with the report job (docs/lag.md): column order, Arrow types,
-and gap rows (``ok = false``, queue -1, empty topic, nulls) for group x broker pairs that
-could not be sampled.
+The columns are the lag contract's (mqadmin/reports/contract.py, which the report job reads
+them by): column order, types, and gap rows (``ok = false``, queue -1, empty topic, nulls)
+for group x broker pairs that could not be sampled.  pyarrow is imported on the first
+flush, not with the module: every mqadmin command imports this one.
 """
 
 from __future__ import annotations
@@ -18,30 +20,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from mqadmin.operations.lag_model import Cycle
+from mqadmin.reports.contract import NAMES, arrow_schema
 
-DIR_NAME = "lag-history"
-SCHEMA = pa.schema([
-    pa.field("ts", pa.timestamp("ms", tz="UTC"), nullable=False),
-    pa.field("cluster", pa.string(), nullable=False),
-    pa.field("group", pa.string(), nullable=False),
-    pa.field("topic", pa.string(), nullable=False),
-    pa.field("broker", pa.string(), nullable=False),
-    pa.field("queue_id", pa.int32(), nullable=False),
-    pa.field("broker_offset", pa.int64()),
-    pa.field("consumer_offset", pa.int64()),
-    pa.field("lag", pa.int64()),
-    pa.field("lag_ms", pa.int64()),
-    pa.field("produce_rate", pa.float64()),
-    pa.field("consume_rate", pa.float64()),
-    pa.field("interval_ms", pa.int32(), nullable=False),
-    pa.field("ok", pa.bool_(), nullable=False),
-    pa.field("retention_risk", pa.bool_(), nullable=False),
-    pa.field("risk_messages", pa.int64(), nullable=False),
-])
 FLUSH_CYCLES = 30
 MAX_ROWS = 200_000
 ROW_GROUP_ROWS = 100_000
@@ -66,8 +47,9 @@ class HistoryWriter:
         self.row_group_rows = row_group_rows
         self.seq = 0
         self.cycles = 0
+        self.added = 0  # cycles ever added: the first is written at once
         self.files: list[Path] = []
-        self._cols: dict[str, list[Any]] = {f.name: [] for f in SCHEMA}
+        self._cols: dict[str, list[Any]] = {name: [] for name in NAMES}
 
     @property
     def buffered(self) -> int:
@@ -96,7 +78,9 @@ class HistoryWriter:
                     ("retention_risk", False), ("risk_messages", 0)):
                 c[name].append(value)
         self.cycles += 1
-        if self.cycles >= self.flush_cycles or self.buffered >= self.max_rows:
+        self.added += 1
+        if self.added == 1 or self.cycles >= self.flush_cycles \
+                or self.buffered >= self.max_rows:
             return self.flush()
         return []
 
@@ -105,8 +89,10 @@ class HistoryWriter:
         self.cycles = 0
         if not self.buffered:
             return []
-        table = pa.table(self._cols, schema=SCHEMA)
-        self._cols = {f.name: [] for f in SCHEMA}
+        import pyarrow as pa
+
+        table = pa.table(self._cols, schema=arrow_schema())
+        self._cols = {name: [] for name in NAMES}
         days = [day_of(t) for t in table.column("ts").cast(pa.int64()).to_pylist()]
         written = []
         for day in sorted(set(days)):
@@ -116,7 +102,9 @@ class HistoryWriter:
         self.files += written
         return written
 
-    def _write(self, day: str, table: pa.Table) -> Path:
+    def _write(self, day: str, table: Any) -> Path:
+        import pyarrow.parquet as pq
+
         folder = self.root / f"date={day}"
         folder.mkdir(parents=True, exist_ok=True)
         self.seq += 1

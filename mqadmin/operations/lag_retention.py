@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from engine.client.admin import MQAdmin
 from mqadmin.operations.lag_model import QueueKey, Series
 from mqadmin.operations.lag_sample import Errors
-from mqadmin.operations.lag_verdict import format_duration
+from mqadmin.reports.contract import format_duration
 
 HOUR_MS = 3_600_000
 SEGMENT_KEYS = ("mappedFileSizeCommitLog", "mapedFileSizeCommitLog")

@@ -24,34 +24,23 @@ from mqadmin.operations.lag_sample import Errors, Sampler, now_ms
 from mqadmin.operations.lag_verdict import (
     DEFAULT_ALLOWED_LAG,
     DEFAULT_WINDOW,
-    SEVERITY,
     GroupVerdict,
     eta_text,
-    format_duration,
     judge,
 )
+from mqadmin.reports.contract import SEVERITY, format_duration
+from mqadmin.sparkline import sparkline
 
 Row = dict[str, Any]
 GROUP_COLUMNS = ("group", "verdict", "rule", "lag", "lagTime", "drainRate", "eta",
                  "retentionRisk", "trend")
 QUEUE_COLUMNS = ("group", "topic", "broker", "queueId", "verdict", "rule", "lag", "lagMs",
                  "drainRate", "eta", "riskMessages", "risk")
-SPARKS = "▁▂▃▄▅▆▇█"
 SPARK_FLOOR = 10
 #: A collector's window is used when its last cycle is this many intervals old at most.
 FRESH_INTERVALS = 3.0
 QUICK_SAMPLES = 3
 QUICK_SPACING = 0.5
-
-
-def sparkline(values: Sequence[int], floor: int = SPARK_FLOOR) -> str:
-    """``▁▂▅█``: one block per value, scaled from 0 to the largest (at least `floor`, so a
-    lag of one or two messages does not look like a storm)."""
-    top = max(max(values, default=0), floor)
-    if top <= 0:
-        return SPARKS[0] * len(values)
-    return "".join(SPARKS[min(len(SPARKS) - 1, v * (len(SPARKS) - 1) // top)]
-                   for v in values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +182,8 @@ def group_rows(report: LagReport, now: int | None = None) -> list[Row]:
             "lag": v.lag,
             "lagTime": None if v.lag_ms is None else format_duration(v.lag_ms / 1000),
             "drainRate": _rate(v.drain_rate), "eta": eta_text(v.eta_s, v.keeping_up),
-            "retentionRisk": g.risk_text(now) or None, "trend": sparkline(g.lags)})
+            "retentionRisk": g.risk_text(now) or None,
+            "trend": sparkline(g.lags, width=None, floor=SPARK_FLOOR)})
     return rows
 
 

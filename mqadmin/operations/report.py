@@ -12,9 +12,10 @@ from typing import Any
 
 from mqadmin import config, report_runs
 from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
+from mqadmin.reports.contract import DIR_NAME
 
 SLO_FILE = "report-slo.toml"
-HISTORY_DIR = "lag-history"
+HISTORY_DIR = DIR_NAME
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,7 @@ class ReportRequest:
     window: int = 10
     trigger: str = "manual"
     attempt: int = 1
+    spark_logs: bool = False  # --debug: Spark's own logging, else errors only
 
 
 def default_input() -> str:
@@ -71,9 +73,10 @@ def run_lag_report(req: ReportRequest, progress: Callable[[str], None]) -> dict[
         raise UsageProblem("--window must be at least 2 samples.")
     source = req.input or default_input()
     if "://" not in source and not Path(source).exists():
-        raise TargetNotFound(f"no lag history at {source}: start the monitor (`mqadmin lag "
-                             "collect`, or `mqadmin dev up` here) or pass --input PATH "
-                             "(local, hdfs://, s3a://).")
+        raise TargetNotFound(f"no lag history at {source}: a running monitor writes it after "
+                             "its first cycle, so retry in one interval; else start the "
+                             "monitor (`mqadmin lag collect`, or `mqadmin dev up` here) or "
+                             "pass --input PATH (local, hdfs://, s3a://).")
     with report_runs.exclusive():
         run_id = report_runs.start(kind=span.kind, period=span.label,
                                    period_from=period.iso(span.start),
@@ -86,7 +89,7 @@ def run_lag_report(req: ReportRequest, progress: Callable[[str], None]) -> dict[
         started = time.monotonic()
         opts = job.Options(source, out, span, slos, req.window)
         try:
-            job.run(opts, req.master or "local[*]", progress)
+            job.run(opts, req.master or "local[*]", progress, spark_logs=req.spark_logs)
         except (job.ReportError, dataset.DatasetError) as exc:
             report_runs.finish(run_id, status="failed", duration_s=time.monotonic() - started,
                                error=str(exc))

@@ -14,16 +14,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from . import contract
 from .period import Period
 
-#: The columns a reader relies on, with Spark's type names (the contract's Arrow types).
-COLUMNS = {
-    "ts": "timestamp", "cluster": "string", "group": "string", "topic": "string",
-    "broker": "string", "queue_id": "int", "broker_offset": "bigint",
-    "consumer_offset": "bigint", "lag": "bigint", "lag_ms": "bigint",
-    "produce_rate": "double", "consume_rate": "double", "interval_ms": "int",
-    "ok": "boolean", "retention_risk": "boolean", "risk_messages": "bigint",
-}
+#: The columns a reader relies on: the lag contract's, in its order.
+COLUMNS = contract.NAMES
 QUEUE_KEY = ("cluster", "group", "topic", "broker", "queue_id")
 
 
@@ -34,7 +29,7 @@ class DatasetError(ValueError):
 def schema() -> str:
     """The contract's columns plus the ``date`` partition, as a Spark DDL string: given
     explicitly, so Spark opens no file outside the period to infer it."""
-    return ", ".join([f"`{name}` {kind}" for name, kind in COLUMNS.items()] + ["`date` string"])
+    return contract.spark_ddl()
 
 
 def read(spark: SparkSession, path: str, periods: list[Period]) -> DataFrame:

@@ -1,22 +1,21 @@
-"""Verdicts recomputed from the samples with window functions (the rules of `lag status`), and
-the STOP/REWIND/STALL and retention-risk episodes they form.
+"""Verdicts recomputed from the samples with window functions (the lag contract's rules,
+those of `lag status`), and the STOP/REWIND/STALL and retention-risk episodes they form.
 
 How this works: for every queue sample, the window is the queue's last `n` samples (this one
-included), ordered by time. Evaluated only when the sample's lag is above the allowed lag,
-in this order: STOP when the time since the last commit is longer than the window's span of
-commits; REWIND when the committed offset is below the window's highest (it went back and
-has not recovered); then, if the lag never fell to the allowed lag within the window, STALL
-when the committed offset did not change, else WARNING when the lag never decreased;
-otherwise OK. The history has no commit timestamps, so a commit is taken to happen in a
-cycle where any queue of the group moved (the group's consumers are online and committing);
-the commit times are therefore the group's, and STOP is judged once per group cycle over the
-group's last `n` cycles (then every lagging queue of it is STOP). A group whose every queue
-stands still is STOP, not STALL, once its standstill outlasts the rest of the window (the
-live `lag status`, which sees the connections, can tell the two apart). Only one sort of the
-samples (by queue and time) is needed; the group's rules run on the per-cycle aggregate. A
-group takes its worst queue's verdict each cycle. Episodes are runs of consecutive cycles in
-the same state ("gaps and islands"); a missing cycle (more than 1.5 intervals between
-samples) ends one.
+included), ordered by time, judged by the rules of contract.py in their order (the table of
+rule cases in tests/reports/test_rules.py holds this module and the monitor's verdicts to
+them).  Two things are the history's own: it has no commit timestamps, so a commit is taken
+to happen in a cycle where any queue of the group moved (the group's consumers are online
+and committing), and the no-commit rule (STOP) is therefore judged once per group cycle over
+the group's last `n` cycles (then every lagging queue of it is STOP); and the went-back rule
+reads as "the committed offset is below the window's highest", which is the same thing. A
+group whose every queue stands still is STOP, not STALL, once its standstill outlasts the
+rest of the window (the live `lag status`, which sees the connections, can tell the two
+apart). Only one sort of the samples (by queue and time) is needed; the group's rules run on
+the per-cycle aggregate. A group takes its worst queue's verdict each cycle. Verdicts are
+stored as the contract's severity numbers. Episodes are runs of consecutive cycles in the
+same state ("gaps and islands"); a missing cycle (more than 1.5 intervals between samples)
+ends one.
 """
 
 from __future__ import annotations
@@ -26,10 +25,13 @@ from collections.abc import Sequence
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
 
+from .contract import SEVERITY as RANKS
+from .contract import VERDICT, Rule, Status
 from .dataset import QUEUE_KEY
 
 WINDOW = 10
-SEVERITY = {"OK": 0, "WARNING": 1, "STALL": 2, "REWIND": 3, "STOP": 4}
+#: The contract's verdicts by name, as the severity numbers the columns hold.
+SEVERITY = {status.value: rank for status, rank in RANKS.items()}
 NAMES = {v: k for k, v in SEVERITY.items()}
 EPISODE_STATES = ("STOP", "REWIND", "STALL")
 
@@ -54,9 +56,10 @@ def _ms(col: Column) -> Column:
 
 def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) -> DataFrame:
     """The sampled (``ok``) rows of `rows` with ``severity``, the queue's verdict by every
-    rule but STOP (REWIND, STALL, WARNING or OK: STOP is the group's, see `group_states`),
-    ``moved`` (the committed offset changed since the queue's previous sample, or this
-    is its first), and the retention risk (``risk``, ``risk_messages``)."""
+    rule but no-commit (STOP is the group's, see `group_states`), ``rule`` (the contract's
+    name of the rule that gave it), ``moved`` (the committed offset changed since the
+    queue's previous sample, or this is its first), and the retention risk (``risk``,
+    ``risk_messages``)."""
     if window < 2:
         raise ValueError("the verdict window needs at least 2 samples")
     # One shuffle for every step: hashed by group, the rows of a queue and the cycles of a
@@ -80,24 +83,27 @@ def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) 
     full = F.count("*").over(last_n) >= 2
     stalled = F.min("consumer_offset").over(last_n) == F.max("consumer_offset").over(last_n)
     no_decrease = F.max("decreased").over(pairs) == 0
-    severity = (
-        F.when(F.col("lag") <= allowed_lag, 0)
-        .when(rewind, SEVERITY["REWIND"])
-        .when(never_fell & full & stalled, SEVERITY["STALL"])
-        .when(never_fell & full & no_decrease, SEVERITY["WARNING"])
-        .otherwise(0)
-    )
+    rules = ((F.col("lag") <= allowed_lag, Rule.WITHIN_ALLOWED), (~full, Rule.ONE_SAMPLE),
+             (rewind, Rule.WENT_BACK), (never_fell & stalled, Rule.OFFSET_STUCK),
+             (never_fell & no_decrease, Rule.NOT_DECREASING))
+    severity: Column = F.lit(SEVERITY[Status.OK])
+    rule: Column = F.lit(Rule.CONSUMING.value)
+    for cond, fired in reversed(rules):  # the first rule that holds decides
+        severity = F.when(cond, RANKS[VERDICT[fired]]).otherwise(severity)
+        rule = F.when(cond, fired.value).otherwise(rule)
+    # `rule` costs nothing where unused: Spark prunes the column when no one reads it.
     return df.select(*QUEUE_KEY, "ts", "lag", "lag_ms", "interval_ms", "risk",
                      "risk_messages", "moved",
                      (F.col("lag") > allowed_lag).alias("lagging"),
-                     severity.alias("severity"))
+                     severity.alias("severity"), rule.alias("rule"))
 
 
 def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
     """Per (cluster, group, ts): the worst queue's ``severity`` with STOP decided on the
     group's commits, the topics in an ERROR state (STOP, REWIND, STALL), how many queues,
     and the cycle's lag, time lag, interval and retention risk (the group's cycles, as the
-    figures sum them).
+    figures sum them), and ``rule``: the rule that decided (the worst queue's, by severity
+    then lag, as the monitor picks it); drop it where unused before caching the states.
 
     A commit happens in a cycle where any queue of the group moved; STOP holds when the
     time since the last commit is longer than the span of the commits of the group's last
@@ -108,6 +114,7 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
     cycles = verdicts.groupBy(F.xxhash64("cluster", "group").alias(KEY), "cluster", "group",
                               "ts").agg(
         F.max("severity").alias("queue_severity"), F.max("moved").alias("moved"),
+        F.max_by("rule", F.struct("severity", "lag")).alias("queue_rule"),
         F.max(F.col("lagging").cast("int")).alias("lagging"),
         F.collect_set(F.when(bad, F.col("topic"))).alias("bad_topics"),
         F.collect_set(F.when(F.col("lagging"), F.col("topic"))).alias("lagging_topics"),
@@ -128,7 +135,8 @@ def group_states(verdicts: DataFrame, window: int = WINDOW) -> DataFrame:
         F.when(stop, SEVERITY["STOP"]).otherwise(F.col("queue_severity")).alias("severity"),
         F.when(stop, F.col("lagging_topics")).otherwise(F.col("bad_topics")).alias("topics"),
         F.when(stop, F.col("lagging_queues")).otherwise(F.col("bad_queues"))
-        .alias("bad_queues"))
+        .alias("bad_queues"),
+        F.when(stop, F.lit(Rule.NO_COMMIT.value)).otherwise(F.col("queue_rule")).alias("rule"))
 
 
 def state_time(states: DataFrame) -> DataFrame:

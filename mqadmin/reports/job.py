@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,12 +22,12 @@ from pyspark.sql import functions as F
 
 from . import dataset, episodes, figures, summary
 from .period import Period, PeriodError, resolve
+from .session import session
 from .slo import Slo, SloError, load
 
 VERDICT_CONTEXT = dt.timedelta(hours=1)  # samples before the period that feed its windows
 TIMELINE_GROUPS = 5
 TIMELINE_POINTS = 288
-SMALL_INPUT_BYTES = 200 << 20
 
 Progress = Callable[[str], None]
 
@@ -49,16 +48,6 @@ class Options:
     charts: bool = True
 
 
-def java_opts(input_bytes: int | None) -> str:
-    """The local driver JVM's options: the parallel collector, and only the quick C1
-    compiler for a small input (a short job spends much of its time compiling; a long
-    pass over a big one runs about twice as fast with C2).  MQADMIN_REPORT_JAVA_OPTS
-    overrides them."""
-    small = input_bytes is not None and input_bytes < SMALL_INPUT_BYTES
-    return os.environ.get("MQADMIN_REPORT_JAVA_OPTS", "-XX:+UseParallelGC" + (
-        " -XX:TieredStopAtLevel=1" if small else ""))
-
-
 def input_bytes(opts: Options) -> int | None:
     """The size of the files of the report's date partitions (its period's and the
     previous one's) when the input is a local folder; None for other URIs."""
@@ -72,32 +61,6 @@ def input_bytes(opts: Options) -> int | None:
         if folder.is_dir():
             total += sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     return total
-
-
-def session(master: str | None, app_name: str = "mqadmin-lag-report",
-            input_size: int | None = None) -> SparkSession:
-    """The active session, or a new one on `master` configured for small aggregates
-    (`input_size`: the input's bytes, when known, for the local JVM's compiler)."""
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    builder = SparkSession.builder.appName(app_name) \
-        .config("spark.sql.session.timeZone", "UTC") \
-        .config("spark.ui.showConsoleProgress", "false") \
-        .config("spark.sql.adaptive.enabled", "true")
-    if master:
-        builder = builder.master(master)
-    if master is None or master.startswith("local"):
-        builder = builder.config("spark.sql.shuffle.partitions", "8") \
-            .config("spark.driver.memory", "2g") \
-            .config("spark.driver.extraJavaOptions", java_opts(input_size)) \
-            .config("spark.driver.host", "127.0.0.1") \
-            .config("spark.driver.bindAddress", "127.0.0.1")
-        # The local executors run the figures' Arrow UDF: they need this Python's pyarrow.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 def _rows(df: DataFrame) -> list[dict[str, Any]]:
@@ -145,7 +108,7 @@ def compute(spark: SparkSession, opts: Options, progress: Progress) -> dict[str,
         queues = dataset.of_groups(dataset.read(spark, opts.input, [context]), sorted(wanted))
         verdicts = episodes.queue_verdicts(queues, opts.window)
         states = dataset.in_period(episodes.group_states(verdicts, opts.window), period) \
-            .cache()
+            .drop("rule").cache()
         state_rows = _rows(episodes.state_time(states))
         progress("verdict episodes")
         episode_rows = _rows(episodes.verdict_episodes(states))
@@ -185,9 +148,10 @@ def write_outputs(doc: dict[str, Any], opts: Options, progress: Progress) -> lis
 
 
 def run(opts: Options, master: str | None = None,
-        note: Progress = lambda _m: None) -> list[Path]:
+        note: Progress = lambda _m: None, spark_logs: bool = False) -> list[Path]:
     """One report: a Spark session (reused when one is active, stopped only when made
-    here), `compute`, `write_outputs`; returns the files written."""
+    here; `spark_logs`: Spark's own logging, else errors only), `compute`,
+    `write_outputs`; returns the files written."""
     started = time.monotonic()
     def progress(message: str) -> None:
         note(f"[{time.monotonic() - started:6.1f} s] {message}")
@@ -195,7 +159,8 @@ def run(opts: Options, master: str | None = None,
     made = SparkSession.getActiveSession() is None
     if made:
         progress(f"starting Spark ({master or 'local[*]'})")
-    spark = session(master, input_size=input_bytes(opts) if made else None)
+    spark = session(master, input_size=input_bytes(opts) if made else None,
+                    spark_logs=spark_logs)
     try:
         doc = compute(spark, opts, progress)
     finally:

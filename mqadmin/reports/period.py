@@ -36,14 +36,15 @@ class Period:
     @property
     def label(self) -> str:
         """``2026-11-23`` for a day, ``2026-11-16..2026-11-22`` for a week, ``2026-11-24
-        until 11:42`` for today so far, else the ISO times."""
+        until 11:42:30`` for today so far (it ends when the report started), else the ISO
+        times."""
         if self.kind in ("daily", "weekly") and _midnight(self.start):
             first = self.start.date()
             if _midnight(self.end):
                 last = (self.end - dt.timedelta(days=1)).date()
                 return str(first) if first == last else f"{first}..{last}"
             days = f"{first}" if first == self.end.date() else f"{first}..{self.end.date()}"
-            return f"{days} until {self.end:%H:%M}"
+            return f"{days} until {self.end:%H:%M:%S}"
         return f"{iso(self.start)}..{iso(self.end)}"
 
     def previous(self) -> Period:
@@ -97,7 +98,7 @@ def resolve(kind: str, *, date: str | None = None, start: str | None = None,
         kind: ``daily`` (one UTC day) or ``weekly`` (the 7 days ending with the day);
             ignored when `start` and `end` are given.
         date: the (last) day, YYYY-MM-DD, ``yesterday`` or ``today``; default: today so
-            far (until `now`, to the minute).
+            far (until `now`: samples written a moment ago count).
         start: with `end`, an explicit ``[start, end)`` range.
         end: see `start`.
         now: the current time (tests).
@@ -116,7 +117,7 @@ def resolve(kind: str, *, date: str | None = None, start: str | None = None,
         return Period("range", first, last)
     if kind not in ("daily", "weekly"):
         raise PeriodError(f"unknown period {kind!r}: use daily or weekly, or --from/--to")
-    current = (now or dt.datetime.now(UTC)).astimezone(UTC).replace(second=0, microsecond=0)
+    current = (now or dt.datetime.now(UTC)).astimezone(UTC)
     if date is None or date.strip() in ("today", "yesterday"):
         day = current.date() - dt.timedelta(days=1 if date and "y" in date else 0)
     else:

@@ -13,8 +13,8 @@ from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_history import SCHEMA
 from mqadmin.operations.lag_model import Cycle
+from mqadmin.reports.contract import arrow_schema
 from tests.broker.conftest import broker_configs
 from tests.conftest import namesrv_config
 from tests.lag.conftest import Lab
@@ -53,11 +53,12 @@ async def test_collector_window_history_webhook_and_duty(lab: Lab, tmp_path: Pat
     series = win.read_window(db, "test")
     assert {s.key for s in series} == {("g1", "T1", "broker-a", 0), ("g1", "T1", "broker-a", 1)}
     assert win.load_state(db, "test")["g1"][0] == "ERROR"
-    files = list((tmp_path / "data" / "lag-history").glob("date=*/part-*.parquet"))
-    assert len(files) == 1
-    table = pq.read_table(files[0], partitioning=None)
-    assert table.schema.equals(SCHEMA)
-    rows = table.to_pylist()
+    files = sorted((tmp_path / "data" / "lag-history").glob("date=*/part-*.parquet"))
+    assert len(files) == 2  # the first cycle at once, the rest at stop
+    tables = [pq.read_table(f, partitioning=None) for f in files]
+    assert all(t.schema.equals(arrow_schema()) for t in tables)
+    assert tables[0].num_rows == 2
+    rows = [r for t in tables for r in t.to_pylist()]
     assert len(rows) == 2 * collector.cycles and all(r["ok"] for r in rows)
     assert {r["lag"] for r in rows if r["queue_id"] == 0} == {5}
 

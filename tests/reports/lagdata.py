@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mqadmin.reports.schema import arrow_schema
+from mqadmin.reports.contract import arrow_schema
 
 Row = dict[str, Any]
 DAY = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)

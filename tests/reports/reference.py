@@ -1,6 +1,9 @@
 """An independent plain-Python computation of the report's figures, to check the Spark job
-against: same definitions (nearest-rank percentiles, interval-weighted breach time, the
-verdict rules), none of the job's code."""
+against: same definitions (nearest-rank percentiles, interval-weighted breach time), none of
+the job's code.  The verdicts are the lag contract's rules in Python (`contract.judge`, the
+monitor's), applied as the history allows: a commit is a cycle in which any queue of the
+group moved, and the no-commit rule spans the group's last N cycles (test_rules.py holds
+the rules themselves to one table)."""
 
 from __future__ import annotations
 
@@ -8,10 +11,15 @@ import datetime as dt
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from mqadmin.reports import contract
+from mqadmin.reports.contract import SEVERITY, Status
+
 Row = dict[str, Any]
-SEV = {"OK": 0, "WARNING": 1, "STALL": 2, "REWIND": 3, "STOP": 4}
+#: The verdicts the report shows time for, and those that form episodes.
+TIMED = (Status.WARNING, Status.STALL, Status.REWIND, Status.STOP)
 
 
 def nearest_rank(values: Iterable[int], p: float) -> int | None:
@@ -63,61 +71,43 @@ def hour_ms(ts: int) -> int:
     return ts - ts % 3_600_000
 
 
-def queue_severities(rows: list[Row], window: int) -> dict[tuple[Any, ...], tuple[int, bool]]:
-    """Per (cluster, group, topic, broker, queue_id, ts): the queue's verdict by every rule
-    but STOP, and whether its offset moved (or it is the queue's first sample)."""
-    ok = sorted((r for r in rows if r["ok"]), key=lambda r: r["ts"])
-    series: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
-    for r in ok:
-        series[(r["cluster"], r["group"], r["topic"], r["broker"], r["queue_id"])].append(r)
-    out = {}
-    for key, s in series.items():
-        for i, r in enumerate(s):
-            lo = max(0, i - window + 1)
-            win = s[lo:i + 1]
-            offsets = [w["consumer_offset"] for w in win]
-            sev = 0
-            if r["lag"] > 0:
-                decreased = any(s[j]["lag"] < s[j - 1]["lag"] for j in range(max(1, lo + 1), i + 1))
-                never_fell = min(w["lag"] for w in win) > 0
-                if r["consumer_offset"] < max(offsets):
-                    sev = SEV["REWIND"]
-                elif never_fell and len(win) >= 2 and min(offsets) == max(offsets):
-                    sev = SEV["STALL"]
-                elif never_fell and len(win) >= 2 and not decreased:
-                    sev = SEV["WARNING"]
-            moved = i == 0 or r["consumer_offset"] != s[i - 1]["consumer_offset"]
-            out[(*key, r["ts"])] = (sev, moved)
-    return out
+@dataclass(frozen=True, slots=True)
+class Point:
+    """A history row as the rules read it (its commit time: the group's last commit)."""
+
+    ts: int
+    lag: int
+    consumer_offset: int
+    commit_ts: int
 
 
 def group_severities(rows: list[Row], window: int) -> tuple[dict[tuple[str, str, int], int],
                                                              dict[tuple[str, str, int], set[str]]]:
-    """Per (cluster, group, ts): the group's verdict (STOP on the group's commit times over
-    its last `window` cycles, else its worst queue) and the topics in that ERROR state."""
-    queues = queue_severities(rows, window)
-    lag = {(r["cluster"], r["group"], r["topic"], r["broker"], r["queue_id"], r["ts"]): r["lag"]
-           for r in rows if r["ok"]}
-    cycles: dict[tuple[str, str], dict[int, list[tuple[str, int, bool, int]]]] = \
-        defaultdict(lambda: defaultdict(list))
-    for (cluster, group, topic, _b, _q, ts), (sev, moved) in queues.items():
-        cycles[(cluster, group)][ts].append((topic, sev, moved,
-                                             lag[(cluster, group, topic, _b, _q, ts)]))
+    """Per (cluster, group, ts): the group's verdict (its worst queue's, each judged on its
+    last `window` samples with the commits of the group's last `window` cycles) as a
+    severity, and the topics of its queues in an ERROR verdict."""
+    ok = sorted((r for r in rows if r["ok"]), key=lambda r: r["ts"])
+    by_group: dict[tuple[str, str], dict[int, list[Row]]] = defaultdict(lambda: defaultdict(list))
+    for r in ok:
+        by_group[(r["cluster"], r["group"])][r["ts"]].append(r)
     severity: dict[tuple[str, str, int], int] = {}
     topics: dict[tuple[str, str, int], set[str]] = {}
-    for key, by_ts in cycles.items():
+    for key, cycles in by_group.items():
+        series: dict[tuple[Any, ...], list[Point]] = defaultdict(list)
         commits: list[int] = []
-        for ts in sorted(by_ts):
-            qs = by_ts[ts]
-            commits.append(ts if any(m for _t, _s, m, _l in qs) else commits[-1])
-            first = min(commits[-window:])
-            lagging = [t for t, _s, _m, lg in qs if lg > 0]
-            if lagging and ts - commits[-1] > commits[-1] - first:
-                severity[(*key, ts)] = SEV["STOP"]
-                topics[(*key, ts)] = set(lagging)
-            else:
-                severity[(*key, ts)] = max(s for _t, s, _m, _l in qs)
-                topics[(*key, ts)] = {t for t, s, _m, _l in qs if s >= 2}
+        for ts in sorted(cycles):
+            queues = [(r["topic"], r["broker"], r["queue_id"], r) for r in cycles[ts]]
+            moved = any(not series[q[:3]] or series[q[:3]][-1].consumer_offset
+                        != q[3]["consumer_offset"] for q in queues)
+            commits.append(ts if moved else commits[-1])
+            found = []
+            for topic, broker, queue_id, r in queues:
+                points = series[(topic, broker, queue_id)]
+                points.append(Point(ts, r["lag"], r["consumer_offset"], commits[-1]))
+                found.append((topic, contract.judge(points[-window:], 0,
+                                                    commits[-window:]).status))
+            severity[(*key, ts)] = max(SEVERITY[status] for _, status in found)
+            topics[(*key, ts)] = {t for t, status in found if status in contract.ERRORS}
     return severity, topics
 
 
@@ -179,15 +169,15 @@ def report(rows: list[Row], start: int, end: int, slo: Callable[[str], int],
                             for *_, h, f in sorted(ranked, key=lambda x: x[:4])[:3]]
         g["heat"] = [nearest_rank(hod[h], 0.95) for h in range(24)]
         states = [(ts, c["interval_ms"], g_sev[(*key, ts)], c) for ts, c in series]
-        g["state_ms"] = {name: sum(i for _, i, s, _c in states if s == v)
-                         for name, v in SEV.items() if v > 0}
+        g["state_ms"] = {status.value: sum(i for _, i, s, _c in states if s == SEVERITY[status])
+                         for status in TIMED}
         episodes = []
         for run in islands([(ts, i, s) for ts, i, s, _c in states]):
-            if run[0][2] >= 2:
+            if run[0][2] >= SEVERITY[Status.STALL]:
                 ts_list = [p[0] for p in run]
                 cs_run = [g_cycles[(*key, t)] for t in ts_list]
                 episodes.append({
-                    "state": {v: k for k, v in SEV.items()}[run[0][2]],
+                    "state": list(Status)[run[0][2]].value,
                     "start": utc(run[0][0]), "end": utc(run[-1][0] + run[-1][1]),
                     "minutes": round(sum(p[1] for p in run) / 60_000, 3), "cycles": len(run),
                     "lag_max": max(c["lag"] for c in cs_run),

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +14,7 @@ from typer.testing import CliRunner
 
 from mqadmin import report_runs
 from mqadmin.app import app
+from tests.reports import lagdata
 
 #: Spark is slow to start on a busy machine: the session fixture counts here.
 pytestmark = pytest.mark.timeout(900)
@@ -98,3 +102,23 @@ def test_bundle_prints_the_spark_submit_command(report_home: Path, tmp_path: Pat
     row = json.loads(result.stdout)[0]
     assert Path(row["zip"]).is_file() and Path(row["entry"]).is_file()
     assert row["command"].startswith("spark-submit --master spark://h:7077 --py-files ")
+
+
+def test_spark_keeps_quiet_without_debug(report_home: Path, tmp_path: Path) -> None:
+    """A report in a fresh process: its progress on stderr, and not one line of Spark's or
+    the JVM's own below ERROR (hostname, native-hadoop, log4j profile, default level)."""
+    rows = [lagdata.sample(lagdata.ms(lagdata.DAY) + i * 60_000, "g", "t", 0, 100 + i, 90,
+                           4_000) for i in range(5)]
+    root = lagdata.write(rows, tmp_path / "lag-history")
+    env = dict(os.environ, MQADMIN_HOME=str(report_home))
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from mqadmin.app import main; sys.exit(main())",
+         "report", "lag", "--input", str(root), "--date", "2026-11-23", "--master",
+         "local[1]", "--out", str(tmp_path / "out"), "-o", "json"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert any("starting Spark" in line for line in lines)
+    assert any("report ready" in line for line in lines)
+    noise = [line for line in lines if not line.startswith(("run ", "[", "report: "))]
+    assert noise == [], done.stderr

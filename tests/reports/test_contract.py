@@ -1,5 +1,5 @@
-"""The job reads exactly what the lag monitor writes: the same Arrow schema, and a file from
-the monitor's own writer (HistoryWriter) read through the job's reader."""
+"""The job reads exactly what the lag monitor writes: one schema (the lag contract's), and a
+file from the monitor's own writer (HistoryWriter) read through the job's reader."""
 
 from __future__ import annotations
 
@@ -8,18 +8,36 @@ from typing import Any
 
 import pytest
 
-from mqadmin.operations.lag_history import SCHEMA, HistoryWriter
+from mqadmin.operations.lag_history import HistoryWriter
 from mqadmin.operations.lag_model import Cycle, Gap, QueueSample
-from mqadmin.reports import dataset, period
-from mqadmin.reports.schema import arrow_schema
+from mqadmin.reports import contract, dataset, period
 from tests.reports import lagdata
 
 pytestmark = pytest.mark.timeout(900)
 
 
-def test_the_schemas_are_the_contract() -> None:
-    assert [(f.name, f.type) for f in SCHEMA] == [(f.name, f.type) for f in arrow_schema()]
-    assert [f.name for f in SCHEMA] == list(dataset.COLUMNS)
+def test_writer_and_reader_use_the_contract(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    assert dataset.COLUMNS == contract.NAMES
+    assert dataset.schema().startswith("`ts` timestamp, `cluster` string")
+    writer = HistoryWriter(tmp_path, started_ms=lagdata.ms(lagdata.DAY))
+    ts = lagdata.ms(lagdata.DAY)
+    sample = QueueSample(ts, "g", "T", "broker-a", 0, 5, 4, 1, 100, None, None, ts)
+    assert writer.add(Cycle(ts, "dev", 10_000, (sample,))) != []
+    [written] = writer.files
+    assert pq.read_schema(written).equals(contract.arrow_schema())
+
+
+def test_the_first_cycle_is_written_at_once_then_every_flush_cycles(tmp_path: Path) -> None:
+    """A report made just after the monitor started finds its first cycle's rows."""
+    writer = HistoryWriter(tmp_path, started_ms=lagdata.ms(lagdata.DAY), flush_cycles=3)
+    written = []
+    for i in range(7):
+        ts = lagdata.ms(lagdata.DAY) + i * 10_000
+        sample = QueueSample(ts, "g", "T", "broker-a", 0, 5, 4, 1, 100, None, None, ts)
+        written.append(len(writer.add(Cycle(ts, "dev", 10_000, (sample,)))))
+    assert written == [1, 0, 0, 1, 0, 0, 1] and writer.buffered == 0
 
 
 def test_the_reader_reads_the_monitors_files(spark: Any, tmp_path: Path) -> None:

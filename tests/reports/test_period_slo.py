@@ -22,11 +22,21 @@ def test_a_past_day_and_its_previous_day() -> None:
 
 def test_daily_defaults_to_today_so_far() -> None:
     p = resolve("daily", now=NOW.replace(hour=11, minute=42, second=30))
-    assert p.label == "2026-11-24 until 11:42" and p.dates() == ["2026-11-24"]
-    assert p.previous().label == "2026-11-23 until 11:42"
+    assert p.label == "2026-11-24 until 11:42:30" and p.dates() == ["2026-11-24"]
+    assert p.previous().label == "2026-11-23 until 11:42:30"
     week = resolve("weekly", now=NOW)
-    assert week.label == "2026-11-18..2026-11-24 until 06:00"
+    assert week.label == "2026-11-18..2026-11-24 until 06:00:00"
     assert week.previous().start == dt.datetime(2026, 11, 11, tzinfo=dt.UTC)
+
+
+def test_today_so_far_keeps_the_current_minute() -> None:
+    # A report at 10:54:45 counts the samples the monitor wrote at 10:54:15-10:54:40.
+    now = dt.datetime(2026, 11, 26, 10, 54, 45, 250_000, tzinfo=dt.UTC)
+    p = resolve("daily", now=now)
+    assert p.end == now and p.label == "2026-11-26 until 10:54:45"
+    for second in (15, 40, 45):
+        sample = now.replace(second=second, microsecond=0)
+        assert p.start <= sample < p.end
 
 
 def test_weekly_ends_with_the_date() -> None:

@@ -123,3 +123,20 @@ def test_output_files(report: tuple[Path, dict[str, Any]]) -> None:
     assert "slo-hand" in page
     for png in ("lag_over_time.png", "heatmap.png", "slo_minutes.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_today_so_far_counts_the_current_minute(spark: Any, tmp_path: Path) -> None:
+    """A report at 10:54:45 reads the samples the monitor wrote at 10:54:15-10:54:40."""
+    import datetime as dt
+
+    from mqadmin.reports import job, period
+
+    now = dt.datetime(2026, 11, 26, 10, 54, 45, tzinfo=dt.UTC)
+    rows = [lagdata.sample(lagdata.ms(now) - s * 1000, "fresh", "orders", 0, 100, 90, 4_000,
+                           interval_ms=5_000) for s in range(5, 35, 5)]
+    root = lagdata.write(rows, tmp_path / "lag-history")
+    opts = job.Options(str(root), tmp_path / "out", period.resolve("daily", now=now),
+                       charts=False)
+    doc = job.compute(spark, opts, lambda _m: None)
+    assert [(g["group"], g["samples"]) for g in doc["groups"]] == [("fresh", 6)]
+    assert doc["period"]["label"] == "2026-11-26 until 10:54:45"

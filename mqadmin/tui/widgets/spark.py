@@ -1,22 +1,14 @@
-"""Text sparklines (▁▂▃▄▅▆▇█) for table cells, and a bounded history to draw them from."""
+"""Sparklines in the dashboard's table cells (mqadmin.sparkline's, the CLI's too), and a
+bounded history to draw them from."""
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-BARS = "▁▂▃▄▅▆▇█"
+from mqadmin.sparkline import sparkline as spark
 
-
-def spark(values: Sequence[float | None], width: int = 12) -> str:
-    """The last `width` values as bars scaled to their own maximum (blank for unknown)."""
-    tail = list(values)[-width:]
-    known = [v for v in tail if v is not None]
-    top = max(known, default=0.0)
-    if top <= 0:
-        return "".join(" " if v is None else BARS[0] for v in tail)
-    return "".join(" " if v is None else BARS[min(int(v / top * (len(BARS) - 1) + 0.5),
-                                                  len(BARS) - 1)] for v in tail)
+__all__ = ["History", "spark"]
 
 
 class History:

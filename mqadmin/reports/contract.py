@@ -1,0 +1,218 @@
+"""The lag contract: the history's columns and the verdicts (names, severity order, rules).
+
+How this works: the lag monitor writes the history with these columns and judges queues
+with `judge`; the report job reads the same columns and recomputes the same rules with
+window functions (episodes.py); the dashboard shows the same names.  This module imports
+only the standard library (pyarrow only inside `arrow_schema`), so the report job ships it
+in its bundle and the monitor imports it from here.  tests/reports/test_rules.py runs one
+table of rule cases against both implementations.
+
+The rules, judged on a queue's last N samples (its window) in this order:
+
+- within-allowed (OK): the current lag is at or below the allowed lag (an idle topic is
+  not stalled);
+- one-sample (UNKNOWN): lag, but fewer than two samples to judge it by;
+- no-commit (STOP): the time since the last commit is longer than the window's span of
+  commits (the consumers are gone);
+- went-back (REWIND): the committed offset went back and is still below the highest offset
+  before the last step back;
+- then, only if the lag never fell to the allowed lag within the window: offset-stuck
+  (STALL) when the committed offset never changed, lag-not-decreasing (WARNING) when the
+  lag never decreased between two samples;
+- otherwise consuming (OK).
+
+A group takes its worst queue (by severity, then lag): ERROR when any queue is STOP, STALL
+or REWIND, WARNING when the worst is WARNING, UNKNOWN when it is UNKNOWN, else OK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+#: The history's folder under the monitor's data directory.
+DIR_NAME = "lag-history"
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of a lag-history file: its name, Spark type name, and whether it may be
+    null (gap rows leave the measured values null)."""
+
+    name: str
+    kind: str  # Spark's type name; `arrow_schema` maps it to the Arrow type
+    nullable: bool = False
+
+
+#: The columns in file order (the ``date`` partition is the folder, ``date=YYYY-MM-DD``).
+#: A gap row (a group x broker that could not be sampled) has ``ok = false``, queue -1, an
+#: empty topic and nulls in the measured columns.
+COLUMNS = (
+    Column("ts", "timestamp"),  # the cycle's sample time, UTC, milliseconds
+    Column("cluster", "string"),
+    Column("group", "string"),
+    Column("topic", "string"),
+    Column("broker", "string"),
+    Column("queue_id", "int"),
+    Column("broker_offset", "bigint", True),
+    Column("consumer_offset", "bigint", True),
+    Column("lag", "bigint", True),
+    Column("lag_ms", "bigint", True),
+    Column("produce_rate", "double", True),
+    Column("consume_rate", "double", True),
+    Column("interval_ms", "int"),
+    Column("ok", "boolean"),
+    Column("retention_risk", "boolean"),
+    Column("risk_messages", "bigint"),
+)
+NAMES = tuple(c.name for c in COLUMNS)
+
+
+def arrow_schema() -> Any:
+    """The pyarrow schema of one lag-history file (pyarrow is imported here, on use)."""
+    import pyarrow as pa
+
+    types = {"timestamp": pa.timestamp("ms", tz="UTC"), "string": pa.string(),
+             "int": pa.int32(), "bigint": pa.int64(), "double": pa.float64(),
+             "boolean": pa.bool_()}
+    return pa.schema([pa.field(c.name, types[c.kind], nullable=c.nullable) for c in COLUMNS])
+
+
+def spark_ddl() -> str:
+    """The columns plus the ``date`` partition as a Spark DDL string."""
+    return ", ".join([f"`{c.name}` {c.kind}" for c in COLUMNS] + ["`date` string"])
+
+
+class Status(StrEnum):
+    """A queue's verdict (and a group's worst queue's in the reports)."""
+
+    OK = "OK"
+    UNKNOWN = "UNKNOWN"  # lag, but fewer than two samples to judge it by
+    WARNING = "WARNING"
+    STALL = "STALL"
+    REWIND = "REWIND"
+    STOP = "STOP"
+
+
+class GroupStatus(StrEnum):
+    """A group's verdict in `lag status`, alerts and the dashboard."""
+
+    OK = "OK"
+    UNKNOWN = "UNKNOWN"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+
+
+#: The severity order, mildest first (the reports store a verdict as this number).
+SEVERITY = {status: rank for rank, status in enumerate(Status)}
+ERRORS = frozenset({Status.STOP, Status.STALL, Status.REWIND})
+GROUP_SEVERITY = {status: rank for rank, status in enumerate(GroupStatus)}
+
+
+class Rule(StrEnum):
+    """The rule that decided a verdict."""
+
+    WITHIN_ALLOWED = "within-allowed"
+    ONE_SAMPLE = "one-sample"
+    NO_COMMIT = "no-commit"
+    WENT_BACK = "went-back"
+    OFFSET_STUCK = "offset-stuck"
+    NOT_DECREASING = "lag-not-decreasing"
+    CONSUMING = "consuming"
+
+
+#: The verdict each rule gives.
+VERDICT = {Rule.WITHIN_ALLOWED: Status.OK, Rule.ONE_SAMPLE: Status.UNKNOWN,
+           Rule.NO_COMMIT: Status.STOP, Rule.WENT_BACK: Status.REWIND,
+           Rule.OFFSET_STUCK: Status.STALL, Rule.NOT_DECREASING: Status.WARNING,
+           Rule.CONSUMING: Status.OK}
+
+
+class Point(Protocol):
+    """What the rules read of a sample (the monitor's `QueueSample` is one)."""
+
+    @property
+    def ts(self) -> int: ...
+    @property
+    def lag(self) -> int: ...
+    @property
+    def consumer_offset(self) -> int: ...
+    @property
+    def commit_ts(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A verdict, the rule that gave it, and the rule's words for this window."""
+
+    status: Status
+    rule: Rule
+    text: str
+
+
+def judge(samples: Sequence[Point], allowed_lag: int = 0,
+          commits: Sequence[int] | None = None) -> Judgement:
+    """The verdict on one queue's window (`samples`, oldest first, at least one).
+
+    Args:
+        samples: the window.
+        allowed_lag: the lag at or below which the queue is OK.
+        commits: the commit times whose span the no-commit rule measures (default: the
+            samples' ``commit_ts``; the report gives the group's last N cycles').
+    """
+    last = samples[-1]
+    if last.lag <= allowed_lag:
+        return Judgement(Status.OK, Rule.WITHIN_ALLOWED,
+                         f"lag {last.lag} within the allowed {allowed_lag}")
+    if len(samples) < 2:
+        return Judgement(Status.UNKNOWN, Rule.ONE_SAMPLE, "one sample so far: needs two to judge")
+    times = [s.commit_ts for s in samples] if commits is None else list(commits)
+    span = times[-1] - times[0]
+    since = last.ts - times[-1]
+    if since > span:
+        return Judgement(Status.STOP, Rule.NO_COMMIT, (
+            f"no commit for {format_duration(since / 1000)}, longer than the window's span "
+            f"of commits ({format_duration(span / 1000)})"))
+    offsets = [s.consumer_offset for s in samples]
+    backs = [i for i in range(1, len(offsets)) if offsets[i] < offsets[i - 1]]
+    if backs:
+        peak = max(offsets[:backs[-1]])
+        if offsets[-1] < peak:
+            return Judgement(Status.REWIND, Rule.WENT_BACK, (
+                f"committed offset went back to {offsets[backs[-1]]} from {peak} and is "
+                f"still below it ({offsets[-1]})"))
+    if all(s.lag > allowed_lag for s in samples):
+        if all(o == offsets[0] for o in offsets):
+            return Judgement(Status.STALL, Rule.OFFSET_STUCK, (
+                f"committed offset stuck at {offsets[0]} with lag over {len(samples)} samples"))
+        lags = [s.lag for s in samples]
+        if all(lags[i] >= lags[i - 1] for i in range(1, len(lags))):
+            return Judgement(Status.WARNING, Rule.NOT_DECREASING,
+                             f"lag never decreased over {len(samples)} samples")
+    return Judgement(Status.OK, Rule.CONSUMING, "consuming")
+
+
+def group_status(statuses: Iterable[Status]) -> GroupStatus:
+    """A group's verdict from its queues' (OK for none)."""
+    found = set(statuses)
+    if found & ERRORS:
+        return GroupStatus.ERROR
+    for status, group in ((Status.WARNING, GroupStatus.WARNING),
+                          (Status.UNKNOWN, GroupStatus.UNKNOWN)):
+        if status in found:
+            return group
+    return GroupStatus.OK
+
+
+def format_duration(seconds: float) -> str:
+    """``35 s``, ``14 min``, ``5 h 12 min``, ``3 d 4 h``."""
+    s = max(round(seconds), 0)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
