@@ -108,12 +108,13 @@ def append(record: AuditRecord) -> int:
 
 
 def _row(raw: Mapping[str, Any], detail: bool) -> dict[str, Any]:
+    args = json.loads(raw["args"] or "{}")
     row = {"id": raw["id"], "at": raw["at"], "who": raw["who"], "context": raw["context"],
            "command": raw["command"], "target": raw["target"], "outcome": raw["outcome"],
-           "exitCode": raw["exit_code"]}
+           "exitCode": raw["exit_code"], "via": args.get("via", "cli")}
     if detail:
-        row |= {"namesrv": raw["namesrv"], "args": json.loads(raw["args"] or "{}"),
-                "message": raw["message"], "plan": json.loads(raw["plan"] or "[]"),
+        row |= {"namesrv": raw["namesrv"], "args": args, "message": raw["message"],
+                "plan": json.loads(raw["plan"] or "[]"),
                 "result": json.loads(raw["result"] or "[]")}
     return row
 
@@ -121,7 +122,8 @@ def _row(raw: Mapping[str, Any], detail: bool) -> dict[str, Any]:
 def records(*, limit: int = 20, command: str | None = None, record_id: int | None = None,
             detail: bool = False) -> list[dict[str, Any]]:
     """The newest `limit` records (of `command` only, or the one with `record_id`), oldest
-    first; an absent database has none."""
+    first, each with the front-end that made it (`via`: ``cli``, ``dashboard``); an absent
+    database has none.  `mqadmin audit` and the dashboard's Audit screen both read this."""
     if not db_path().exists():
         return []
     db = _open()

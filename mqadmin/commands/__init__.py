@@ -1,6 +1,7 @@
 """What every command shares: resolving the cluster, running async work, error reporting,
-and the terminal as the change runner's front-end (`mutate`: the plan on stderr, the
-question or --yes, the progress bar, the verified rows)."""
+and the terminal as the change runner's front-end (`Terminal`, `run_change`: the plan on
+stderr, the question or --yes, the progress bars, the verified rows; `mutate` runs a
+`Mutation` through it)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ from mqadmin.render import OutputFormat
 
 T = TypeVar("T")
 S = TypeVar("S")
+#: How many of a change's detail rows (the copies a resend could not send) are shown.
+DETAILS_SHOWN = 50
+
 
 @contextlib.contextmanager
 def log_records(debug: bool) -> Iterator[None]:
@@ -164,29 +168,43 @@ class _TerminalProgress:
         render.note(text)
 
 
+@contextlib.contextmanager
+def _progress(description: str) -> Iterator[change.Progress]:
+    """Steps as notes, and counts on a progress bar named `description` ("": no bar)."""
+    if not description:
+        yield _TerminalProgress(lambda done, total: None)
+        return
+    with render.progress(description) as update:
+        yield _TerminalProgress(update)
+
+
 @dataclass(frozen=True, slots=True)
 class Terminal:
     """The CLI as the change runner's front-end: fresh connections for each step, the plan
-    on stderr (the output with --dry-run), the question on the terminal or --yes."""
+    on stderr (the output with --dry-run, or when there is nothing to do), the question on
+    the terminal or --yes, a progress bar while applying when the change counts (and while
+    planning, named `reading`, when given)."""
 
     endpoint: Endpoint
     yes: bool
     output: OutputFormat
     dry_run: bool = False
     via: str | None = None
+    reading: str = ""
 
     async def call(self, work: Callable[[MQAdmin], Awaitable[T]]) -> T:
         return await _on_admin(self.endpoint, work)
 
     async def confirm(self, planned: change.Planned[Any]) -> bool:
         """Show the plan; ask (no connection is open while the question waits)."""
-        if self.dry_run:
+        if self.dry_run or planned.nothing:
             if planned.detail_columns:
                 render.plan(f"{planned.action} plan:", planned.rows, planned.columns)
                 render.render(planned.details, self.output, columns=planned.detail_columns)
             else:
                 render.render(planned.rows, self.output, columns=planned.columns)
-            render.note(f"{planned.action}: dry run, nothing was changed.")
+            render.note(f"{planned.action}: " + ("dry run, nothing was changed."
+                                                 if self.dry_run else f"{planned.nothing}."))
             return False
         render.plan(f"{planned.action} plan:", planned.rows, planned.columns)
         if planned.details:
@@ -195,10 +213,31 @@ class Terminal:
             confirm(planned.action, self.yes, planned.noun)
         return True
 
-    @contextlib.contextmanager
-    def applying(self, planned: change.Planned[Any]) -> Iterator[change.Progress]:
-        with render.progress(planned.action) as update:
-            yield _TerminalProgress(update)
+    def planning(self) -> contextlib.AbstractContextManager[change.Progress]:
+        return _progress(self.reading)
+
+    def applying(self, planned: change.Planned[Any]
+                 ) -> contextlib.AbstractContextManager[change.Progress]:
+        return _progress(planned.action if planned.counted else "")
+
+
+def run_change(front: Terminal, chg: change.Change[Any], *, empty_rows: bool = False,
+               details: str = "") -> None:
+    """`chg` through the change runner with the terminal as its front-end, then how it
+    ended: the verified rows on stdout (after a failure only when there are some, unless
+    `empty_rows`), its first details on stderr under the title `details`, a warning when the
+    audit log could not be written, and the error, if any, raised."""
+    outcome = loop.run(change.run(chg, front))
+    if outcome is None:
+        return
+    if outcome.rows or outcome.ok or empty_rows:
+        render.render(outcome.rows, front.output, columns=outcome.columns)
+    if details and outcome.details:
+        render.plan(details, outcome.details[:DETAILS_SHOWN], outcome.detail_columns)
+    if outcome.audit_warning:
+        render.warn(outcome.audit_warning)
+    if outcome.error is not None:
+        raise outcome.error
 
 
 def mutate(where: Endpoint, build: Callable[[MQAdmin], mut.Mutation[S]], *, yes: bool,
@@ -211,16 +250,7 @@ def mutate(where: Endpoint, build: Callable[[MQAdmin], mut.Mutation[S]], *, yes:
     step opens its own connections, so none is open while the question waits: however long
     the operator takes, the apply step starts on fresh ones.
     """
-    terminal = Terminal(where, yes, output, dry_run)
-    outcome = loop.run(change.run(change.MutationChange(build, args), terminal))
-    if outcome is None:
-        return
-    if outcome.rows or outcome.ok:
-        render.render(outcome.rows, output, columns=outcome.columns)
-    if outcome.audit_warning:
-        render.warn(outcome.audit_warning)
-    if outcome.error is not None:
-        raise outcome.error
+    run_change(Terminal(where, yes, output, dry_run), change.MutationChange(build, args))
 
 
 def params(ctx: typer.Context) -> dict[str, Any]:

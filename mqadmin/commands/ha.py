@@ -1,18 +1,19 @@
-"""Replication commands: haStatus, switchover, failover (see `mqadmin/operations/ha.py`)."""
+"""Replication commands: haStatus, switchover, failover (see `mqadmin/operations/ha.py`;
+the switches run through the change runner, as the dashboard's)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
 
 from engine.client.admin import MQAdmin
 from mqadmin import render
-from mqadmin.commands import audit, confirm, endpoint, guarded, params, with_admin
-from mqadmin.config import Endpoint
-from mqadmin.exit_codes import ExitCode, UsageProblem, exit_code_for, message_for
+from mqadmin.commands import Terminal, endpoint, guarded, params, run_change, with_admin
+from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations import ha as ops
+from mqadmin.operations.change import Planned
 from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 
@@ -79,11 +80,10 @@ def switchover(
     before the promotion rolls everything back.
     """
     with guarded(debug):
-        where = endpoint(namesrv, context)
-        name = broker_name.strip()
-        plan = with_admin(where, lambda admin: ops.plan_switchover(admin, name, slave))
-        _run(where, plan, "switchover", yes, dry_run, output, params(ctx),
-             lambda admin, tl: ops.switchover(admin, plan, tl, timeout))
+        change = ops.SwitchChange(broker_name.strip(), slave=slave, catch_up_timeout=timeout,
+                                  args=params(ctx))
+        run_change(Terminal(endpoint(namesrv, context), yes, output, dry_run), change,
+                   empty_rows=True)
 
 
 @app.command("failover", rich_help_panel=PANEL)
@@ -114,43 +114,25 @@ def failover(
     with guarded(debug):
         if role not in ("ASYNC_MASTER", "SYNC_MASTER"):
             raise UsageProblem(f"--role {role}: use ASYNC_MASTER or SYNC_MASTER")
-        where = endpoint(namesrv, context)
-        name = broker_name.strip()
-        plan = with_admin(where, lambda admin: ops.plan_failover(admin, name, slave, role))
-        if plan.behind_bytes and not accept_loss and not dry_run:
-            render.plan("failover plan:", plan.rows, ops.PLAN_COLUMNS)
+        change = ops.SwitchChange(broker_name.strip(), failover=True, slave=slave, role=role,
+                                  args=params(ctx))
+        run_change(_Failover(endpoint(namesrv, context), yes, output, dry_run,
+                             accept_loss=accept_loss), change, empty_rows=True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Failover(Terminal):
+    """The terminal for a failover: a plan that loses data needs --accept-loss."""
+
+    accept_loss: bool = False
+
+    async def confirm(self, planned: Planned[Any]) -> bool:
+        """Raises: LossNotAccepted (the plan shown, nothing changed)."""
+        plan: ops.SwitchPlan = planned.plan
+        if planned.risk and not self.accept_loss and not self.dry_run:
+            render.plan("failover plan:", planned.rows, planned.columns)
             raise ops.LossNotAccepted(
                 f"promoting {plan.slave.addr} loses an estimated {plan.behind_bytes} bytes "
                 f"(~{plan.behind_messages} messages) the dead master had; re-run with "
                 "--accept-loss to accept that, or bring the master back.")
-        _run(where, plan, "failover", yes, dry_run, output, params(ctx),
-             lambda admin, tl: ops.failover(admin, plan, tl))
-
-
-Apply = Callable[[MQAdmin, ops.Timeline], Awaitable[list[ops.Row]]]
-
-
-def _run(where: Endpoint, plan: ops.SwitchPlan, action: str, yes: bool, dry_run: bool,
-         output: OutputFormat, args: dict[str, Any], apply: Apply) -> None:
-    """Show the plan, confirm, apply with a timeline on stderr, render it, audit.
-
-    The plan holds plain values only, so it stays valid on the apply phase's new loop.
-    """
-    if dry_run:
-        render.render(plan.rows, output, columns=ops.PLAN_COLUMNS)
-        render.note(f"{action}: dry run, nothing was changed.")
-        return
-    render.plan(f"{action} plan:", plan.rows, ops.PLAN_COLUMNS)
-    confirm(action, yes, "brokers and name servers")
-    timeline = ops.Timeline(render.note)
-    try:
-        rows = with_admin(where, lambda admin: apply(admin, timeline))
-    except Exception as exc:
-        render.render(timeline.rows, output, columns=ops.STEP_COLUMNS)
-        audit(where, action, args, plan.broker_name, outcome="failed",
-              exit_code=exit_code_for(exc), plan=plan.rows, result=timeline.rows,
-              message=message_for(exc))
-        raise
-    render.render(rows, output, columns=ops.STEP_COLUMNS)
-    audit(where, action, args, plan.broker_name, outcome="applied", exit_code=ExitCode.OK,
-          plan=plan.rows, result=rows)
+        return await Terminal.confirm(self, planned)

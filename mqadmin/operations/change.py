@@ -1,15 +1,19 @@
 """The change runner: plan, confirm, apply, verify and audit, once for the CLI and the dashboard.
 
-How this works: a `Change` knows one kind of change.  `plan(admin, where)` reads the servers
-(nothing changes) and returns a `Planned`: the rows to show, a risk that needs an explicit
-acceptance, the arguments the audit log records, and the plan itself for `apply`, which
-makes the change, re-reads the servers and says how it ended (an `Outcome`).  `run` puts the
-steps in order for a front-end (`Front`): each step that talks to servers goes through its
-`call` (the CLI opens fresh connections for each, the dashboard uses its backend), and it
-supplies the confirmation (the CLI by prompt or --yes, the dashboard by its dialog).  Once
-applying has started, exactly one audit record is written (`audit`, the only writer; the
-history module masks secrets), whatever happens; a change not confirmed (or a dry run)
-changes and records nothing.  No front-end code lives here: no printing, no widgets.
+How this works: a `Change` knows one kind of change.  `plan(admin, where, progress)` reads
+the servers (nothing changes) and returns a `Planned`: the rows to show, a risk that needs an
+explicit acceptance, whether there is anything to do, the arguments the audit log records,
+and the plan itself for `apply`, which makes the change, re-reads the servers and says how it
+ended (an `Outcome`).  `run` puts the steps in order for a front-end (`Front`): each step
+that talks to servers goes through its `call` (the CLI opens fresh connections for each, the
+dashboard uses its backend), it shows the progress of planning and applying, and it supplies
+the confirmation (the CLI by prompt or --yes, the dashboard by its dialog; a plan confirmed
+before, such as a resend batch being resumed, is not asked again).  Once applying has
+started, exactly one audit record is written (`audit`, the only writer; the history module
+masks secrets), whatever happens; a change not confirmed (or a dry run, or a plan with
+nothing to do) changes and records nothing.  No front-end code lives here: no printing, no
+widgets.  The changes themselves live with their operations (`MutationChange` here,
+`ha.SwitchChange`, `dlq_resend.ResendChange` / `ResumeChange`, `dlq_discard.DiscardChange`).
 """
 
 from __future__ import annotations
@@ -34,11 +38,22 @@ Work = Callable[[MQAdmin], Awaitable[T]]
 
 
 class Progress(Protocol):
-    """Where a change reports while it applies: servers (or letters) done, or a step."""
+    """Where a change reports while it plans or applies: servers (or letters) done, or a
+    step."""
 
     def count(self, done: int, total: int) -> None: ...
 
     def step(self, text: str) -> None: ...
+
+
+class Unseen:
+    """Progress that nobody is shown."""
+
+    def count(self, done: int, total: int) -> None:
+        pass
+
+    def step(self, text: str) -> None:
+        pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +70,11 @@ class Planned(Generic[P]):
     detail_columns: tuple[str, ...] = ()
     noun: str = "servers"  # what the change goes to, for the confirmation question
     risk: str = ""  # when set, applying needs an explicit acceptance of it
+    nothing: str = ""  # when set, there is nothing to apply (why, as "no dead letter to ...")
+    confirmed: bool = False  # confirmed before (a batch resumed): applied without asking
+    #: What applying counts with `Progress.count` ("" when it counts nothing), for a
+    #: front-end that tells counts in words.
+    counted: str = "servers changed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +89,8 @@ class Outcome:
     error: Exception | None = None
     target: str | None = None  # the audited target when not the plan's (a dlq batch)
     audit_warning: str = ""
+    details: list[Row] = field(default_factory=list)  # what went wrong, item by item
+    detail_columns: tuple[str, ...] = ()
 
     @classmethod
     def failed(cls, error: Exception, rows: list[Row] | None = None,
@@ -91,7 +113,7 @@ class Outcome:
 class Change(Protocol[P]):
     """One change: how it plans and how it applies a plan."""
 
-    async def plan(self, admin: MQAdmin, where: Endpoint) -> Planned[P]: ...
+    async def plan(self, admin: MQAdmin, where: Endpoint, progress: Progress) -> Planned[P]: ...
 
     async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[P],
                     progress: Progress) -> Outcome: ...
@@ -111,7 +133,10 @@ class Front(Protocol):
     async def call(self, work: Work[T]) -> T: ...
 
     async def confirm(self, planned: Planned[Any]) -> bool:
-        """Show the plan and decide: True applies; False changes and records nothing."""
+        """Show the plan and decide: True applies; False changes and records nothing (a
+        plan with `nothing` to do is shown and never applied)."""
+
+    def planning(self) -> AbstractContextManager[Progress]: ...
 
     def applying(self, planned: Planned[Any]) -> AbstractContextManager[Progress]: ...
 
@@ -121,14 +146,16 @@ async def run(change: Change[P], front: Front) -> Outcome | None:
 
     Returns:
         How it ended (an error in it once applying has started: the audit log has it), or
-        None when the front-end did not confirm (nothing changed, nothing recorded).
+        None when the front-end did not confirm or the plan had nothing to do (nothing
+        changed, nothing recorded).
 
     Raises:
         Exception: whatever planning or the confirmation raise (nothing changed).
     """
     where = front.endpoint
-    planned = await front.call(lambda admin: change.plan(admin, where))
-    if not await front.confirm(planned):
+    with front.planning() as reading:
+        planned = await front.call(lambda admin: change.plan(admin, where, reading))
+    if not planned.confirmed and (not await front.confirm(planned) or planned.nothing):
         return None
     with front.applying(planned) as progress:
         try:
@@ -169,12 +196,14 @@ class MutationChange:
         self.args = dict(args or {})
         self.risk = risk
 
-    async def plan(self, admin: MQAdmin, where: Endpoint) -> Planned[mut.Plan[Any]]:
+    async def plan(self, admin: MQAdmin, where: Endpoint,
+                   progress: Progress) -> Planned[mut.Plan[Any]]:
         planned = await mut.plan(self.build(admin))
         m = planned.mutation
         return Planned(planned, m.action, m.target, self.args, planned.rows, m.plan_columns,
                        planned.detail_rows, m.detail_columns, m.noun,
-                       self.risk(planned) if self.risk is not None else "")
+                       self.risk(planned) if self.risk is not None else "",
+                       counted=f"{m.noun} changed")
 
     async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[mut.Plan[Any]],
                     progress: Progress) -> Outcome:

@@ -1,19 +1,25 @@
 """Discarding dead letters: marking them handled in the ledger without resending (nothing is
-deleted; `dlq list` stops counting them as unhandled)."""
+deleted; `dlq list` stops counting them as unhandled); `DiscardChange` is a discard as the
+change runner's `Change`, for `mqadmin dlq discard` and the dashboard alike."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 from engine.client.admin import MQAdmin
+from mqadmin.config import Endpoint
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.history import who
-from mqadmin.operations.dlq_ledger import DISCARDED, Batch, Ledger, new_batch_id, now_iso
+from mqadmin.operations import change
+from mqadmin.operations.dlq_ledger import DISCARDED, Batch, Ledger, ledger_of, new_batch_id, now_iso
 from mqadmin.operations.dlq_model import DeadLetter, Filters, Row, counts_by
 from mqadmin.operations.dlq_read import read_all
 from mqadmin.operations.mutation import Progress
 
 PLAN_COLUMNS = ("group", "deadLetters", "alreadyHandled", "originTopics", "reason")
+RESULT_COLUMNS = ("batch", "group", "discarded")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +67,38 @@ def discard(ledger: Ledger, plan: DiscardPlan) -> str:
                                "origin_topic": d.origin_topic, "state": DISCARDED,
                                "status": plan.reason} for d in plan.letters])
     return batch_id
+
+
+class DiscardChange:
+    """dlq discard: mark the dead letters `filters` choose handled, with a reason (nothing
+    is deleted)."""
+
+    def __init__(self, group: str, reason: str, filters: Filters | None = None, *,
+                 args: dict[str, Any] | None = None) -> None:
+        """`args`: what the audit log records (default: group, reason and the ids chosen)."""
+        self.group = group
+        self.reason = reason
+        self.filters = filters or Filters()
+        ids = self.filters.ids
+        self.args = args if args is not None else {
+            "group": group, "reason": reason, "ids": sorted(ids) if ids is not None else "all"}
+
+    async def plan(self, admin: MQAdmin, where: Endpoint,
+                   progress: change.Progress) -> change.Planned[DiscardPlan]:
+        with ledger_of(where) as ledger:
+            plan = await plan_discard(admin, ledger, self.group, self.reason, self.filters,
+                                      on_progress=progress.count)
+        return change.Planned(plan, "dlq discard", self.group, self.args, plan.rows(),
+                              PLAN_COLUMNS, noun="ledger", counted="",
+                              nothing="" if plan.letters else "no dead letter left to discard")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint, planned: change.Planned[DiscardPlan],
+                    progress: change.Progress) -> change.Outcome:
+        def work() -> str:
+            with ledger_of(where) as ledger:
+                return discard(ledger, planned.plan)
+
+        batch = await asyncio.to_thread(work)
+        row = {"batch": batch, "group": planned.plan.group,
+               "discarded": len(planned.plan.letters)}
+        return change.Outcome([row], RESULT_COLUMNS, target=batch)

@@ -10,7 +10,10 @@ are sent; ``sending`` and ``failed`` rows are first looked up on the target by t
 key (QUERY_MESSAGE) and sent only when absent, so nothing is delivered twice.  A copy keeps
 body, keys, tags, flag and user properties; ``--to retry`` sends it to ``%RETRY%<group>`` with
 RETRY_TOPIC = the original topic (only that group gets it, seeing the original topic),
-``--to topic`` to the original topic; reconsume times start at 0.
+``--to topic`` to the original topic; reconsume times start at 0.  `ResendChange` and
+`ResumeChange` are a resend and a resume as the change runner's `Change` (operations/change.py),
+for `mqadmin dlq resend` and the dashboard alike; each opens the cluster's ledger for each
+phase, so no database connection crosses a thread.
 """
 
 from __future__ import annotations
@@ -34,8 +37,10 @@ from engine.protocol.message import (
     PROPERTY_RETRY_TOPIC,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
 )
-from mqadmin.exit_codes import TargetNotFound, UsageProblem
+from mqadmin.config import Endpoint
+from mqadmin.exit_codes import CliError, ExitCode, TargetNotFound, UsageProblem
 from mqadmin.history import who
+from mqadmin.operations import change
 from mqadmin.operations.dlq_ledger import (
     FAILED,
     PENDING,
@@ -43,6 +48,7 @@ from mqadmin.operations.dlq_ledger import (
     SENT,
     Batch,
     Ledger,
+    ledger_of,
     new_batch_id,
     now_iso,
 )
@@ -55,6 +61,7 @@ from mqadmin.operations.targets import retry_topic, route_brokers
 TARGETS = ("retry", "topic")
 PLAN_COLUMNS = ("originTopic", "deadLetters", "target", "alsoReceivedBy")
 FAILURE_COLUMNS = ("dlMsgId", "originTopic", "targetTopic", "state", "status")
+OUTCOME_COLUMNS = ("batch", "total", "sent", "alreadyOnTarget", "failed")
 CHUNK = 1024
 
 
@@ -261,11 +268,8 @@ async def _on_target(admin: MQAdmin, row: Row) -> dict[str, Any] | None:
     return None
 
 
-async def resume(admin: MQAdmin, ledger: Ledger, batch_id: str, *, rate: float | None = None,
-                 on_progress: Progress | None = None,
-                 on_plan: Callable[[ResendOutcome, int], None] | None = None) -> ResendOutcome:
-    """Finish a resend batch (see the module docstring); `on_plan(outcome, to_send)` is
-    called once the unsure rows are settled, before any send.
+def resend_batch(ledger: Ledger, batch_id: str) -> Batch:
+    """The resend batch `batch_id` of the ledger.
 
     Raises:
         TargetNotFound: no such batch in this cluster's ledger.
@@ -275,6 +279,19 @@ async def resume(admin: MQAdmin, ledger: Ledger, batch_id: str, *, rate: float |
         known = ", ".join(b.batch for b in ledger.batches(limit=5)) or "none"
         raise TargetNotFound(f"no resend batch {batch_id!r} in the ledger of this cluster "
                              f"(newest: {known}); see `mqadmin dlq status`.")
+    return batch
+
+
+async def resume(admin: MQAdmin, ledger: Ledger, batch_id: str, *, rate: float | None = None,
+                 on_progress: Progress | None = None,
+                 on_plan: Callable[[ResendOutcome, int], None] | None = None) -> ResendOutcome:
+    """Finish a resend batch (see the module docstring); `on_plan(outcome, to_send)` is
+    called once the unsure rows are settled, before any send.
+
+    Raises:
+        TargetNotFound: no such batch in this cluster's ledger.
+    """
+    batch = resend_batch(ledger, batch_id)
     open_rows = ledger.rows(batch_id, (PENDING, SENDING, FAILED))
     outcome = ResendOutcome(batch_id, total=batch.total)
     outcome.sent = batch.total - len(open_rows)
@@ -296,3 +313,106 @@ async def resume(admin: MQAdmin, ledger: Ledger, batch_id: str, *, rate: float |
         on_plan(outcome, len(work))
     await _send(admin, ledger, batch_id, work, outcome, rate, on_progress)
     return outcome
+
+
+# ---------------------------------------------------------------------------- the changes
+
+
+class ResendIncomplete(CliError):
+    """Some copies were not sent (SEND_OK): the ledger records each, ``--resume`` finishes
+    the batch."""
+
+    code = ExitCode.PARTIAL
+
+    @classmethod
+    def of(cls, outcome: ResendOutcome) -> ResendIncomplete:
+        return cls(f"{len(outcome.failed)} of {outcome.total} dead letters were not resent "
+                   f"(the ledger records each). See `mqadmin dlq status {outcome.batch}`, "
+                   f"then finish with `mqadmin dlq resend --resume {outcome.batch}`.")
+
+
+def _ended(outcome: ResendOutcome) -> change.Outcome:
+    """A resend's (or resume's) outcome for the change runner: partial when a copy was not
+    sent, with those copies as the details."""
+    if not outcome.failed:
+        return change.Outcome([outcome.row()], OUTCOME_COLUMNS, target=outcome.batch)
+    return change.Outcome([outcome.row()], OUTCOME_COLUMNS, "partial",
+                          ResendIncomplete.of(outcome), outcome.batch,
+                          details=outcome.failed, detail_columns=FAILURE_COLUMNS)
+
+
+class ResendChange:
+    """dlq resend of the dead letters `filters` choose, to the group's retry topic or the
+    original topics; `batch` is the ledger batch once written (before any send)."""
+
+    def __init__(self, group: str, filters: Filters | None = None, *, to: str = "retry",
+                 again: bool = False, rate: float | None = None,
+                 args: dict[str, Any] | None = None) -> None:
+        """`args`: what the audit log records (default: group, to and the ids chosen)."""
+        self.group = group
+        self.filters = filters or Filters()
+        self.to = to
+        self.again = again
+        self.rate = rate
+        ids = self.filters.ids
+        self.args = args if args is not None else {
+            "group": group, "to": to, "ids": sorted(ids) if ids is not None else "all"}
+        self.batch: str | None = None
+
+    async def plan(self, admin: MQAdmin, where: Endpoint,
+                   progress: change.Progress) -> change.Planned[ResendPlan]:
+        with ledger_of(where) as ledger:
+            plan = await plan_resend(admin, ledger, self.group, self.filters, to=self.to,
+                                     again=self.again, on_progress=progress.count)
+        notes = [{"note": f"{plan.skipped} already resent or discarded are left out"}] \
+            if plan.skipped else []
+        others = sorted({g for gs in plan.other_groups.values() for g in gs})
+        if others:
+            notes.append({"note": f"groups {', '.join(others)} also receive the copies"})
+        return change.Planned(plan, "dlq resend", self.group, self.args, plan.rows(),
+                              PLAN_COLUMNS, notes, ("note",), noun="cluster",
+                              nothing="" if plan.letters else "no dead letter to resend",
+                              counted="sent")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint,
+                    planned: change.Planned[ResendPlan],
+                    progress: change.Progress) -> change.Outcome:
+        def started(batch: str) -> None:
+            self.batch = batch
+            progress.step(f"batch {batch}: if interrupted, finish it with `mqadmin dlq resend "
+                          f"--resume {batch}`")
+
+        with ledger_of(where) as ledger:
+            outcome = await resend(admin, ledger, planned.plan, rate=self.rate,
+                                   on_progress=progress.count, on_batch=started)
+        return _ended(outcome)
+
+
+class ResumeChange:
+    """dlq resend --resume: finish a batch (confirmed when it was started, so not asked
+    again); nothing is sent twice (see the module docstring)."""
+
+    def __init__(self, batch: str, *, rate: float | None = None,
+                 args: dict[str, Any] | None = None) -> None:
+        self.batch = batch
+        self.rate = rate
+        self.args = args if args is not None else {"resume": batch}
+
+    async def plan(self, admin: MQAdmin, where: Endpoint,
+                   progress: change.Progress) -> change.Planned[str]:
+        """Raises: TargetNotFound (no such resend batch; nothing is recorded)."""
+        with ledger_of(where) as ledger:
+            resend_batch(ledger, self.batch)
+        return change.Planned(self.batch, "dlq resend", self.batch, self.args, [],
+                              OUTCOME_COLUMNS, noun="cluster", confirmed=True, counted="sent")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint, planned: change.Planned[str],
+                    progress: change.Progress) -> change.Outcome:
+        def settled(outcome: ResendOutcome, to_send: int) -> None:
+            progress.step(f"resuming batch {outcome.batch}: {outcome.sent} sent before, "
+                          f"{outcome.found} found on the target, {to_send} to send")
+
+        with ledger_of(where) as ledger:
+            outcome = await resume(admin, ledger, planned.plan, rate=self.rate,
+                                   on_progress=progress.count, on_plan=settled)
+        return _ended(outcome)

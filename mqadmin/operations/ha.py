@@ -16,7 +16,9 @@ A failure before step 4 rolls back (unfence, write permission back) and changes 
 A failover (the master is dead) promotes the most advanced slave after estimating what the
 dead master had that this slave never acknowledged (from the highest master offset any
 slave saw), re-points the other slaves and restores write permission.  The functions
-return rows and print only through the timeline callback.
+return rows and print only through the timeline callback.  `SwitchChange` is either one as
+the change runner's `Change` (operations/change.py), for `mqadmin switchover` / `failover`
+and the dashboard's Replication screen alike.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from engine.protocol.header.ha import (
     RoleChangedResponseHeader,
 )
 from engine.protocol.wire import to_ext
+from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
+from mqadmin.operations.change import Outcome, Planned, Progress
 
 Row = dict[str, Any]
 
@@ -453,3 +457,57 @@ async def _finish(admin: MQAdmin, calls: HACalls, timeline: Timeline, plan: Swit
         ok = await _until(following, 10)
         timeline.step("verify", "old master replicates from the new one" if ok else
                       "old master NOT replicating yet (see `mqadmin haStatus`)", old_master)
+
+
+# ---------------------------------------------------------------------------- the change
+
+
+class SwitchChange:
+    """A switchover (the master is alive) or a failover (it is dead) for the change runner,
+    its timeline steps reported as they happen; a failover's estimated loss is its risk."""
+
+    def __init__(self, broker_name: str, *, failover: bool = False, slave: str | None = None,
+                 role: str = "ASYNC_MASTER", catch_up_timeout: float = 30.0,
+                 args: dict[str, Any] | None = None) -> None:
+        """`args`: what the audit log records (default: the arguments `mqadmin failover` /
+        `switchover` would have, `accept_loss` being whether the plan loses data)."""
+        self.action = "failover" if failover else "switchover"
+        self.broker_name = broker_name
+        self.failover = failover
+        self.slave = slave
+        self.role = role
+        self.catch_up_timeout = catch_up_timeout
+        self.args = args
+
+    async def plan(self, admin: MQAdmin, where: Endpoint,
+                   progress: Progress) -> Planned[SwitchPlan]:
+        if self.failover:
+            plan = await plan_failover(admin, self.broker_name, self.slave, self.role)
+        else:
+            plan = await plan_switchover(admin, self.broker_name, self.slave)
+        risk = ""
+        if self.failover and plan.behind_bytes:
+            risk = (f"Promoting {plan.slave.addr} loses an estimated {plan.behind_bytes:,} "
+                    f"bytes (≈ {plan.behind_messages:,} messages) that the dead master had "
+                    "and no slave received.")
+        args = self.args
+        if args is None:
+            args = {"broker_name": self.broker_name, "slave": self.slave}
+            if self.failover:  # a loss in the plan must be accepted to apply
+                args |= {"accept_loss": bool(plan.behind_bytes), "role": self.role}
+            else:
+                args["timeout"] = self.catch_up_timeout
+        return Planned(plan, self.action, plan.broker_name, args, plan.rows, PLAN_COLUMNS,
+                       noun="brokers and name servers", risk=risk, counted="")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[SwitchPlan],
+                    progress: Progress) -> Outcome:
+        timeline = Timeline(progress.step)
+        try:
+            if self.failover:
+                rows = await failover(admin, planned.plan, timeline)
+            else:
+                rows = await switchover(admin, planned.plan, timeline, self.catch_up_timeout)
+        except Exception as exc:
+            return Outcome.failed(exc, timeline.rows, STEP_COLUMNS)
+        return Outcome(rows, STEP_COLUMNS)

@@ -1,4 +1,5 @@
-"""Audit: the audit log, newest first; Enter shows a record's arguments, plan and result."""
+"""Audit: the audit log, newest first (read as `mqadmin audit` reads it, history.records);
+Enter shows a record's arguments, plan and result."""
 
 from __future__ import annotations
 
@@ -40,9 +41,8 @@ class AuditScreen(DashScreen):
                      classes="panel")
 
     async def fetch(self, admin: MQAdmin) -> list[Row]:
-        rows = await self.dashboard.backend.blocking(
+        return await self.dashboard.backend.blocking(
             lambda: history.records(limit=LIMIT, detail=True))
-        return [dict(r, via=r["args"].get("via", "cli")) for r in rows]
 
     def present(self, data: list[Row]) -> None:
         self.query_one(RowTable).show(data)

@@ -5,9 +5,11 @@ How this works: the dialog is the change runner's front-end (operations/change.p
 as it opens, a worker runs the change, whose steps call the servers on the backend; the
 runner's confirmation shows the plan and waits for `y` (apply) or `n` / Esc (cancel).  A
 plan with a `risk` (a failover's estimated loss) needs `A` (accept the loss) before `y` does
-anything.  While it applies, every step
-the operation reports (a switchover's timeline, servers done) is appended as it happens;
-then the verified rows and the outcome are shown, and the dialog returns the `Outcome`.
+anything; a plan with nothing to do (every dead letter chosen already handled) is shown
+with the reason and cannot be applied.  While it applies, every step the operation reports
+(a switchover's timeline, servers done, copies sent) is appended as it happens; then the
+verified rows (and what failed, item by item) and the outcome are shown, and the dialog
+returns the `Outcome`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from textual.widgets import DataTable, Static
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import message_for
 from mqadmin.operations import change
-from mqadmin.operations.change import Change, Outcome, Planned, Progress, Work
+from mqadmin.operations.change import Change, Outcome, Planned, Progress, Unseen, Work
 from mqadmin.tui.backend import Backend
 from mqadmin.tui.messages import Step
 from mqadmin.tui.widgets.table import Row, plain
@@ -49,9 +51,10 @@ class _Steps:
     """A change's progress as lines of the dialog (posted: the backend thread reports)."""
 
     screen: ChangeScreen
+    counted: str  # what the counts count ("servers changed", "sent")
 
     def count(self, done: int, total: int) -> None:
-        self.step(f"{done} of {total} servers changed")
+        self.step(f"{done} of {total} {self.counted}")
 
     def step(self, text: str) -> None:
         self.screen.post_message(Step(text))
@@ -74,7 +77,7 @@ class ChangeScreen(ModalScreen[Outcome | None]):
         self.title_text = title
         self.plan_view: Planned[Any] | None = None
         self.accepted = False
-        self.state = "planning"  # planning, planned, applying, done, failed
+        self.state = "planning"  # planning, planned or nothing (to do), applying, done, failed
         self.outcome: Outcome | None = None
         self.steps: list[str] = []
         self._answer: asyncio.Future[bool] | None = None
@@ -123,6 +126,11 @@ class ChangeScreen(ModalScreen[Outcome | None]):
             details = self.query_one("#details", DataTable)
             details.display = True
             fill(details, planned.details, planned.detail_columns)
+        if planned.nothing:
+            self.state = "nothing"
+            self._status(f"Nothing to apply: {planned.nothing}.", "")
+            self._prompt("Esc closes.")
+            return False
         self._status(f"Plan of {planned.action} {planned.target} (nothing changed yet):", "")
         if planned.risk:
             self.query_one("#risk", Static).update(f"⚠ {planned.risk}")
@@ -131,8 +139,11 @@ class ChangeScreen(ModalScreen[Outcome | None]):
             self._prompt("Apply? y applies, n or Esc cancels.")
         return await self._answer
 
+    def planning(self) -> AbstractContextManager[Progress]:
+        return nullcontext(Unseen())
+
     def applying(self, planned: Planned[Any]) -> AbstractContextManager[Progress]:
-        return nullcontext(_Steps(self))
+        return nullcontext(_Steps(self, planned.counted))
 
     # ------------------------------------------------------------------ the dialog
 
@@ -154,6 +165,10 @@ class ChangeScreen(ModalScreen[Outcome | None]):
             result = self.query_one("#result", DataTable)
             result.display = True
             fill(result, outcome.rows, outcome.columns)
+        if outcome.details:  # what went wrong, item by item (a resend's copies not sent)
+            details = self.query_one("#details", DataTable)
+            details.display = True
+            fill(details, outcome.details, outcome.detail_columns)
         if outcome.ok:
             self._status(f"{action}: {outcome.outcome} and verified "
                          "(recorded in the audit log).", "ok")

@@ -16,7 +16,9 @@ from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import message_for
-from mqadmin.tui.data.dlq import DiscardChange, ResendChange, export_letters, read_letters
+from mqadmin.operations.dlq_model import Filters
+from mqadmin.tui.data.changes import DiscardChange, ResendChange
+from mqadmin.tui.data.dlq import export_letters, read_letters
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.change import ChangeScreen
 from mqadmin.tui.widgets.cells import styled
@@ -120,7 +122,7 @@ class DlqGroupScreen(DashScreen):
     def action_resend(self, to: str) -> None:
         if not self.dashboard.allow_change("resending dead letters"):
             return
-        change = ResendChange(self.group, self.chosen(), to=to)
+        change = ResendChange(self.group, Filters(ids=self.chosen()), to=to)
         where = "%RETRY%" + self.group if to == "retry" else "the original topics"
         self.app.push_screen(ChangeScreen(change, f"dlq resend {self.group} to {where}"),
                              self._done)
@@ -132,8 +134,9 @@ class DlqGroupScreen(DashScreen):
 
         def reasoned(reason: str | None) -> None:
             if reason:
-                self.app.push_screen(ChangeScreen(DiscardChange(self.group, ids, reason),
-                                                  f"dlq discard {self.group}"), self._done)
+                discard = DiscardChange(self.group, reason, Filters(ids=ids))
+                self.app.push_screen(ChangeScreen(discard, f"dlq discard {self.group}"),
+                                     self._done)
 
         self.app.push_screen(Prompt("Why do these dead letters need no resend?",
                                     "Kept in the ledger with the batch; nothing is deleted."),

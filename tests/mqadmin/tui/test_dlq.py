@@ -1,5 +1,6 @@
 """Dead letters in the dashboard: list, messages with the body viewer, select two and
-resend them (seen consumed in the batch status), discard the rest, export."""
+resend them (seen consumed in the batch status), discard the rest (then nothing is left to
+resend, and nothing is recorded for it), export."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from textual.widgets import Input
 
 from mqadmin import history
+from mqadmin.tui.screens.change import ChangeScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.dlq_group import DlqGroupScreen, LetterScreen
 from mqadmin.tui.widgets.dialogs import Prompt
@@ -57,6 +59,16 @@ async def test_resend_discard_and_export_dead_letters(cluster: BackgroundCluster
             dialog = await finish(pilot)
             assert dialog.state == "done", dialog.outcome
             assert dialog.outcome is not None and dialog.outcome.rows[0]["discarded"] == 2
+            await pilot.press("escape")
+
+            await pilot.press("r")  # every one is handled now: nothing to resend
+            await until(pilot, lambda: isinstance(app.screen, ChangeScreen)
+                        and app.screen.state != "planning", what="the plan")
+            assert isinstance(app.screen, ChangeScreen) and app.screen.state == "nothing"
+            assert "no dead letter to resend" in str(
+                app.screen.query_one("#change-status").render())
+            await pilot.press("y")  # applies nothing
+            assert app.screen.state == "nothing"
             await pilot.press("escape")
 
             await pilot.press("e")
