@@ -15,7 +15,6 @@ When both fail, the error says what the id was tried as and why each failed
 from __future__ import annotations
 
 import asyncio
-import datetime
 import string
 from dataclasses import dataclass
 
@@ -50,11 +49,11 @@ class UniqueKey:
     ms_in_month: int  # ms since 00:00 local time on the 1st of the month it was made
 
     def describe(self) -> str:
-        when = datetime.timedelta(milliseconds=self.ms_in_month)
-        day = when.days + 1
-        rest = str(when - datetime.timedelta(days=when.days))
-        return f"made by a producer on {self.client_ip} (pid {self.pid}) on day {day} of a " \
-               f"month at {rest}"
+        day, ms = divmod(self.ms_in_month, 86_400_000)
+        seconds, milli = divmod(ms, 1000)
+        clock = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{milli:03d}"
+        return f"made by a producer on {self.client_ip} (pid {self.pid}) on day {day + 1} of " \
+               f"a month at {clock}"
 
 
 class NotAMessageId(TargetNotFound):
