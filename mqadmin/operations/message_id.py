@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin
 from engine.client.broker_admin import split_offset_msg_id
-from engine.client.errors import ClientError, QueryNotFoundError
+from engine.client.errors import ClientError, QueryNotFoundError, UnreachableError
 from engine.protocol.message import MessageRecord
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
@@ -112,6 +112,8 @@ async def _as_offset_id(admin: MQAdmin, msg_id: str, brokers: _Brokers
         return f"it names {addr}, which is not a broker of this cluster (brokers: {known})"
     try:
         record = await admin.broker.view_message_at(addr, offset)
+    except UnreachableError as exc:
+        return f"broker {addr} ({names[addr]}) did not answer ({exc})"
     except ClientError as exc:
         return f"broker {addr} ({names[addr]}) has no message at commit-log offset " \
                f"{offset}: {_bounds(await _log_bounds(admin, addr)) or exc}"
@@ -166,8 +168,11 @@ async def _as_unique_key(admin: MQAdmin, msg_id: str, topic: str | None,
                                          for a in brokers.values()), return_exceptions=True)
         work = [(a, n, t) for (n, a), c in zip(brokers.items(), configs, strict=True)
                 if not isinstance(c, BaseException) for t in sorted(c.topic_config_table)]
+        silent = [n for n, c in zip(brokers, configs, strict=True)
+                  if isinstance(c, BaseException)]
         where = f"any of the {len({t for _, _, t in work})} topics of " \
-                f"{len(brokers)} broker(s)"
+                f"{len(brokers) - len(silent)} broker(s)" + (
+                    f" ({', '.join(silent)} did not list its topics)" if silent else "")
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(addr: str, name: str, t: str) -> list[StoredMessage] | ClientError:

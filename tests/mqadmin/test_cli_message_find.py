@@ -1,14 +1,17 @@
 """Finding messages on a live cluster: printMsg over a time range and in pages,
 printMsgByQueue's tag counts, one id wherever an id is asked for (offset message id or unique
-key, and the error when it is neither)."""
+key, and the error when it is neither); what a unique key says about its producer."""
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 
+from engine.client.ids import UniqIdGenerator
 from engine.client.results import SendResult
 from engine.protocol.message import create_offset_msg_id
 from mqadmin.exit_codes import ExitCode
+from mqadmin.operations.message_id import decode_unique_key
 
 from .cli import invoke, json_rows, rows_of
 from .conftest import BackgroundCluster
@@ -150,3 +153,11 @@ def test_an_id_that_is_neither_says_why(cluster: BackgroundCluster) -> None:
     result = invoke("queryMsgById", "-i", unknown_key, "-n", cluster.ns)
     assert result.exit_code == ExitCode.NOT_FOUND
     assert "which is not a broker of this cluster" in " ".join(result.stderr.split())
+
+
+def test_a_unique_key_says_who_made_it_and_when() -> None:
+    made = dt.datetime(2026, 11, 26, 11, 56, 40, 699000)  # local time, as producers count
+    key = UniqIdGenerator(ip="10.1.2.3", pid=4242).next(int(made.timestamp() * 1000))
+    assert decode_unique_key(key).describe() == (
+        "made by a producer on 10.1.2.3 (pid 4242) on day 26 of a month at 11:56:40.699")
+    assert decode_unique_key(key.lower()) == decode_unique_key(key)
