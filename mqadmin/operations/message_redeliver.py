@@ -39,7 +39,8 @@ Row = dict[str, Any]
 DIRECT_COLUMNS = ("clientId", "consumeResult", "remark", "spentTimeMillis", "order",
                   "autoCommit")
 DIRECT_PLAN_COLUMNS = ("msgId", "offsetMsgId", "topic", "group", "clientId", "clientAddr")
-RESEND_PLAN_COLUMNS = ("msgId", "offsetMsgId", "topic", "group", "target", "consumersOnline")
+RESEND_PLAN_COLUMNS = ("msgId", "offsetMsgId", "topic", "group", "target", "consumersOnline",
+                       "note")
 RESEND_COLUMNS = (*SEND_COLUMNS, "verified")
 
 
@@ -211,12 +212,11 @@ class ResendToGroupChange:
         online = await _online(admin, self.group)
         row = {"msgId": found.record.msg_id, "offsetMsgId": found.record.offset_msg_id,
                "topic": found.record.topic, "group": self.group, "target": target,
-               "consumersOnline": len(online)}
-        details = [] if online else [{"note": f"no consumer of {self.group} is online: the "
-                                              "copy waits in its retry topic"}]
+               "consumersOnline": len(online),
+               "note": None if online else f"no consumer of {self.group} is online: the copy "
+                                           "waits in its retry topic"}
         return Planned(ResendPlan(self.group, found), "resendMessage", self.msg_id,
-                       self.args, [row], RESEND_PLAN_COLUMNS, details, ("note",) if details
-                       else (), noun="cluster")
+                       self.args, [row], RESEND_PLAN_COLUMNS, noun="cluster")
 
     async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[ResendPlan],
                     progress: Progress) -> Outcome:

@@ -23,6 +23,7 @@ from mqadmin.exit_codes import ExitCode
 
 from .cli import invoke, json_rows, rows_of_any
 from .conftest import BackgroundCluster
+from .dlq_helpers import setup_group
 
 
 class Listener:
@@ -127,7 +128,7 @@ def test_resend_message_to_a_group(cluster: BackgroundCluster) -> None:
         plan = json_rows("resendMessage", "-i", sent.msg_id, "--dry-run", *args)
         assert plan == [{"msgId": sent.msg_id, "offsetMsgId": sent.offset_msg_id,
                          "topic": "Orders", "group": "Billing", "target": "%RETRY%Billing",
-                         "consumersOnline": 1}]
+                         "consumersOnline": 1, "note": None}]
 
         [row] = json_rows("resendMessage", "-i", sent.offset_msg_id, "--yes", *args)
         assert (row["sendResult"], row["verified"]) == ("SEND_OK", True)
@@ -154,3 +155,19 @@ def test_resend_message_to_a_group(cluster: BackgroundCluster) -> None:
     finally:
         cluster.call(billing.shutdown())
         cluster.call(audit.shutdown())
+
+
+def test_resend_to_a_group_with_no_consumer_online(cluster: BackgroundCluster) -> None:
+    setup_group(cluster, "Idle", "Orders", queues=1)  # its retry topic, no consumer
+    sent = cluster.send("Orders", b"for later", keys="k-1")
+    args = ("-i", sent.msg_id, "-g", "Idle", "-n", cluster.ns)
+    [plan] = json_rows("resendMessage", *args, "--dry-run")
+    assert (plan["consumersOnline"], plan["note"]) == (
+        0, "no consumer of Idle is online: the copy waits in its retry topic")
+    [row] = json_rows("resendMessage", *args, "--yes")
+    assert row["verified"] is True
+    [waiting] = json_rows("printMsg", "-t", "%RETRY%Idle", "-n", cluster.ns)
+    assert (waiting["msgId"], waiting["body"], waiting["keys"]) == (
+        row["msgId"], "for later", "k-1")
+    [record] = history.records(detail=True)
+    assert record["plan"][0]["note"] == plan["note"]
