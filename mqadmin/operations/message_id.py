@@ -5,8 +5,9 @@ How this works (message-format.md §6): both ids are 32 hex digits (56 with IPv6
 digits alone cannot tell them apart.  An id is first read as an offset message id (the
 storing broker's ``ip:port`` and a commit-log offset): that holds when the address is a broker
 of this cluster and the broker has a message at that offset.  A unique key's first bytes are
-the producer's IP and pid, which read as an address give a port no broker listens on, so a
-unique key is never mistaken for an offset id.  Otherwise the id is a unique key, looked up in
+the producer's IP, pid and a random number, which read as a port give pid * 65536 + more:
+above 65535 unless the pid's low 16 bits are 0, so a unique key is in practice never taken
+for an offset id.  Otherwise the id is a unique key, looked up in
 the brokers' index (QUERY_MESSAGE): in the topic given, or in every topic of every broker.
 When both fail, the error says what the id was tried as and why each failed
 (`NotAMessageId`, exit 3).
