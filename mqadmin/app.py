@@ -43,7 +43,8 @@ _TOP = {
              "cloneGroupOffset",
     "consumer": "consumerProgress consumerConnection consumerStatus producerConnection "
                 "allocateMQ",
-    "message": "queryMsgById queryMsgByKey queryMsgByUniqueKey queryMsgByOffset queryCq",
+    "message": "queryMsgById queryMsgByKey queryMsgByUniqueKey queryMsgByOffset queryCq "
+               "consumeMessageDirectly resendMessage",
     "stream": "printMsg printMsgByQueue consumeMessage sendMessage checkMsgSendRT",
     "namesrv": "getNamesrvConfig updateNamesrvConfig updateKvConfig deleteKvConfig",
     "store": "cleanExpiredCQ deleteExpiredCommitLog cleanUnusedTopic",

@@ -1,5 +1,5 @@
-"""Message lookups: queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset,
-queryCq."""
+"""Finding messages and delivering one again: queryMsgById, queryMsgByKey, queryMsgByUniqueKey,
+queryMsgByOffset, queryCq, consumeMessageDirectly, resendMessage."""
 
 from __future__ import annotations
 
@@ -9,16 +9,21 @@ import typer
 
 from engine.client.admin import MQAdmin
 from mqadmin import render
-from mqadmin.commands import audit, endpoint, guarded, params, with_admin
+from mqadmin.commands import Terminal, audit, endpoint, guarded, params, run_change, with_admin
 from mqadmin.operations import message as ops
+from mqadmin.operations import message_redeliver as redeliver
+from mqadmin.operations import message_scan as scan
+from mqadmin.operations.message_send import SEND_COLUMNS
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,
+    DryRunOpt,
     Flag,
     NamesrvOpt,
     OutputLongOpt,
     OutputOpt,
     TopicOpt,
+    YesOpt,
     parse_timestamp,
 )
 from mqadmin.render import OutputFormat
@@ -38,22 +43,19 @@ CharsetOpt = Annotated[str | None, typer.Option(
 def _consume_again(ctx: typer.Context, group: str, client_id: str, msg_ids: list[str],
                    topic: str | None, namesrv: str | None, context: str | None,
                    output: OutputFormat) -> None:
-    where = endpoint(namesrv, context)
-
-    async def work(admin: MQAdmin) -> list[ops.Row]:
-        return [await ops.consume_directly(admin, group, client_id, i, topic) for i in msg_ids]
-
-    rows = with_admin(where, work)
-    render.render(rows, output, columns=ops.DIRECT_COLUMNS)
-    audit(where, ctx.info_name or "consumeMessageDirectly", params(ctx), ",".join(msg_ids),
-          outcome="applied", exit_code=0, result=rows)
+    """Apache's queryMsgById/queryMsgByUniqueKey -g -d: consumeMessageDirectly without a
+    question (as Apache's runbooks run it), audited."""
+    change = redeliver.ConsumeDirectlyChange(group, client_id, msg_ids, topic, params(ctx),
+                                             ctx.info_name or "consumeMessageDirectly")
+    run_change(Terminal(endpoint(namesrv, context), True, output, False), change)
 
 
 @app.command("queryMsgById", rich_help_panel=PANEL)
 def query_msg_by_id(
     ctx: typer.Context,
-    msg_id: Annotated[str, typer.Option("-i", "--msgId",
-                                        help="Message id(s), comma-separated.")],
+    msg_id: Annotated[str, typer.Option(
+        "-i", "--msgId", help="Message id(s), comma-separated: message ids (UNIQ_KEY) or "
+                              "offset message ids.")],
     group: ConsumerGroupOpt = None,
     client_id: ClientIdOpt = None,
     resend: Annotated[Flag, typer.Option(
@@ -62,16 +64,18 @@ def query_msg_by_id(
                                                   help="Accepted for Apache runbooks.")] = None,
     charset: CharsetOpt = None,
     topic: Annotated[str | None, typer.Option(
-        "-t", "--topic", help="Look an id that is not an offset id up as a unique key here.")
-    ] = None,
+        "-t", "--topic", help="Look a message id (UNIQ_KEY) up in this topic only (default: "
+                              "every topic).")] = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Show a message by its offset message id (or unique key, with -t): every field, the
-    body, and whether each consuming group consumed it.  With -g and -d a client consumes it
-    again; with -s true it is sent again."""
+    """Show a message by its id, every field, the body, and whether each consuming group
+    consumed it.  The id is an offset message id when it names a broker of this cluster and
+    a message at that commit-log offset, else a message id (UNIQ_KEY) looked up in the
+    brokers' index (exit 3, saying why each failed, when it is neither).  With -g and -d a
+    client consumes it again; with -s true it is sent again."""
     with guarded(debug):
         ids = [i.strip() for i in msg_id.split(",") if i.strip()]
         name = topic.strip() if topic else None
@@ -82,17 +86,17 @@ def query_msg_by_id(
         where = endpoint(namesrv, context)
         if resend:
             async def again(admin: MQAdmin) -> list[ops.Row]:
-                return [await ops.resend(admin, i, name) for i in ids]
+                return [await redeliver.resend(admin, i, name) for i in ids]
 
             rows = with_admin(where, again)
-            render.render(rows, output, columns=ops.SEND_COLUMNS)
+            render.render(rows, output, columns=SEND_COLUMNS)
             audit(where, "queryMsgById", params(ctx), ",".join(ids), outcome="applied",
                   exit_code=0, result=rows)
             return
         cs = ops.check_charset(charset)
-        rows = with_admin(where, lambda admin: ops.query_by_id(admin, ids, topic=name,
-                                                               charset=cs))
-        render.render(rows, output, columns=ops.DETAIL_COLUMNS, vertical=True)
+        details = with_admin(where, lambda admin: ops.query_by_id(admin, ids, topic=name))
+        render.render(ops.detail_rows(details, cs), output, columns=ops.DETAIL_COLUMNS,
+                      vertical=True)
 
 
 @app.command("queryMsgByKey", rich_help_panel=PANEL)
@@ -114,9 +118,9 @@ def query_msg_by_key(
     with guarded(debug):
         b = parse_timestamp(begin) if begin else 0
         e = parse_timestamp(end) if end else 2**63 - 1
-        rows = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_key(
+        found = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_key(
             admin, topic.strip(), key.strip(), begin=b, end=e, max_num=max_num))
-        render.render(rows, output, columns=ops.KEY_COLUMNS)
+        render.render(ops.list_rows(found, "UTF-8"), output, columns=ops.KEY_COLUMNS)
 
 
 @app.command("queryMsgByUniqueKey", rich_help_panel=PANEL)
@@ -133,16 +137,17 @@ def query_msg_by_unique_key(
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Show a message by the unique id its producer gave it (UNIQ_KEY); with -g and -d a
-    client consumes it again."""
+    """Show a message by the unique id its producer gave it (UNIQ_KEY; an offset message id
+    works too); with -g and -d a client consumes it again."""
     with guarded(debug):
         if group and client_id:
             _consume_again(ctx, group.strip(), client_id.strip(), [msg_id.strip()],
                            topic.strip(), namesrv, context, output)
             return
-        rows = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_id(
+        details = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_id(
             admin, [msg_id.strip()], topic=topic.strip(), show_all=show_all))
-        render.render(rows, output, columns=ops.DETAIL_COLUMNS, vertical=True)
+        render.render(ops.detail_rows(details), output, columns=ops.DETAIL_COLUMNS,
+                      vertical=True)
 
 
 @app.command("queryMsgByOffset", rich_help_panel=PANEL)
@@ -160,9 +165,65 @@ def query_msg_by_offset(
     """Show the message at an offset of a queue."""
     with guarded(debug):
         cs = ops.check_charset(charset)
-        rows = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_offset(
-            admin, topic.strip(), broker_name.strip(), queue_id, offset, charset=cs))
-        render.render(rows, output, columns=ops.DETAIL_COLUMNS, vertical=True)
+        found = with_admin(endpoint(namesrv, context), lambda admin: ops.query_by_offset(
+            admin, topic.strip(), broker_name.strip(), queue_id, offset))
+        render.render(ops.detail_rows([found], cs), output, columns=ops.DETAIL_COLUMNS,
+                      vertical=True)
+
+
+@app.command("consumeMessageDirectly", rich_help_panel=PANEL)
+def consume_message_directly(
+    ctx: typer.Context,
+    group: Annotated[str, typer.Option("-g", "--consumerGroup", help="Consumer group.")],
+    client_id: Annotated[str, typer.Option(
+        "-d", "--clientId", help="The online client to hand it to (`mqadmin "
+                                 "consumerConnection -g GROUP` lists them).")],
+    msg_id: Annotated[str, typer.Option(
+        "-i", "--msgId", help="Message id(s), comma-separated: message ids (UNIQ_KEY) or "
+                              "offset message ids.")],
+    topic: Annotated[str | None, typer.Option(
+        "-t", "--topic", help="Look a message id (UNIQ_KEY) up in this topic only.")] = None,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Hand a stored message to one online consumer of a group, whose listener consumes it
+    again (nothing is committed, no other consumer sees it); shows the consumer's answer
+    (exit 4 unless CR_SUCCESS)."""
+    with guarded(debug):
+        ids = [i.strip() for i in msg_id.split(",") if i.strip()]
+        change = redeliver.ConsumeDirectlyChange(group.strip(), client_id.strip(), ids,
+                                                 topic.strip() if topic else None,
+                                                 params(ctx))
+        run_change(Terminal(endpoint(namesrv, context), yes, output, dry_run), change)
+
+
+@app.command("resendMessage", rich_help_panel=PANEL)
+def resend_message(
+    ctx: typer.Context,
+    msg_id: Annotated[str, typer.Option(
+        "-i", "--msgId", help="Message id (UNIQ_KEY) or offset message id.")],
+    group: Annotated[str, typer.Option("-g", "--consumerGroup",
+                                       help="The group to deliver it to again.")],
+    topic: Annotated[str | None, typer.Option(
+        "-t", "--topic", help="Look a message id (UNIQ_KEY) up in this topic only.")] = None,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Resend a stored message to a group's retry topic (%RETRY%GROUP): only that group
+    consumes it again, at once, seeing the original topic; the copy is read back and the
+    resend audited."""
+    with guarded(debug):
+        change = redeliver.ResendToGroupChange(group.strip(), msg_id.strip(),
+                                               topic.strip() if topic else None, params(ctx))
+        run_change(Terminal(endpoint(namesrv, context), yes, output, dry_run), change)
 
 
 @app.command("queryCq", rich_help_panel=PANEL)
@@ -183,11 +244,11 @@ def query_cq(
     """Show consume-queue entries of a queue: commit-log offset, size and tag hash of each
     (the queue's bounds go to stderr)."""
     with guarded(debug):
-        rows, info = with_admin(endpoint(namesrv, context), lambda admin: ops.query_cq(
+        rows, info = with_admin(endpoint(namesrv, context), lambda admin: scan.query_cq(
             admin, topic.strip(), queue_id, index, count,
             broker_addr=broker_addr.strip() if broker_addr else None,
             group=group.strip() if group else None))
-        render.render(rows, output, columns=ops.CQ_COLUMNS)
+        render.render(rows, output, columns=scan.CQ_COLUMNS)
         render.note(f"broker {info['broker']}: min index {info['minQueueIndex']}, "
                     f"max index {info['maxQueueIndex']}")
         if info["subscription"] is not None:

@@ -10,6 +10,8 @@ import typer
 from mqadmin import render
 from mqadmin.commands import audit, endpoint, guarded, params, run, with_admin
 from mqadmin.operations import message as ops
+from mqadmin.operations import message_scan as scan
+from mqadmin.operations import message_send as send
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,
@@ -36,8 +38,22 @@ EndOpt = Annotated[str | None, typer.Option("-e", "--endTimestamp",
                                             help="Up to this store time.")]
 
 
+LimitOpt = Annotated[int, typer.Option(
+    "--limit", min=1, help="At most this many messages a page (the next page's --after goes "
+                           "to stderr).")]
+
+
 def _time(value: str | None) -> int | None:
     return parse_timestamp(value) if value else None
+
+
+def _show(page: scan.MessagePage, output: OutputFormat, charset: str | None,
+          after: str | None) -> None:
+    """A page's rows; when the range goes on, how to get the next page (on stderr)."""
+    render.render(ops.list_rows(page.messages, charset), output, columns=ops.LIST_COLUMNS)
+    if after is not None:
+        render.note(f"{len(page.messages)} messages shown and the range goes on: the next "
+                    f"page with --after {after} (or narrow -b/-e, or raise --limit).")
 
 
 @app.command("printMsg", rich_help_panel=PANEL)
@@ -49,23 +65,27 @@ def print_msg(
     end: EndOpt = None,
     print_body: Annotated[Flag, typer.Option("-d", "--printBody",
                                              help="Show bodies (true|false).")] = Flag.TRUE,
-    limit: Annotated[int | None, typer.Option("--limit", min=1,
-                                              help="At most this many messages.")] = None,
+    limit: LimitOpt = scan.PAGE,
+    after: Annotated[str | None, typer.Option(
+        "--after", help="Start past this message: BROKER:QUEUE:OFFSET, as the previous page "
+                        "printed it.")] = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Print the messages of every queue of a topic (between two store times when given);
-    nothing is committed."""
+    """Print the messages of every queue of a topic stored between two times (-b, -e), a
+    page of --limit at a time in queue order; nothing is committed."""
     with guarded(debug):
         cs = ops.check_charset(charset)
         b, e = _time(begin), _time(end)
+        cursor = scan.QueueCursor.parse(after) if after else None
         with render.progress("printMsg") as update:
-            rows = run(namesrv, context, lambda admin: ops.print_msg(
-                admin, topic.strip(), charset=cs, subscription=subscription, begin=b, end=e,
-                print_body=bool(print_body), limit=limit, on_progress=update))
-        render.render(rows, output, columns=ops.LIST_COLUMNS)
+            page = run(namesrv, context, lambda admin: scan.print_msg(
+                admin, topic.strip(), subscription=subscription, begin=b, end=e, limit=limit,
+                after=cursor, on_progress=update))
+        _show(page, output, cs if print_body else None,
+              page.next.text() if page.next else None)
 
 
 @app.command("printMsgByQueue", rich_help_panel=PANEL)
@@ -83,23 +103,34 @@ def print_msg_by_queue(
     print_body: Annotated[Flag, typer.Option("-d", "--printBody",
                                              help="Show bodies (true|false).")] = Flag.FALSE,
     count_tags: Annotated[Flag, typer.Option(
-        "-f", "--calculate", help="Count the messages by tag instead (true|false).")
-    ] = Flag.FALSE,
+        "-f", "--calculate", help="Count the messages by tag instead, over the whole range "
+                                  "(true|false).")] = Flag.FALSE,
+    limit: LimitOpt = scan.PAGE,
+    after: Annotated[int | None, typer.Option(
+        "--after", help="Start past this queue offset, as the previous page printed it.")
+    ] = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Print the messages of one queue, or count them by tag (-f true)."""
+    """Print the messages of one queue stored between two times (a page of --limit at a
+    time), or count them by tag (-f true, most first)."""
     with guarded(debug):
         cs = ops.check_charset(charset)
         b, e = _time(begin), _time(end)
-        rows = run(namesrv, context, lambda admin: ops.print_msg_by_queue(
-            admin, topic.strip(), broker_name.strip(), queue_id, charset=cs,
-            subscription=subscription, begin=b, end=e, print_body=bool(print_body),
-            count_tags=bool(count_tags)))
-        columns = ops.TAG_COUNT_COLUMNS if count_tags else ops.LIST_COLUMNS
-        render.render(rows, output, columns=columns)
+        name = broker_name.strip()
+        if count_tags:
+            counts = run(namesrv, context, lambda admin: scan.count_tags(
+                admin, topic.strip(), name, queue_id, subscription=subscription, begin=b,
+                end=e))
+            render.render(ops.tag_count_rows(counts), output, columns=ops.TAG_COUNT_COLUMNS)
+            return
+        page = run(namesrv, context, lambda admin: scan.print_msg_by_queue(
+            admin, topic.strip(), name, queue_id, subscription=subscription, begin=b, end=e,
+            limit=limit, after=after))
+        _show(page, output, cs if print_body else None,
+              str(page.next.offset) if page.next else None)
 
 
 @app.command("consumeMessage", rich_help_panel=PANEL)
@@ -128,10 +159,10 @@ def consume_message(
     bodies; nothing is committed."""
     with guarded(debug):
         b, e = _time(begin), _time(end)
-        rows = run(namesrv, context, lambda admin: ops.consume_message(
+        found = run(namesrv, context, lambda admin: scan.consume_message(
             admin, topic.strip(), broker_name=broker_name.strip() if broker_name else None,
             queue_id=queue_id, offset=offset, begin=b, end=e, count=count))
-        render.render(rows, output, columns=ops.LIST_COLUMNS)
+        render.render(ops.list_rows(found, "UTF-8"), output, columns=ops.LIST_COLUMNS)
 
 
 @app.command("sendMessage", rich_help_panel=PANEL)
@@ -153,10 +184,10 @@ def send_message(
     """Send one message and show where it was stored (recorded in the audit log)."""
     with guarded(debug):
         where = endpoint(namesrv, context)
-        row = with_admin(where, lambda admin: ops.send_message(
+        row = with_admin(where, lambda admin: send.send_message(
             admin, topic.strip(), body.encode("utf-8"), keys=key, tags=tags,
             broker_name=broker_name.strip() if broker_name else None, queue_id=queue_id))
-        render.render([row], output, columns=ops.SEND_COLUMNS)
+        render.render([row], output, columns=send.SEND_COLUMNS)
         audit(where, "sendMessage", params(ctx), topic.strip(), outcome="applied",
               exit_code=0, result=[row])
 
@@ -175,7 +206,7 @@ def check_msg_send_rt(
     """Send test messages to a topic and time each send (the average goes to stderr)."""
     with guarded(debug):
         with render.progress("checkMsgSendRT") as update:
-            rows, avg = run(namesrv, context, lambda admin: ops.check_send_rt(
+            rows, avg = run(namesrv, context, lambda admin: send.check_send_rt(
                 admin, topic.strip(), amount=amount, size=size, on_progress=update))
-        render.render(rows, output, columns=ops.RT_COLUMNS)
+        render.render(rows, output, columns=send.RT_COLUMNS)
         render.note(f"Avg RT: {avg:.3f} ms")
