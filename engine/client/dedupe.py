@@ -28,7 +28,7 @@ import inspect
 import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -119,8 +119,10 @@ class Guard:
         self.dedupe = dedupe
         self.group = group
         self.owner = owner
-        self._running: dict[str, int] = {}  # keys held by listeners waiting or running
+        self._running: dict[str, int] = {}  # keys held: their leases are renewed
         self._renewer: asyncio.Future[None] | None = None
+        self._closed = False
+        self.prune: Callable[[], None] | None = None  # lets go of keys before each renewal
 
     async def classify(self, msgs: Sequence[MessageExt]
                        ) -> list[tuple[MessageExt, str | None, Claim]]:
@@ -166,27 +168,37 @@ class Guard:
                       slots: Slots = None) -> Any:
         """A listener's awaitable `result`, awaited holding one of `slots` (the consumer's
         listener slots, when given) while `held` keys are renewed every half lease."""
-        running = self._running
-        for key in held:
-            running[key] = running.get(key, 0) + 1
-        if self._renewer is None and held:
-            self._renewer = asyncio.ensure_future(self._renew())
+        self.hold(held)
         try:
             if slots is None:
                 return await result
             async with slots:
                 return await result
         finally:
-            for key in held:
-                left = running.pop(key) - 1
-                if left:
-                    running[key] = left
+            self.unhold(held)
+
+    def hold(self, keys: Iterable[str]) -> None:
+        """Renew the leases of `keys` every half lease until as many `unhold` calls."""
+        running = self._running
+        for key in keys:
+            running[key] = running.get(key, 0) + 1
+        if self._renewer is None and running and not self._closed:
+            self._renewer = asyncio.ensure_future(self._renew())
+
+    def unhold(self, keys: Iterable[str]) -> None:
+        running = self._running
+        for key in keys:
+            left = running.pop(key, 1) - 1
+            if left:
+                running[key] = left
 
     async def _renew(self) -> None:
-        """Extend the leases of every key held (its listener waiting or running) until none is."""
+        """Extend the leases of every key held until none is."""
         try:
             while self._running:
                 await asyncio.sleep(self.dedupe.lease_ms / 2000)
+                if self.prune is not None:
+                    self.prune()
                 if self._running:
                     await self.dedupe.store.renew(self.group, list(self._running), self.owner,
                                                   self.dedupe.lease_ms)
@@ -197,6 +209,7 @@ class Guard:
 
     async def close(self) -> None:
         """Stop renewing (the consumer is shutting down)."""
+        self._closed = True
         task, self._renewer = self._renewer, None
         if task is not None:
             task.cancel()
