@@ -13,6 +13,9 @@ the listener sees it:
   unexpired lease: the message is retried later (RECONSUME_LATER through the retry topic
   for concurrent listeners, a suspended queue for orderly ones) instead of running twice.
 
+An orderly consumer's queues claim the keys of their cached messages ahead of their turn
+and record outcomes in batches (`dedupe_ahead.py`).
+
 A consumer killed while consuming leaves its lease to expire, after which the key is
 claimed again.  Messages without a key go to the listener unchanged.  The guarantee is
 effectively-once only when the listener's effect and the CONSUMED record commit together
@@ -330,7 +333,9 @@ async def consume_concurrently(listener: Callable[..., Any], guard: Guard,
 
 
 def orderly(listener: Callable[..., Any], guard: Guard) -> OrderlyCall:
-    """An orderly listener that runs each business key once."""
+    """An orderly listener that runs each business key once, claiming and finishing around
+    each call (`consume_directly`; the orderly service's queues claim ahead instead,
+    dedupe_ahead.py)."""
     suspend = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
 
     async def deduplicated(msgs: list[MessageExt], ctx: ConsumeOrderlyContext
