@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -69,8 +68,6 @@ class QueueKeys:
         self.commits: collections.deque[tuple[asyncio.Future[None] | None, int]] = (
             collections.deque())
         self.dropped = False
-        self._recording: list[str] = []  # keys consumed since the loop's last turn
-        self._record: asyncio.Future[None] | None = None  # their record, to submit
 
     # ------------------------------------------------------------------ claims
 
@@ -155,7 +152,7 @@ class QueueKeys:
                     ask[key] = m.queue_offset
         busy = False
         if ask:
-            self._submit_record()  # the outcomes before this turn first: they decide it
+            self.guard.submit_records()  # the outcomes before this turn first: they decide it
             g = self.guard
             claims = await g.dedupe.store.claim(g.group, list(ask), g.owner, g.dedupe.lease_ms)
             new = []
@@ -212,32 +209,11 @@ class QueueKeys:
             return None
         self.guard.unhold(done)
         if consumed:
-            return self._consumed(done)
+            return self.guard.record_consumed(done)
         g = self.guard
         future = asyncio.ensure_future(g.dedupe.store.finish(g.group, done, g.owner, False))
         future.add_done_callback(_log_failure)
         return None
-
-    def _consumed(self, keys: list[str]) -> asyncio.Future[None]:
-        """The record of `keys` as CONSUMED, submitted with every other key this queue
-        consumes before the event loop's next turn (one operation for a run of calls)."""
-        self._recording += keys
-        record = self._record
-        if record is None:
-            loop = asyncio.get_running_loop()
-            record = self._record = loop.create_future()
-            record.add_done_callback(_log_failure)
-            loop.call_soon(self._submit_record)
-        return record
-
-    def _submit_record(self) -> None:
-        record, self._record = self._record, None
-        if record is None:
-            return
-        keys, self._recording = self._recording, []
-        g = self.guard
-        done = asyncio.ensure_future(g.dedupe.store.finish(g.group, keys, g.owner, True))
-        done.add_done_callback(functools.partial(_chain, record))
 
     def commit(self, offset: int, record: asyncio.Future[None] | None) -> None:
         """Move the queue's offset to `offset` once `record` and every record before it
@@ -292,17 +268,6 @@ class QueueKeys:
             g = self.guard
             future = asyncio.ensure_future(g.dedupe.store.finish(g.group, idle, g.owner, False))
             future.add_done_callback(_log_failure)
-
-
-def _chain(target: asyncio.Future[None], source: asyncio.Future[Any]) -> None:
-    if target.done():
-        return
-    if source.cancelled():
-        target.cancel()
-    elif (exc := source.exception()) is not None:
-        target.set_exception(exc)
-    else:
-        target.set_result(None)
 
 
 def _log_failure(future: asyncio.Future[Any]) -> None:
