@@ -58,6 +58,7 @@ class ConsumeConcurrentlyService:
         self.listener = listener
         self.guard = guard  # with one, a pull's messages go through dedupe together
         self.slots = asyncio.Semaphore(consumer.options.consume_thread_max)
+        self._recording: dict[asyncio.Future[None], list[_Ack]] = {}  # record -> its requests
         self.expiry = Periodic("clean-expired-messages", consumer.options.consume_timeout * 60,
                                self.clean_expired)
 
@@ -84,6 +85,7 @@ class ConsumeConcurrentlyService:
         (every key consumed already, or one busy elsewhere)."""
         if pq.dropped:
             return
+        _mark_start([m for msgs in batches for m in msgs])
         try:
             turns = await dedupe.claim_turns(guard, batches)
         except Exception:
@@ -106,7 +108,8 @@ class ConsumeConcurrentlyService:
             if turn is not None:
                 turn.record(None, ctx, ctx)  # never ran: its keys are released
             return
-        _mark_start(msgs)
+        if turn is None:
+            _mark_start(msgs)
         inner = ctx if turn is None else turn.context(ctx)
         try:
             outcome = self.listener(msgs if turn is None else turn.listener_msgs(), inner)
@@ -114,7 +117,8 @@ class ConsumeConcurrentlyService:
             log.exception("%s: listener raised on %d messages of %s", self.consumer.group,
                           len(msgs), mq)
             outcome = LATER
-        if inspect.isawaitable(outcome):
+        if (outcome is not None and not isinstance(outcome, ConsumeConcurrentlyStatus)
+                and inspect.isawaitable(outcome)):
             if turn is not None:
                 turn.hold()  # its leases renewed while it waits for a slot and runs
             task = self.consumer.spawn(
@@ -143,9 +147,12 @@ class ConsumeConcurrentlyService:
         """A listener's outcome: under `dedupe` recorded first (`turn`), then acknowledged."""
         if turn is not None:
             record = turn.record(status, ctx, inner or ctx)
-            if record is not None:
-                record.add_done_callback(functools.partial(self._recorded, status, msgs, pq,
-                                                           mq, ctx))
+            if record is not None:  # shared by the requests finished at this moment
+                waiting = self._recording.get(record)
+                if waiting is None:
+                    waiting = self._recording[record] = []
+                    record.add_done_callback(self._recorded)
+                waiting.append((status, msgs, pq, mq, ctx))
                 return
         self.acknowledge(status, msgs, pq, mq, ctx)
 
@@ -167,15 +174,16 @@ class ConsumeConcurrentlyService:
                         m.msg_id)
         self._done(msgs, pq, mq)
 
-    def _recorded(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue,
-                  mq: MessageQueue, ctx: ConsumeConcurrentlyContext,
-                  record: asyncio.Future[None]) -> None:
-        """Acknowledge once the CONSUMED record is durable; if it failed, retry instead."""
-        if record.cancelled() or record.exception() is not None:
-            log.error("%s: recording the keys of %d messages of %s failed; retried",
-                      self.consumer.group, len(msgs), mq)
-            status = LATER
-        self.acknowledge(status, msgs, pq, mq, ctx)
+    def _recorded(self, record: asyncio.Future[None]) -> None:
+        """Acknowledge the requests of a CONSUMED record once it is durable; if it failed,
+        they are retried instead."""
+        failed = record.cancelled() or record.exception() is not None
+        for status, msgs, pq, mq, ctx in self._recording.pop(record, ()):
+            if failed:
+                log.error("%s: recording the keys of %d messages of %s failed; retried",
+                          self.consumer.group, len(msgs), mq)
+                status = LATER
+            self.acknowledge(status, msgs, pq, mq, ctx)
 
     def _done(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         offset = pq.remove(msgs)
@@ -234,6 +242,9 @@ class ConsumeConcurrentlyService:
         result = results.get(status, CMResult.CR_RETURN_NULL) if status else CMResult.CR_RETURN_NULL
         return ConsumeMessageDirectlyResult(False, True, result, None,
                                             int((time.monotonic() - begin) * 1000))
+
+
+_Ack = tuple[Any, list[MessageExt], ProcessQueue, MessageQueue, ConsumeConcurrentlyContext]
 
 
 def _mark_start(msgs: list[MessageExt]) -> None:
