@@ -31,11 +31,14 @@ class GatedStore(SqliteKeyStore):
         super().__init__(*args, **kwargs)
         self.gate = asyncio.Event()
         self.gate.set()
+        self.held_back = asyncio.Event()  # a CONSUMED record waits at the gate
         self.fail = False
 
     async def finish(self, group: str, keys: Sequence[str], owner: str,
                      consumed: bool) -> None:
         if consumed:
+            if not self.gate.is_set():
+                self.held_back.set()
             await self.gate.wait()
             if self.fail:
                 raise OSError("disk full")

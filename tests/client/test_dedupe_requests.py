@@ -15,13 +15,14 @@ from engine.client.client_config import ClientConfig
 from engine.client.consume_concurrently import ConsumeConcurrentlyService
 from engine.client.consumer_options import ConcurrentListener, ConsumerOptions
 from engine.client.dedupe import Claim, Dedupe, Guard
-from engine.client.dedupe_sqlite import SqliteKeyStore
 from engine.client.message import MessageExt
 from engine.client.process_queue import ProcessQueue
 from engine.client.push_consumer import PushConsumer
 from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.message_queue import MessageQueue
+
+from .test_dedupe_ahead import GatedStore
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
@@ -66,16 +67,17 @@ class Acknowledged(ConsumeConcurrentlyService):
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteKeyStore]:
-    s = SqliteKeyStore(tmp_path / "keys.db")
+async def store(tmp_path: Path) -> AsyncIterator[GatedStore]:
+    s = GatedStore(tmp_path / "keys.db")
     try:
         yield s
     finally:
+        s.gate.set()
         await s.close()
 
 
 @pytest.fixture
-def service(tmp_path: Path, store: SqliteKeyStore) -> Any:
+def service(tmp_path: Path, store: GatedStore) -> Any:
     def make(listener: ConcurrentListener, **options: Any) -> Acknowledged:
         consumer = PushConsumer("G", ClientConfig(namesrv_addr="127.0.0.1:9"), options=(
             ConsumerOptions(message_model=MessageModel.BROADCASTING,
@@ -86,13 +88,13 @@ def service(tmp_path: Path, store: SqliteKeyStore) -> Any:
     return make
 
 
-async def consumed_earlier(store: SqliteKeyStore, key: str) -> None:
+async def consumed_earlier(store: GatedStore, key: str) -> None:
     await store.claim("G", [key], "earlier", 60_000)
     await store.finish("G", [key], "earlier", True)
 
 
 async def test_one_pull_runs_new_keys_skips_consumed_ones_and_retries_busy_ones(
-        store: SqliteKeyStore, service: Any) -> None:
+        store: GatedStore, service: Any) -> None:
     await consumed_earlier(store, "done")
     seen: list[str] = []
 
@@ -109,7 +111,7 @@ async def test_one_pull_runs_new_keys_skips_consumed_ones_and_retries_busy_ones(
 
 
 async def test_a_batch_sees_its_new_messages_and_acknowledges_by_its_own_index(
-        store: SqliteKeyStore, service: Any) -> None:
+        store: GatedStore, service: Any) -> None:
     await consumed_earlier(store, "b")
     seen: list[str] = []
 
@@ -129,7 +131,7 @@ async def test_a_batch_sees_its_new_messages_and_acknowledges_by_its_own_index(
 
 
 async def test_a_raising_listener_releases_its_keys(
-        store: SqliteKeyStore, service: Any) -> None:
+        store: GatedStore, service: Any) -> None:
     def broken(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> None:
         raise RuntimeError("boom")
 
@@ -139,7 +141,7 @@ async def test_a_raising_listener_releases_its_keys(
 
 
 async def test_coroutine_listeners_share_the_slots_and_record_each_outcome(
-        store: SqliteKeyStore, service: Any) -> None:
+        store: GatedStore, service: Any) -> None:
     running = 0
     most = 0
 
@@ -157,3 +159,15 @@ async def test_coroutine_listeners_share_the_slots_and_record_each_outcome(
     assert [s for _, s, _ in acks] == [OK, LATER, OK] and most == 1
     assert await store.claim("G", ["x", "y", "z"], "other", 1000) == [
         Claim.CONSUMED, Claim.NEW, Claim.CONSUMED]
+
+
+async def test_a_request_is_acknowledged_only_once_its_keys_are_recorded(
+        store: GatedStore, service: Any) -> None:
+    store.gate.clear()  # CONSUMED records do not reach the disk for now
+    acknowledged = service(lambda msgs, ctx: OK)
+    pull = asyncio.ensure_future(acknowledged.pull(msg(0, "r"), msg(1, None)))
+    async with asyncio.timeout(10):
+        await store.held_back.wait()
+    assert [bodies for bodies, _, _ in acknowledged.acks] == [["m1"]]  # keyless: at once
+    store.gate.set()
+    assert [s for _, s, _ in await pull] == [OK, OK]
