@@ -116,7 +116,8 @@ def new_owner(client_id: str) -> str:
 
 
 class Guard:
-    """The claim / run / finish cycle of one consumer, shared by the wrappers below."""
+    """One consumer's claims, held leases (renewed) and batched CONSUMED records, shared by
+    the consume services' filters (`claim_turns`, `dedupe_ahead`) and the wrappers below."""
 
     def __init__(self, dedupe: Dedupe, group: str, owner: str) -> None:
         self.dedupe = dedupe
