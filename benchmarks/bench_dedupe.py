@@ -1,20 +1,21 @@
 """Listener overhead of idempotent consumption (`Dedupe` with the SQLite key store).
 
-Feeds messages with distinct KEYS to a listener the way the concurrent consume service
-does (one message per listener call; what arrived together, here each millisecond's
-messages, handed over as one pull), paced at a fixed rate (default 10,000 messages/s), once
-to the plain listener and once through `dedupe.consume_concurrently` over a
-`SqliteKeyStore` in a temporary directory.  The overhead per message is the difference in
+Feeds messages with distinct KEYS to a concurrent consume service (one message per
+listener call; what arrived together, here each millisecond's messages, handed over as one
+pull) of a broadcasting consumer that is never started, paced at a fixed rate (default
+10,000 messages/s), once without the option and once with `Dedupe` over a `SqliteKeyStore`
+in a temporary directory.  The overhead per message is the difference in
 this process's CPU time (`time.process_time`, which includes the store's worker thread)
 divided by the messages.  Also prints how many keys one SQLite transaction claimed or finished.
 No broker: this isolates what the option adds.
 
 Then, end to end: `mqnamesrv` and `mqbroker` processes, 30,000 keyed 1 KiB messages, and a
 real `PushConsumer` with its default options draining them with a no-op listener, as a plain
-function, as a coroutine, and as a plain function under `Dedupe`, then (one run each) an
-orderly listener alone and under `Dedupe` with batches of 1 and of 32 messages: messages per
-second and this process's CPU per message, which is what an application sees when it turns
-the option on.
+function, as a coroutine, and as a plain function under `Dedupe`, then an orderly listener
+alone and under `Dedupe`, with batches of 1 and of 32 messages: messages per second and this
+process's CPU per message, which is what an application sees when it turns the option on.
+The machine may be shared: compare each figure with Dedupe to the one without it in the
+same run.
 
     python -m benchmarks.bench_dedupe [--rate 10000] [--messages 40000] [--runs 5]
                                       [--consumed 30000]
@@ -27,7 +28,7 @@ import asyncio
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +43,17 @@ from engine.client import (
     PushConsumer,
     dedupe,
 )
+from engine.client.consume_concurrently import ConsumeConcurrentlyService
 from engine.client.dedupe_sqlite import SqliteKeyStore
 from engine.client.message import MessageExt
+from engine.client.process_queue import ProcessQueue
 from engine.client.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
-from engine.protocol.body.heartbeat import ConsumeFromWhere
+from engine.protocol.body.heartbeat import ConsumeFromWhere, MessageModel
 from engine.protocol.body.message_queue import MessageQueue
 from engine.remoting.loop import run
 
@@ -70,41 +73,52 @@ def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
     return OK
 
 
-async def feed(msgs: list[MessageExt], rate: int, call: Callable[[list[MessageExt]], Any]
-               ) -> float:
-    """Submit `msgs` at `rate`/s, each millisecond's as one pull; CPU seconds used."""
+async def feed(msgs: list[MessageExt], rate: int, call: Callable[[list[MessageExt]], Any],
+               drained: Callable[[], Awaitable[None]]) -> float:
+    """Submit `msgs` at `rate`/s, each millisecond's as one pull; CPU seconds used until
+    `drained`."""
     per_tick = max(1, int(rate * TICK))
-    pending: set[asyncio.Task[Any]] = set()
     cpu = time.process_time()
     start = time.monotonic()
     for i in range(0, len(msgs), per_tick):
-        outcome = call(msgs[i:i + per_tick])
-        if asyncio.iscoroutine(outcome):
-            task = asyncio.ensure_future(outcome)
-            pending.add(task)
-            task.add_done_callback(pending.discard)
+        call(msgs[i:i + per_tick])
         delay = start + (i // per_tick + 1) * TICK - time.monotonic()
         await asyncio.sleep(max(delay, 0))
-    while pending:
-        await asyncio.gather(*list(pending))
+    await drained()
     return time.process_time() - cpu
+
+
+async def through_service(msgs: list[MessageExt], rate: int, folder: Path,
+                          store: SqliteKeyStore | None) -> float:
+    """CPU seconds of a concurrent consume service acknowledging `msgs` (fed at `rate`)."""
+    consumer = PushConsumer("BenchCG", ClientConfig(namesrv_addr="127.0.0.1:9"),
+                            options=ConsumerOptions(message_model=MessageModel.BROADCASTING,
+                                                    local_offset_store_dir=str(folder)))
+    guard = None if store is None else dedupe.Guard(dedupe.Dedupe(store), "BenchCG",
+                                                    dedupe.new_owner("bench"))
+    service = ConsumeConcurrentlyService(consumer, listener, guard)
+    pq = ProcessQueue()
+
+    def pull(pulled: list[MessageExt]) -> None:
+        pq.put(pulled)
+        service.submit(pulled, pq, MQ, True)
+
+    async def drained() -> None:
+        while pq.msg_count:
+            await asyncio.sleep(TICK)
+
+    return await feed(msgs, rate, pull, drained)
 
 
 async def one_run(count: int, rate: int, run: int, folder: Path) -> tuple[float, float, float]:
     """(plain CPU us/msg, dedupe CPU us/msg, keys claimed or finished per transaction)."""
-    plain = await feed(messages(count, run), rate,
-                       lambda pulled: [listener([m], ctx()) for m in pulled])
+    plain = await through_service(messages(count, run), rate, folder / f"plain-{run}", None)
     store = SqliteKeyStore(folder / f"keys-{run}.db")
-    guard = dedupe.Guard(dedupe.Dedupe(store), "BenchCG", dedupe.new_owner("bench"))
-    with_dedupe = await feed(messages(count, run), rate, lambda pulled: (
-        dedupe.consume_concurrently(listener, guard, [([m], ctx()) for m in pulled])))
+    with_dedupe = await through_service(messages(count, run), rate, folder / f"dedupe-{run}",
+                                        store)
     per_tx = 2 * count / max(store.transactions, 1)  # a key claimed and finished a message
     await store.close()
     return plain / count * 1e6, with_dedupe / count * 1e6, per_tx
-
-
-def ctx() -> ConsumeConcurrentlyContext:
-    return ConsumeConcurrentlyContext(MQ)
 
 
 async def main(rate: int, count: int, runs: int) -> None:
@@ -200,9 +214,10 @@ async def end_to_end(namesrv: str, broker: str, count: int, runs: int) -> None:
         ("plain function listener", listener, False, False, 1, runs),
         ("coroutine listener", async_listener, False, False, 1, runs),
         ("plain function listener with Dedupe", listener, True, False, 1, runs),
-        ("orderly, batches of 1", orderly_listener, False, True, 1, 1),
-        ("orderly with Dedupe, batches of 1", orderly_listener, True, True, 1, 1),
-        ("orderly with Dedupe, batches of 32", orderly_listener, True, True, 32, 1)]
+        ("orderly, batches of 1", orderly_listener, False, True, 1, runs),
+        ("orderly with Dedupe, batches of 1", orderly_listener, True, True, 1, runs),
+        ("orderly, batches of 32", orderly_listener, False, True, 32, runs),
+        ("orderly with Dedupe, batches of 32", orderly_listener, True, True, 32, runs)]
     with tempfile.TemporaryDirectory() as tmp:
         for n, (label, call, deduplicated, orderly, batch, times) in enumerate(cases):
             results = [await drain(config, f"DedupeBenchCG{n}-{i}", count, call,

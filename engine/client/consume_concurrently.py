@@ -10,8 +10,10 @@ be sent back at all is consumed again locally after 5 s.  Broadcasting failures 
 logged.  Then the batch leaves the process queue and the queue's offset moves to the
 smallest offset still cached.  Every `consume_timeout` minutes, messages whose listener has
 run longer than that are sent back with delay level 3 and dropped from the cache.  With the
-`dedupe` option, the requests of one pull go through `dedupe.consume_concurrently` together
-(one task, their keys claimed and recorded in one store operation each).
+`dedupe` option, the keys of one pull's requests are claimed in one store operation
+(`dedupe.claim_turns`); each request then takes the usual path with its NEW messages (or is
+finished without the listener), and the listener's outcome is recorded before the request is
+acknowledged (`dedupe.Turn.record`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class ConsumeConcurrentlyService:
         self.listener = listener
         self.guard = guard  # with one, a pull's messages go through dedupe together
         self.slots = asyncio.Semaphore(consumer.options.consume_thread_max)
+        self._recording: dict[asyncio.Future[None], list[_Ack]] = {}  # record -> its requests
         self.expiry = Periodic("clean-expired-messages", consumer.options.consume_timeout * 60,
                                self.clean_expired)
 
@@ -71,33 +74,65 @@ class ConsumeConcurrentlyService:
         size = max(self.consumer.options.consume_message_batch_max_size, 1)
         batches = [msgs[i:i + size] for i in range(0, len(msgs), size)]
         if self.guard is not None:
-            self.consumer.spawn(self._run_deduplicated(self.guard, batches, pq, mq), work=True)
+            self.consumer.spawn(self._claim(self.guard, batches, pq, mq), work=True)
             return
         for batch in batches:
             self.run(batch, pq, mq)
 
-    def run(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
-        """One consume request (`ConsumeRequest.run`)."""
+    async def _claim(self, guard: dedupe.Guard, batches: list[list[MessageExt]],
+                     pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Under `dedupe`: the keys of one pull's requests claimed together, then each
+        request down the usual path with its NEW messages, or finished without the listener
+        (every key consumed already, or one busy elsewhere)."""
         if pq.dropped:
             return
-        _mark_start(msgs)
-        ctx = ConsumeConcurrentlyContext(mq)
+        _mark_start([m for msgs in batches for m in msgs])
         try:
-            outcome = self.listener(msgs, ctx)
+            turns = await dedupe.claim_turns(guard, batches)
+        except Exception:
+            log.exception("%s: claiming the keys of %d messages of %s failed",
+                          self.consumer.group, sum(map(len, batches)), mq)
+            for msgs in batches:
+                self.acknowledge(LATER, msgs, pq, mq, ConsumeConcurrentlyContext(mq))
+            return
+        for turn in turns:
+            if turn.status is None:
+                self.run(turn.msgs, pq, mq, turn)
+            else:
+                self.acknowledge(turn.status, turn.msgs, pq, mq, ConsumeConcurrentlyContext(mq))
+
+    def run(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+            turn: dedupe.Turn | None = None) -> None:
+        """One consume request (`ConsumeRequest.run`); under `dedupe`, its `turn`."""
+        ctx = ConsumeConcurrentlyContext(mq)
+        if pq.dropped:
+            if turn is not None:
+                turn.record(None, ctx, ctx)  # never ran: its keys are released
+            return
+        if turn is None:
+            _mark_start(msgs)
+        inner = ctx if turn is None else turn.context(ctx)
+        try:
+            outcome = self.listener(msgs if turn is None else turn.listener_msgs(), inner)
         except Exception:
             log.exception("%s: listener raised on %d messages of %s", self.consumer.group,
                           len(msgs), mq)
             outcome = LATER
-        if inspect.isawaitable(outcome):
-            task = self.consumer.spawn(self._finish_async(outcome, msgs, pq, mq, ctx),
-                                       work=True)
+        if (outcome is not None and not isinstance(outcome, ConsumeConcurrentlyStatus)
+                and inspect.isawaitable(outcome)):
+            if turn is not None:
+                turn.hold()  # its leases renewed while it waits for a slot and runs
+            task = self.consumer.spawn(
+                self._finish_async(outcome, msgs, pq, mq, ctx, turn, inner), work=True)
             if inspect.iscoroutine(outcome):  # cancelled at shutdown before it ran: close it
                 task.add_done_callback(functools.partial(_close, outcome))
         else:
-            self.finish(outcome, msgs, pq, mq, ctx)
+            self.finish(outcome, msgs, pq, mq, ctx, turn, inner)
 
     async def _finish_async(self, outcome: Any, msgs: list[MessageExt], pq: ProcessQueue,
-                            mq: MessageQueue, ctx: ConsumeConcurrentlyContext) -> None:
+                            mq: MessageQueue, ctx: ConsumeConcurrentlyContext,
+                            turn: dedupe.Turn | None,
+                            inner: ConsumeConcurrentlyContext) -> None:
         async with self.slots:
             try:
                 status = await outcome
@@ -105,28 +140,25 @@ class ConsumeConcurrentlyService:
                 log.exception("%s: listener raised on %d messages of %s",
                               self.consumer.group, len(msgs), mq)
                 status = LATER
-        self.finish(status, msgs, pq, mq, ctx)
-
-    async def _run_deduplicated(self, guard: dedupe.Guard, batches: list[list[MessageExt]],
-                                pq: ProcessQueue, mq: MessageQueue) -> None:
-        """The consume requests of one pull under `dedupe`: their keys claimed together, a
-        coroutine listener holding a slot only while it runs (dedupe.consume_concurrently)."""
-        if pq.dropped:
-            return
-        requests = [(msgs, ConsumeConcurrentlyContext(mq)) for msgs in batches]
-        _mark_start([m for msgs in batches for m in msgs])
-        try:
-            statuses = await dedupe.consume_concurrently(self.listener, guard, requests,
-                                                         self.slots)
-        except Exception:
-            log.exception("%s: consuming %d messages of %s failed", self.consumer.group,
-                          sum(map(len, batches)), mq)
-            statuses = [LATER] * len(requests)
-        for (msgs, ctx), status in zip(requests, statuses, strict=True):
-            self.finish(status, msgs, pq, mq, ctx)
+        self.finish(status, msgs, pq, mq, ctx, turn, inner)
 
     def finish(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
-               ctx: ConsumeConcurrentlyContext) -> None:
+               ctx: ConsumeConcurrentlyContext, turn: dedupe.Turn | None = None,
+               inner: ConsumeConcurrentlyContext | None = None) -> None:
+        """A listener's outcome: under `dedupe` recorded first (`turn`), then acknowledged."""
+        if turn is not None:
+            record = turn.record(status, ctx, inner or ctx)
+            if record is not None:  # shared by the requests finished at this moment
+                waiting = self._recording.get(record)
+                if waiting is None:
+                    waiting = self._recording[record] = []
+                    record.add_done_callback(self._recorded)
+                waiting.append((status, msgs, pq, mq, ctx))
+                return
+        self.acknowledge(status, msgs, pq, mq, ctx)
+
+    def acknowledge(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue,
+                    mq: MessageQueue, ctx: ConsumeConcurrentlyContext) -> None:
         """`processConsumeResult`."""
         if pq.dropped:
             log.info("%s: %s dropped; result of %d messages ignored", self.consumer.group,
@@ -142,6 +174,17 @@ class ConsumeConcurrentlyService:
             log.warning("%s: broadcast message %s failed; not retried", self.consumer.group,
                         m.msg_id)
         self._done(msgs, pq, mq)
+
+    def _recorded(self, record: asyncio.Future[None]) -> None:
+        """Acknowledge the requests of a CONSUMED record once it is durable; if it failed,
+        they are retried instead."""
+        failed = record.cancelled() or record.exception() is not None
+        for status, msgs, pq, mq, ctx in self._recording.pop(record, ()):
+            if failed:
+                log.error("%s: recording the keys of %d messages of %s failed; retried",
+                          self.consumer.group, len(msgs), mq)
+                status = LATER
+            self.acknowledge(status, msgs, pq, mq, ctx)
 
     def _done(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         offset = pq.remove(msgs)
@@ -186,17 +229,13 @@ class ConsumeConcurrentlyService:
                                ) -> ConsumeMessageDirectlyResult:
         ctx = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "",
                                                       msg.queue_id))
-        guard = self.guard
-        if guard is None:
-            return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
-                                                         lambda: self.listener([msg], ctx))
+        listener = (self.listener if self.guard is None
+                    else dedupe.concurrently(self.listener, self.guard))
+        return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
+                                                     lambda: listener([msg], ctx))
 
-        async def deduplicated() -> ConsumeConcurrentlyStatus | None:
-            (status,) = await dedupe.consume_concurrently(self.listener, guard,
-                                                          [([msg], ctx)], self.slots)
-            return status
 
-        return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS, deduplicated)
+_Ack = tuple[Any, list[MessageExt], ProcessQueue, MessageQueue, ConsumeConcurrentlyContext]
 
 
 def _mark_start(msgs: list[MessageExt]) -> None:

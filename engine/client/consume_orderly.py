@@ -11,19 +11,24 @@ unless a message has reached the max reconsume times, in which case it is resent
 ``%RETRY%<group>`` so the broker buries it in the DLQ, and the consumer moves on.  A queue
 without a valid lock is re-locked 100 ms (or 10 ms) later and retried 10 ms after a success,
 3 s after a failure.  In clustering mode every held queue is re-locked every 20 s.
+With the `dedupe` option, the keys of each pull's messages are claimed as they are cached
+and the listener gets a turn's NEW messages; its outcome is recorded before the queue's
+offset moves past them (`dedupe_ahead.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from engine.client import consume_direct
+from engine.client import consume_direct, dedupe
 from engine.client.consumer_options import OrderlyListener
+from engine.client.dedupe_ahead import QueueKeys
 from engine.client.message import PROPERTY_RECONSUME_TIME, MessageExt
 from engine.client.process_queue import ProcessQueue
 from engine.client.results import ConsumeOrderlyContext, ConsumeOrderlyStatus
@@ -50,12 +55,17 @@ DIRECT_RESULTS = {ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
 class ConsumeOrderlyService:
     orderly = True
 
-    def __init__(self, consumer: PushConsumer, listener: OrderlyListener) -> None:
+    def __init__(self, consumer: PushConsumer, listener: OrderlyListener,
+                 guard: dedupe.Guard | None = None) -> None:
         self.consumer = consumer
         self.listener = listener
+        self.guard = guard  # with one, keys are claimed ahead (dedupe_ahead.QueueKeys)
         self.clustering = consumer.options.message_model is MessageModel.CLUSTERING
         self.lock_service = Periodic("lock-queues", LOCK_INTERVAL, consumer.lock_all,
                                      first_delay=1.0)
+        self._keys: dict[ProcessQueue, QueueKeys] = {}
+        if guard is not None:
+            guard.prune = self._prune
 
     def start(self) -> None:
         if self.clustering:
@@ -64,11 +74,49 @@ class ConsumeOrderlyService:
     async def shutdown(self) -> None:
         if self.lock_service.running:
             await self.lock_service.stop()
+        for keys in self._keys.values():
+            keys.drop()
+        self._keys.clear()
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
                dispatch: bool) -> None:
+        if self.guard is not None and not pq.dropped:
+            self._queue_keys(self.guard, pq, mq).pulled(msgs)
         if dispatch:
             self.consumer.spawn(self.consume(pq, mq), work=True)
+
+    def dropped(self, pq: ProcessQueue) -> None:
+        """A queue left this consumer: release the keys claimed for its cached messages."""
+        keys = self._keys.pop(pq, None)
+        if keys is not None:
+            keys.drop()
+
+    def _prune(self) -> None:
+        for pq in [pq for pq in self._keys if pq.dropped]:
+            self.dropped(pq)
+
+    def _queue_keys(self, guard: dedupe.Guard, pq: ProcessQueue, mq: MessageQueue
+                    ) -> QueueKeys:
+        keys = self._keys.get(pq)
+        if keys is None:
+            keys = self._keys[pq] = QueueKeys(
+                guard, pq, functools.partial(self._update_offset, pq, mq),
+                functools.partial(self._record_failed, pq, mq))
+        return keys
+
+    def _update_offset(self, pq: ProcessQueue, mq: MessageQueue, offset: int) -> None:
+        if not pq.dropped:
+            self.consumer.offset_store.update(mq, offset, False)
+
+    def _record_failed(self, pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Recording an outcome failed: pull the queue again from its recorded offset."""
+        async def drop() -> None:
+            c = self.consumer
+            if c.rebalancer.table.get(mq) is pq:
+                await c.remove_process_queue(mq)
+                c.instance.rebalance_now()
+
+        self.consumer.spawn(drop())
 
     def _later(self, pq: ProcessQueue, mq: MessageQueue, delay_ms: int) -> None:
         delay = min(max(delay_ms, 10), 30_000) / 1000
@@ -112,11 +160,32 @@ class ConsumeOrderlyService:
                 if not msgs:
                     return
                 ctx = ConsumeOrderlyContext(mq)
-                status = await self._call(msgs, ctx, mq)
+                keys = None if self.guard is None else self._queue_keys(self.guard, pq, mq)
+                if keys is None:
+                    status = await self._call(msgs, ctx, mq)
+                else:
+                    status = await self._call_keyed(keys, msgs, ctx, mq)
                 if pq.dropped:
+                    if keys is not None:  # the listener's effect counts, the offset not
+                        keys.finished(msgs, _succeeded(status), False)
                     return
-                if not await self._result(msgs, status, ctx, pq, mq):
+                if not await self._result(msgs, status, ctx, pq, mq, keys):
                     return
+
+    async def _call_keyed(self, keys: QueueKeys, msgs: list[MessageExt],
+                          ctx: ConsumeOrderlyContext, mq: MessageQueue) -> Any:
+        """The listener on the NEW and keyless messages of `msgs`: SUCCESS without it when
+        every key was consumed already, SUSPEND when one is busy elsewhere."""
+        try:
+            run, busy = await keys.turn(msgs)
+        except Exception:
+            log.exception("%s: claiming keys on %s failed", self.consumer.group, mq)
+            return SUSPEND
+        if busy:
+            return SUSPEND
+        if not run:
+            return ConsumeOrderlyStatus.SUCCESS
+        return await self._call(run, ctx, mq)
 
     async def _call(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext,
                     mq: MessageQueue) -> Any:
@@ -128,15 +197,21 @@ class ConsumeOrderlyService:
             return SUSPEND
 
     async def _result(self, msgs: list[MessageExt], status: Any, ctx: ConsumeOrderlyContext,
-                      pq: ProcessQueue, mq: MessageQueue) -> bool:
-        """`processConsumeResult` (autoCommit): True to keep consuming this queue."""
+                      pq: ProcessQueue, mq: MessageQueue, keys: QueueKeys | None) -> bool:
+        """`processConsumeResult` (autoCommit): True to keep consuming this queue.  With
+        `keys`, the outcome is recorded and the offset moves once the record is durable."""
         c = self.consumer
         offset = -1
         keep_going = True
-        if isinstance(status, ConsumeOrderlyStatus) and status is not SUSPEND:
+        record = None
+        if _succeeded(status):
             offset = pq.commit()
+            if keys is not None:
+                record = keys.finished(msgs, True, False)
         else:
             again, suspend = await self._check_reconsume_times(msgs)
+            if keys is not None:
+                keys.finished(msgs, False, suspend)
             if suspend:
                 pq.make_consume_again(again)
                 wait = ctx.suspend_current_queue_time_millis
@@ -146,7 +221,10 @@ class ConsumeOrderlyService:
             else:
                 offset = pq.commit()
         if offset >= 0 and not pq.dropped:
-            c.offset_store.update(mq, offset, False)
+            if keys is None:
+                c.offset_store.update(mq, offset, False)
+            else:
+                keys.commit(offset, record)
         return keep_going
 
     async def _check_reconsume_times(self, msgs: list[MessageExt]
@@ -171,5 +249,11 @@ class ConsumeOrderlyService:
     async def consume_directly(self, msg: MessageExt, broker_name: str | None
                                ) -> ConsumeMessageDirectlyResult:
         ctx = ConsumeOrderlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
+        listener = (self.listener if self.guard is None
+                    else dedupe.orderly(self.listener, self.guard))
         return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
-                                                     lambda: self.listener([msg], ctx))
+                                                     lambda: listener([msg], ctx))
+
+
+def _succeeded(status: Any) -> bool:
+    return isinstance(status, ConsumeOrderlyStatus) and status is not SUSPEND

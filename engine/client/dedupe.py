@@ -13,6 +13,9 @@ the listener sees it:
   unexpired lease: the message is retried later (RECONSUME_LATER through the retry topic
   for concurrent listeners, a suspended queue for orderly ones) instead of running twice.
 
+An orderly consumer's queues claim the keys of their cached messages ahead of their turn
+and record outcomes in batches (`dedupe_ahead.py`).
+
 A consumer killed while consuming leaves its lease to expire, after which the key is
 claimed again.  Messages without a key go to the listener unchanged.  The guarantee is
 effectively-once only when the listener's effect and the CONSUMED record commit together
@@ -24,11 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import inspect
 import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -75,7 +79,6 @@ class KeyStore(Protocol):
 
 
 KeyFunction = Callable[[MessageExt], "str | None"]
-Slots = asyncio.Semaphore | None  # a consumer's listener slots (consume_thread_max)
 
 
 def first_key(msg: MessageExt) -> str | None:
@@ -113,14 +116,19 @@ def new_owner(client_id: str) -> str:
 
 
 class Guard:
-    """The claim / run / finish cycle of one consumer, shared by the wrappers below."""
+    """One consumer's claims, held leases (renewed) and batched CONSUMED records, shared by
+    the consume services' filters (`claim_turns`, `dedupe_ahead`) and the wrappers below."""
 
     def __init__(self, dedupe: Dedupe, group: str, owner: str) -> None:
         self.dedupe = dedupe
         self.group = group
         self.owner = owner
-        self._running: dict[str, int] = {}  # keys held by listeners waiting or running
+        self._running: dict[str, int] = {}  # keys held: their leases are renewed
         self._renewer: asyncio.Future[None] | None = None
+        self._closed = False
+        self.prune: Callable[[], None] | None = None  # lets go of keys before each renewal
+        self._recording: list[str] = []  # keys consumed since the event loop's last turn
+        self._record: asyncio.Future[None] | None = None  # their record, to submit
 
     async def classify(self, msgs: Sequence[MessageExt]
                        ) -> list[tuple[MessageExt, str | None, Claim]]:
@@ -153,6 +161,28 @@ class Guard:
     def consumed(self, keys: Sequence[str]) -> Awaitable[None]:
         return self.dedupe.store.finish(self.group, keys, self.owner, True)
 
+    def record_consumed(self, keys: Sequence[str]) -> asyncio.Future[None]:
+        """The record of `keys` as CONSUMED, in one store operation with every other key
+        recorded before the event loop's next turn (a run of listener calls)."""
+        self._recording += keys
+        record = self._record
+        if record is None:
+            loop = asyncio.get_running_loop()
+            record = self._record = loop.create_future()
+            record.add_done_callback(_logged)
+            loop.call_soon(self.submit_records)
+        return record
+
+    def submit_records(self) -> None:
+        """Hand the records of `record_consumed` to the store now (a claim made after them
+        then sees them)."""
+        record, self._record = self._record, None
+        if record is None:
+            return
+        keys, self._recording = self._recording, []
+        done = asyncio.ensure_future(self.consumed(keys))
+        done.add_done_callback(functools.partial(_chain, record))
+
     async def run(self, listener: Callable[..., Any], msgs: list[MessageExt], ctx: Any,
                   held: Sequence[str]) -> Any:
         """Call the listener and await its outcome (`awaited`); a plain function's status
@@ -162,31 +192,36 @@ class Guard:
             return result
         return await self.awaited(result, held)
 
-    async def awaited(self, result: Awaitable[Any], held: Sequence[str],
-                      slots: Slots = None) -> Any:
-        """A listener's awaitable `result`, awaited holding one of `slots` (the consumer's
-        listener slots, when given) while `held` keys are renewed every half lease."""
-        running = self._running
-        for key in held:
-            running[key] = running.get(key, 0) + 1
-        if self._renewer is None and held:
-            self._renewer = asyncio.ensure_future(self._renew())
+    async def awaited(self, result: Awaitable[Any], held: Sequence[str]) -> Any:
+        """A listener's awaitable `result`, awaited while `held` keys are renewed."""
+        self.hold(held)
         try:
-            if slots is None:
-                return await result
-            async with slots:
-                return await result
+            return await result
         finally:
-            for key in held:
-                left = running.pop(key) - 1
-                if left:
-                    running[key] = left
+            self.unhold(held)
+
+    def hold(self, keys: Iterable[str]) -> None:
+        """Renew the leases of `keys` every half lease until as many `unhold` calls."""
+        running = self._running
+        for key in keys:
+            running[key] = running.get(key, 0) + 1
+        if self._renewer is None and running and not self._closed:
+            self._renewer = asyncio.ensure_future(self._renew())
+
+    def unhold(self, keys: Iterable[str]) -> None:
+        running = self._running
+        for key in keys:
+            left = running.pop(key, 1) - 1
+            if left:
+                running[key] = left
 
     async def _renew(self) -> None:
-        """Extend the leases of every key held (its listener waiting or running) until none is."""
+        """Extend the leases of every key held until none is."""
         try:
             while self._running:
                 await asyncio.sleep(self.dedupe.lease_ms / 2000)
+                if self.prune is not None:
+                    self.prune()
                 if self._running:
                     await self.dedupe.store.renew(self.group, list(self._running), self.owner,
                                                   self.dedupe.lease_ms)
@@ -197,6 +232,7 @@ class Guard:
 
     async def close(self) -> None:
         """Stop renewing (the consumer is shutting down)."""
+        self._closed = True
         task, self._renewer = self._renewer, None
         if task is not None:
             task.cancel()
@@ -224,36 +260,85 @@ class Consuming:
 
 OrderlyCall = Callable[[list[MessageExt], ConsumeOrderlyContext],
                        Awaitable[ConsumeOrderlyStatus | None]]
-Request = tuple[list[MessageExt], ConsumeConcurrentlyContext]  # one listener call's share
+ConcurrentCall = Callable[[list[MessageExt], ConsumeConcurrentlyContext],
+                          Awaitable[ConsumeConcurrentlyStatus | None]]
+SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
 
 
-async def consume_concurrently(listener: Callable[..., Any], guard: Guard,
-                               requests: Sequence[Request], slots: Slots = None
-                               ) -> list[ConsumeConcurrentlyStatus | None]:
-    """The consume requests of one pull, each business key run once; a status per request.
+@dataclass(slots=True)
+class Turn:
+    """One concurrent consume request under `Dedupe`: the messages its listener gets (`new`,
+    NEW and keyless, in order), or the status it gets without the listener (`status`: every
+    key consumed already, CONSUME_SUCCESS; a key busy elsewhere, RECONSUME_LATER)."""
 
-    Every key is claimed in one store operation.  A request with a BUSY key is retried whole
-    (RECONSUME_LATER, its NEW keys released); one whose keys were all CONSUMED is
-    acknowledged without the listener; any other calls the listener with its NEW messages
-    (a coroutine listener holding one of `slots`, the consume service's: the store's waits
-    never keep a slot from another message).  The keys of the messages acknowledged (up to
-    the context's ack_index) are then recorded CONSUMED and the others released, all in one
-    flush, before the caller acknowledges anything."""
-    success = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-    later = ConsumeConcurrentlyStatus.RECONSUME_LATER
-    classified = await guard.classify([m for msgs, _ in requests for m in msgs])
-    statuses: list[Any] = []
-    ran: list[tuple[int, list[tuple[MessageExt, str | None]], ConsumeConcurrentlyContext]] = []
-    waiting: list[tuple[int, Awaitable[Any], Awaitable[Any]]] = []  # (request, call, wait)
+    guard: Guard
+    msgs: list[MessageExt]
+    new: list[tuple[MessageExt, str | None]]
+    status: ConsumeConcurrentlyStatus | None = None
+    whole: bool = True  # the listener gets every message of the request
+    held: bool = False  # its keys' leases are renewed (`hold`)
+
+    def hold(self) -> None:
+        """Renew the keys' leases until `record` (a listener waiting for a slot, running)."""
+        self.held = True
+        self.guard.hold([k for _, k in self.new if k])
+
+    def listener_msgs(self) -> list[MessageExt]:
+        return self.msgs if self.whole else [m for m, _ in self.new]
+
+    def context(self, ctx: ConsumeConcurrentlyContext) -> ConsumeConcurrentlyContext:
+        """The listener's context: the request's own when it sees all of its messages."""
+        return ctx if self.whole else ConsumeConcurrentlyContext(ctx.message_queue)
+
+    def record(self, status: Any, ctx: ConsumeConcurrentlyContext,
+               inner: ConsumeConcurrentlyContext) -> asyncio.Future[None] | None:
+        """The listener's outcome: the keys of the messages it acknowledged (up to `inner`'s
+        ack_index) are recorded CONSUMED, the others released; `ctx` (the request's) takes
+        `inner`'s delay level and acknowledges up to the same message.  Returns the CONSUMED
+        record, to await before acknowledging anything."""
+        new = self.new
+        if self.held:
+            self.held = False
+            self.guard.unhold([k for _, k in new if k])
+        if len(new) == 1 and inner is ctx:  # the usual request: one message
+            key = new[0][1]
+            if key is None:
+                return None
+            if status is SUCCESS and inner.ack_index >= 0:
+                return self.guard.record_consumed([key])
+            asyncio.ensure_future(self.guard.release([key])).add_done_callback(_logged)
+            return None
+        ok = min(inner.ack_index, len(new) - 1) + 1 if status is SUCCESS else 0
+        if inner is not ctx:
+            ctx.delay_level_when_next_consume = inner.delay_level_when_next_consume
+            if status is SUCCESS and ok < len(new):  # acknowledged up to its last ok message
+                last = new[ok - 1][0] if ok else None
+                ctx.ack_index = next((j for j, m in enumerate(self.msgs) if m is last), -1)
+        released = [k for _, k in new[ok:] if k]
+        if released:
+            asyncio.ensure_future(self.guard.release(released)).add_done_callback(_logged)
+        consumed = [k for _, k in new[:ok] if k]
+        return self.guard.record_consumed(consumed) if consumed else None
+
+
+async def claim_turns(guard: Guard, batches: Sequence[list[MessageExt]]) -> list[Turn]:
+    """The consume requests of one pull (`batches`), their keys claimed in one store
+    operation: a request with a BUSY key is retried whole (its NEW keys released), one whose
+    keys were all CONSUMED is acknowledged without the listener, any other goes to the
+    listener with its NEW messages."""
+    classified = await guard.classify([m for msgs in batches for m in msgs])
+    turns: list[Turn] = []
     released: list[str] = []
     at = 0
-    for i, (msgs, ctx) in enumerate(requests):
+    for msgs in batches:
         n = len(msgs)
         if n == 1:  # the usual request (consume_message_batch_max_size = 1)
             m, key, claim = classified[at]
             at += 1
             if claim is not Claim.NEW:
-                statuses.append(success if claim is Claim.CONSUMED else later)
+                turns.append(Turn(guard, msgs, [], SUCCESS if claim is Claim.CONSUMED
+                                  else LATER))
                 continue
             new = [(m, key)]
         else:
@@ -262,62 +347,64 @@ async def consume_concurrently(listener: Callable[..., Any], guard: Guard,
             new = [(m, k) for m, k, c in part if c is Claim.NEW]
             if any(c is Claim.BUSY for _, _, c in part):
                 released += [k for _, k in new if k]
-                statuses.append(later)
+                turns.append(Turn(guard, msgs, [], LATER))
                 continue
             if not new:
-                statuses.append(success)
+                turns.append(Turn(guard, msgs, [], SUCCESS))
                 continue
-        # The listener gets the request's own context when it sees all of its messages.
-        inner = ctx if len(new) == n else ConsumeConcurrentlyContext(ctx.message_queue)
+        turns.append(Turn(guard, msgs, new, None, len(new) == n))
+    if released:
+        asyncio.ensure_future(guard.release(released)).add_done_callback(_logged)
+    return turns
+
+
+def concurrently(listener: Callable[..., Any], guard: Guard) -> ConcurrentCall:
+    """A concurrent listener that runs each business key once, claiming and recording around
+    each call (`consume_directly`; the consume service claims a pull's keys together)."""
+
+    async def deduplicated(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+                           ) -> ConsumeConcurrentlyStatus | None:
+        (turn,) = await claim_turns(guard, [msgs])
+        if turn.status is not None:
+            return turn.status
+        inner = turn.context(ctx)
         try:
-            status = listener(msgs if inner is ctx else [m for m, _ in new], inner)
-            if (status is not None and not isinstance(status, _STATUSES)
-                    and inspect.isawaitable(status)):
-                waiting.append((i, status, guard.awaited(status, [k for _, k in new if k],
-                                                         slots)))
-        except Exception:
-            log.exception("%s: listener raised on %d messages", guard.group, len(new))
-            status = later
-        statuses.append(status)
-        ran.append((i, new, inner))
-    if waiting:
-        try:
-            outcomes = await asyncio.gather(*(w for _, _, w in waiting),
-                                            return_exceptions=True)
-        finally:  # cancelled (shutdown): close the listener coroutines that never started
-            for _, call, _ in waiting:
-                if (inspect.iscoroutine(call)
-                        and inspect.getcoroutinestate(call) == inspect.CORO_CREATED):
-                    call.close()
-        for (i, _, _), outcome in zip(waiting, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
-                log.error("%s: listener raised on %d messages", guard.group,
-                          len(requests[i][0]), exc_info=outcome)
-                outcome = later
-            statuses[i] = outcome
-    consumed: list[str] = []
-    for i, new, inner in ran:
-        status = statuses[i]
-        ok = min(inner.ack_index, len(new) - 1) + 1 if status is success else 0
-        consumed += [k for _, k in new[:ok] if k]
-        released += [k for _, k in new[ok:] if k]
-        msgs, ctx = requests[i]
-        if inner is not ctx:
-            ctx.delay_level_when_next_consume = inner.delay_level_when_next_consume
-            if status is success and ok < len(new):  # acknowledged up to its last ok message
-                last = new[ok - 1][0] if ok else None
-                ctx.ack_index = next((j for j, m in enumerate(msgs) if m is last), -1)
-        if not isinstance(status, ConsumeConcurrentlyStatus):
-            statuses[i] = None
-    finishing = ([guard.consumed(consumed)] if consumed else []) + (
-        [guard.release(released)] if released else [])
-    if finishing:
-        await asyncio.gather(*finishing)  # submitted together: one flush
-    return statuses
+            status = listener(turn.listener_msgs(), inner)
+            if inspect.isawaitable(status):
+                turn.hold()
+                status = await status
+        except BaseException:
+            turn.record(LATER, ctx, inner)
+            raise
+        record = turn.record(status, ctx, inner)
+        if record is not None:
+            await record
+        return status if isinstance(status, ConsumeConcurrentlyStatus) else None
+
+    return deduplicated
+
+
+def _chain(target: asyncio.Future[None], source: asyncio.Future[Any]) -> None:
+    if target.done():
+        return
+    if source.cancelled():
+        target.cancel()
+    elif (exc := source.exception()) is not None:
+        target.set_exception(exc)
+    else:
+        target.set_result(None)
+
+
+def _logged(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("recording consume outcomes failed (the leases expire): %s",
+                    future.exception())
 
 
 def orderly(listener: Callable[..., Any], guard: Guard) -> OrderlyCall:
-    """An orderly listener that runs each business key once."""
+    """An orderly listener that runs each business key once, claiming and finishing around
+    each call (`consume_directly`; the orderly service's queues claim ahead instead,
+    dedupe_ahead.py)."""
     suspend = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
 
     async def deduplicated(msgs: list[MessageExt], ctx: ConsumeOrderlyContext

@@ -108,9 +108,7 @@ class PushConsumer(ConsumerSupport):
         self.consume_service = ConsumeConcurrentlyService(self, listener, self._guard)
 
     def register_orderly(self, listener: OrderlyListener) -> None:
-        guard = self._guard
-        self.consume_service = ConsumeOrderlyService(
-            self, listener if guard is None else dedupe.orderly(listener, guard))
+        self.consume_service = ConsumeOrderlyService(self, listener, self._guard)
 
     @property
     def orderly(self) -> bool:
@@ -209,6 +207,8 @@ class PushConsumer(ConsumerSupport):
         task = self._pulls.pop(mq, None)
         if task is not None:
             task.cancel()
+        if isinstance(self.consume_service, ConsumeOrderlyService):
+            self.consume_service.dropped(pq)
         await self.offset_store.persist(mq)
         self.offset_store.remove(mq)
         if not (self.orderly and self.options.message_model is MessageModel.CLUSTERING):

@@ -51,6 +51,7 @@ class WatchedStore(SqliteKeyStore):
         super().__init__(*args, **kwargs)
         self.claims: list[tuple[str, Claim]] = []
         self.renewed: list[str] = []
+        self.consumed: list[str] = []
         self.changed = asyncio.Event()
 
     async def claim(self, group: str, keys: Sequence[str], owner: str,
@@ -59,6 +60,13 @@ class WatchedStore(SqliteKeyStore):
         self.claims.extend(zip(keys, out, strict=True))
         self.changed.set()
         return out
+
+    async def finish(self, group: str, keys: Sequence[str], owner: str,
+                     consumed: bool) -> None:
+        await super().finish(group, keys, owner, consumed)
+        if consumed:
+            self.consumed.extend(keys)
+            self.changed.set()
 
     async def renew(self, group: str, keys: Sequence[str], owner: str,
                     lease_ms: int) -> None:
@@ -101,9 +109,9 @@ async def store(tmp_path: Path) -> AsyncIterator[WatchedStore]:
 
 
 def push_consumer(group: str, config: ClientConfig, track: Callable[[Any], Any],
-                  dedupe: Dedupe, instance: str = "one") -> PushConsumer:
+                  dedupe: Dedupe, instance: str = "one", **options: Any) -> PushConsumer:
     config = dataclasses.replace(config, instance_name=instance)
-    options = ConsumerOptions(consume_from_where=FIRST, dedupe=dedupe)
+    options = ConsumerOptions(consume_from_where=FIRST, dedupe=dedupe, **options)
     consumer: PushConsumer = track(PushConsumer(group, config, options=options))
     consumer.subscribe(TOPIC, "*")
     return consumer
@@ -282,6 +290,77 @@ async def test_an_orderly_listener_runs_each_key_once(
     await store.wait_for("b", Claim.CONSUMED)
     await store.wait_for("c", Claim.NEW)
     assert seen[:3] == ["a0", "b1", "c3"] and len(seen) == 3
+
+
+async def test_an_orderly_queue_claims_its_cached_keys_ahead_and_skips_consumed_ones(
+        broker: BrokerController, client_config: ClientConfig, producer: Producer,
+        store: WatchedStore, track: Callable[[Any], Any]) -> None:
+    await store.claim("AheadCG", ["c1"], "elsewhere", 60_000)
+    await store.finish("AheadCG", ["c1"], "elsewhere", True)  # another consumer's record
+    before = len(store.claims)
+    inbox = Inbox()
+    consumer = push_consumer("AheadCG", client_config, track, Dedupe(store))
+    consumer.register_orderly(lambda msgs, ctx: inbox.add(msgs) or ConsumeOrderlyStatus.SUCCESS)
+    for i in range(4):
+        await send_to(producer, 0, f"c{i}", f"c{i}")
+    await consumer.start()
+    await store.wait_until(lambda: {"c0", "c2", "c3"} <= set(store.consumed))
+    assert inbox.bodies() == ["c0", "c2", "c3"]
+    assert store.claims[before:] == [  # claimed ahead together, c1 consumed elsewhere
+        ("c0", Claim.NEW), ("c1", Claim.CONSUMED), ("c2", Claim.NEW), ("c3", Claim.NEW)]
+
+
+async def test_a_suspended_orderly_message_keeps_its_key_until_it_is_reconsumed(
+        broker: BrokerController, client_config: ClientConfig, producer: Producer,
+        store: WatchedStore, track: Callable[[Any], Any]) -> None:
+    calls: list[tuple[str, int]] = []
+    suspended = asyncio.Event()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeOrderlyContext) -> ConsumeOrderlyStatus:
+        calls.extend((m.body.decode(), m.reconsume_times) for m in msgs)
+        if msgs[0].body == b"s1" and not suspended.is_set():
+            suspended.set()
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    consumer = push_consumer("SuspendCG", client_config, track, Dedupe(store))
+    consumer.register_orderly(listener)
+    for i in range(3):
+        await send_to(producer, 0, f"s{i}", f"s{i}")
+    await consumer.start()
+    async with asyncio.timeout(30):
+        await suspended.wait()
+    assert await store.claim("SuspendCG", ["s1"], "other", 1000) == [Claim.BUSY]  # held
+    await store.wait_until(lambda: "s2" in store.consumed)
+    assert calls == [("s0", 0), ("s1", 0), ("s1", 1), ("s2", 0)]
+    assert [k for k, c in store.claims if c is Claim.NEW] == ["s0", "s1", "s2"]  # once
+
+
+async def test_an_orderly_queue_dropped_mid_way_releases_the_keys_it_claimed_ahead(
+        broker: BrokerController, client_config: ClientConfig, producer: Producer,
+        store: WatchedStore, track: Callable[[Any], Any]) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def blocking(msgs: list[MessageExt], ctx: ConsumeOrderlyContext
+                       ) -> ConsumeOrderlyStatus:
+        started.set()
+        await release.wait()
+        return ConsumeOrderlyStatus.SUCCESS
+
+    consumer = push_consumer("DropCG", client_config, track, Dedupe(store))
+    consumer.register_orderly(blocking)
+    for i in range(4):
+        await send_to(producer, 0, f"d{i}", f"d{i}")
+    await consumer.start()
+    for i in range(4):
+        await store.wait_for(f"d{i}", Claim.NEW)
+    async with asyncio.timeout(30):
+        await started.wait()  # d0 is with the listener, d1..d3 cached and claimed
+    await consumer.remove_process_queue(MessageQueue(TOPIC, "broker-a", 0))
+    assert await store.claim("DropCG", ["d0", "d1", "d2", "d3"], "other", 60_000) == [
+        Claim.BUSY, Claim.NEW, Claim.NEW, Claim.NEW]
+    release.set()
+    await store.wait_until(lambda: "d0" in store.consumed)  # its success still counts
 
 
 async def test_uniq_key_deduplicates_one_stored_twice_message(
