@@ -26,8 +26,11 @@ lint: $(STAMP)
 	$(BIN)/ruff check engine mqadmin tests benchmarks
 	$(BIN)/mypy engine mqadmin
 
+# The tests run on every core (pytest-xdist); the Spark tests share one worker and its session.
+# `make test WORKERS=0` runs them in this process, one after the other.
+WORKERS ?= auto
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -1,5 +1,8 @@
 """One local[1] Spark session for the whole test session (stopped at its end), and the
-report of a small generated history computed once and shared."""
+report of a small generated history computed once and shared.
+
+Under pytest-xdist the tests of this folder all run on one worker (tests/scheduling.py), so
+the session starts once and the report is made once."""
 
 from __future__ import annotations
 
