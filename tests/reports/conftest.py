@@ -20,6 +20,10 @@ from tests.reports import lagdata
 
 SLO_FILE = 'default = "5m"\n[groups]\nslo-hand = "30s"\n"group-1" = "20m"\n'
 
+#: The tests' JVMs live for seconds on small data: the client compiler alone and one GC thread
+#: start them in a fraction of the CPU time (the reports' results do not depend on it).
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
@@ -34,6 +38,7 @@ def spark() -> Iterator[Any]:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "512m")
+               .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .getOrCreate())
