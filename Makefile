@@ -26,8 +26,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check engine mqadmin tests benchmarks
 	$(BIN)/mypy engine mqadmin
 
+# The tests run on every CPU (pytest-xdist, one worker per logical CPU: most tests wait on
+# servers or processes); the Spark tests share one worker and its session (tests/scheduling.py).
+# `make test WORKERS=0` runs them all in this process, one after the other.
+WORKERS ?= logical
 test: lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

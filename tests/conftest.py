@@ -1,4 +1,5 @@
-"""Shared fixtures: the spec material beside the project, a name server on port 0, a client."""
+"""Shared fixtures: the spec material beside the project, a name server on port 0, a client;
+the scheduling of the tests under pytest-xdist."""
 
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ from engine.namesrv.controller import NamesrvController
 from engine.remoting.client import RemotingClient
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: only called where it runs
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` keeps the Spark tests on one worker (tests/scheduling.py)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from tests.scheduling import FoldersOnOneWorker
+
+    return FoldersOnOneWorker(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks.processes import free_port
 from engine.remoting.client import RemotingClient
 from engine.store import MessageStore
 from engine.store.config import MessageStoreConfig
 from tests.ha.inproc import ha_status
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -1,5 +1,8 @@
 """One local[1] Spark session for the whole test session (stopped at its end), and the
-report of a small generated history computed once and shared."""
+report of a small generated history computed once and shared.
+
+Under pytest-xdist the tests of this folder all run on one worker (tests/scheduling.py), so
+the session starts once and the report is made once."""
 
 from __future__ import annotations
 
@@ -17,6 +20,10 @@ from tests.reports import lagdata
 
 SLO_FILE = 'default = "5m"\n[groups]\nslo-hand = "30s"\n"group-1" = "20m"\n'
 
+#: The tests' JVMs live for seconds on small data: the client compiler alone and one GC thread
+#: start them in a fraction of the CPU time (the reports' results do not depend on it).
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
@@ -31,6 +38,7 @@ def spark() -> Iterator[Any]:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "512m")
+               .config("spark.driver.extraJavaOptions", JVM_OPTIONS)
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .getOrCreate())

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from mqadmin.reports import bundle
+from tests.reports.conftest import JVM_OPTIONS
 
 #: Spark is slow to start on a busy machine: the session fixture counts here.
 pytestmark = pytest.mark.timeout(900)
@@ -65,10 +66,18 @@ class Daemon:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[str]:
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    # The daemons, and the driver and executor of every spark-submit, start their JVMs with
+    # the tests' options (spark-submit reads spark-defaults.conf from SPARK_CONF_DIR).
+    conf = tmp_path / "spark-conf"
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.driver.extraJavaOptions {JVM_OPTIONS}\n"
+        f"spark.executor.extraJavaOptions {JVM_OPTIONS}\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOCAL_DIRS": str(tmp_path),
            "SPARK_WORKER_DIR": str(tmp_path / "work"), "SPARK_LOG_DIR": str(tmp_path),
-           "PYSPARK_PYTHON": sys.executable}
+           "PYSPARK_PYTHON": sys.executable, "SPARK_DAEMON_JAVA_OPTS": JVM_OPTIONS}
     master = Daemon(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                      "--port", "0", "--webui-port", "0"], env)
     worker = None
