@@ -105,7 +105,7 @@ class SlaveSyncService(Service):
 
     async def _body(self, cls: type[T], addr: str, code: int) -> T:
         resp = await self._call(addr, code)
-        return decode_body(cls, resp.body or b"{}", request_name(code), "answer")
+        return decode_body(cls, resp.body, request_name(code), "answer")
 
     async def _topics(self, master: str) -> None:
         # Messages of a topic created on the master after it answered lie beyond this slave's
@@ -170,6 +170,6 @@ class SlaveSyncService(Service):
                 self.no_ha_status_from = master  # ask it no more: estimates use transfers
                 return
             raise
-        info = decode_body(HARuntimeInfo, resp.body or b"{}", "GET_BROKER_HA_STATUS", "answer")
+        info = decode_body(HARuntimeInfo, resp.body, "GET_BROKER_HA_STATUS", "answer")
         ha_client.master_broker_addr = master
         ha_client.saw_master_offset(info.master_commit_log_max_offset)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -15,7 +16,10 @@ from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.version import V3_0_11
 from engine.remoting.client import RemotingClient
-from tests.broker.conftest import call
+from engine.remoting.router import RequestContext, Router
+from engine.remoting.server import RemotingServer
+from engine.store.config import BrokerRole
+from tests.broker.conftest import call, running_broker
 from tests.broker.helpers import heartbeat
 from tests.conftest import addr_of
 
@@ -191,3 +195,43 @@ async def test_bad_bodies_to_the_name_server(
     ok = await client.invoke(ns, _register(None), timeout=10)  # no body: an empty table
     assert ok.code == ResponseCode.SUCCESS
     assert caplog.records == []
+
+
+MASTER_TABLES = (R.GET_ALL_TOPIC_CONFIG, R.GET_ALL_CONSUMER_OFFSET, R.GET_ALL_DELAY_OFFSET,
+                 R.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, R.GET_BROKER_HA_STATUS)
+
+
+@pytest.mark.parametrize("answer", [None, b"null", b"[]"], ids=["missing", "null", "array"])
+async def test_a_slave_keeps_its_tables_when_the_master_answers_a_bad_body(
+    tmp_path: Path, namesrv: NamesrvController, caplog: pytest.LogCaptureFixture,
+    answer: bytes | None
+) -> None:
+    """A master answering SUCCESS with no table (Java's never does): before, a missing body
+    read as an empty table wiped the slave's topics and their consume queues, and `null`
+    stopped the sync with AttributeError.  Now each step is a warning and nothing changes."""
+    master_router = Router()
+
+    @master_router.handles(*MASTER_TABLES)
+    def table(ctx: RequestContext[None], cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.response(body=answer)
+
+    master = RemotingServer(master_router, None, host="127.0.0.1", port=0)
+    await master.start()
+    try:
+        async with running_broker(tmp_path, namesrv, broker_id=1, broker_role=BrokerRole.SLAVE,
+                                  slave_sync_interval=600_000) as slave:
+            st = slave.state
+            st.topics.create_if_absent("TKept", 4, 6, 0)
+            before = (dict(st.topics.table), st.topics.data_version,
+                      st.groups.wrapper(), dict(st.schedule.offsets))
+            caplog.set_level(logging.WARNING)
+            await slave.roles.sync.sync_all(f"127.0.0.1:{master.port}")
+            assert (dict(st.topics.table), st.topics.data_version,
+                    st.groups.wrapper(), dict(st.schedule.offsets)) == before
+            warned = [r.getMessage() for r in caplog.records
+                      if r.name == "engine.broker.slave_sync"]
+            assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+            for code in MASTER_TABLES:
+                assert any(f"{code.name}: the answer " in w for w in warned), (code, warned)
+    finally:
+        await master.stop()
