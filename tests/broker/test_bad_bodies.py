@@ -14,11 +14,13 @@ from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
+from engine.protocol.signature import sign
 from engine.protocol.version import V3_0_11
 from engine.remoting.client import RemotingClient
 from engine.remoting.router import RequestContext, Router
 from engine.remoting.server import RemotingServer
 from engine.store.config import BrokerRole
+from tests.auth.conftest import APP, AUTH_ON, grant_app
 from tests.broker.conftest import call, running_broker
 from tests.broker.helpers import heartbeat
 from tests.conftest import addr_of
@@ -235,3 +237,24 @@ async def test_a_slave_keeps_its_tables_when_the_master_answers_a_bad_body(
                 assert any(f"{code.name}: the answer " in w for w in warned), (code, warned)
     finally:
         await master.stop()
+
+
+async def test_with_access_control_a_null_body_is_refused_and_the_connection_kept(
+    tmp_path: Path, namesrv: NamesrvController, client: RemotingClient,
+    caplog: pytest.LogCaptureFixture
+) -> None:
+    """The access check reads the same bodies before the handler.  Before: a null heartbeat
+    body failed it with AttributeError out of the connection's reader (a fatal traceback, the
+    connection closed with its other calls); now it is refused like any unreadable body."""
+    caplog.set_level(logging.ERROR)
+    async with running_broker(tmp_path, namesrv, **AUTH_ON) as broker:
+        await grant_app(client, broker.addr)
+        resp = await client.invoke(broker.addr, sign(request(R.HEART_BEAT, None, b"null"), APP),
+                                   timeout=10)
+        assert (resp.code, resp.remark) == (
+            ResponseCode.NO_PERMISSION, "HEART_BEAT (34): cannot tell what the request touches: "
+            "HeartbeatData: null where an object for HeartbeatData is expected")
+        ok = await client.invoke(broker.addr, sign(heartbeat("c1", consumer_group="app-group"),
+                                                   APP), timeout=10)
+        assert ok.code == ResponseCode.SUCCESS, ok.remark
+    assert caplog.records == []
