@@ -141,6 +141,23 @@ async def test_handler_failure_answers_system_error_and_keeps_the_connection(ser
     assert len(server.connections) == 1
 
 
+async def test_a_failing_guard_answers_system_error_and_keeps_the_connection(
+        server, client) -> None:
+    """Before: an exception in the access guard escaped the connection's reader (a fatal
+    traceback, the connection and its other calls lost)."""
+    def guard(cmd: RemotingCommand, peer: str) -> RemotingCommand | None:
+        if (cmd.ext_fields or {}).get("explode"):
+            raise KeyError("explode")
+        return None
+
+    server.set_guard(guard)
+    calls = [client.invoke(addr(server), request(ECHO, {"explode": "1"})),
+             client.invoke(addr(server), request(ECHO, {"k": "v"}))]
+    bad, ok = await asyncio.gather(*calls)
+    assert (bad.code, bad.remark) == (ResponseCode.SYSTEM_ERROR, "KeyError: 'explode'")
+    assert (ok.code, ok.ext_fields) == (ResponseCode.SUCCESS, {"k": "v"})
+
+
 async def test_oneway_gets_no_answer(server, client) -> None:
     state: State = server._dispatcher.state
     await client.invoke_oneway(addr(server), request(ONEWAY, {"n": "1"}, oneway=True))
