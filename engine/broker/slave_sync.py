@@ -23,13 +23,13 @@ the larger of the two offsets; a later reset on the master still wins).
 from __future__ import annotations
 
 import logging
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from engine.broker.state import BrokerState
 from engine.broker.topics import KEEP_QUEUES_OF
 from engine.common.service import Service
 from engine.ha.status import HARuntimeInfo
-from engine.protocol import fastjson
+from engine.protocol.body.decode import decode_body, request_name
 from engine.protocol.body.offsets import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
 from engine.protocol.body.subscription import SubscriptionGroupWrapper
 from engine.protocol.body.topic import TopicConfigSerializeWrapper
@@ -37,7 +37,7 @@ from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.errors import ProtocolError
 from engine.protocol.header.broker import UpdateConsumerOffsetRequestHeader
-from engine.protocol.wire import from_json, to_ext
+from engine.protocol.wire import to_ext
 from engine.remoting.address import format_addr, parse_addr
 from engine.remoting.errors import RemotingConnectError, RemotingError
 
@@ -105,8 +105,7 @@ class SlaveSyncService(Service):
 
     async def _body(self, cls: type[T], addr: str, code: int) -> T:
         resp = await self._call(addr, code)
-        parsed: Any = fastjson.loads(resp.body or b"{}")
-        return from_json(cls, parsed)
+        return decode_body(cls, resp.body, request_name(code), "answer")
 
     async def _topics(self, master: str) -> None:
         # Messages of a topic created on the master after it answered lie beyond this slave's
@@ -171,6 +170,6 @@ class SlaveSyncService(Service):
                 self.no_ha_status_from = master  # ask it no more: estimates use transfers
                 return
             raise
-        info = HARuntimeInfo.decode(resp.body or b"{}")
+        info = decode_body(HARuntimeInfo, resp.body, "GET_BROKER_HA_STATUS", "answer")
         ha_client.master_broker_addr = master
         ha_client.saw_master_offset(info.master_commit_log_max_offset)

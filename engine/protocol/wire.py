@@ -6,7 +6,8 @@ unless `wire_name("clientID")` says otherwise.  The same per-class field table s
 encodings:
 
 * bodies (`to_json`/`from_json`): nested dataclasses, lists, sets, dicts whose keys may be
-  ints or dataclasses (written as fastjson object keys), enums by name; `None` omitted;
+  ints or dataclasses (written as fastjson object keys), enums by name; `None` omitted, and
+  JSON null read only where the type is Optional (elsewhere it is a `BodyError`);
 * custom headers (`to_ext`/`from_ext`): flat `dict[str, str]` as Java's
   `makeCustomHeaderToNet` writes it, parsed leniently as `decodeCommandCustomHeader` does,
   except that a missing required field (one without a default) raises `HeaderError`.
@@ -193,9 +194,11 @@ def from_json(cls: type[T], value: Any) -> T:
 
 
 def _convert(hint: Any, value: Any, where: str) -> Any:
+    if value is None:  # only where the type says Optional: no None reaches a typed field
+        if _nullable(hint):
+            return None
+        raise BodyError(f"{where}: null where {_expected(_strip_optional(hint))} is expected")
     hint = _strip_optional(hint)
-    if value is None:
-        return None
     if hint is Any:
         return value
     origin = typing.get_origin(hint)
@@ -233,6 +236,23 @@ def _convert(hint: Any, value: Any, where: str) -> Any:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum(hint, value, where)
     return _scalar(hint, value, where, BodyError)
+
+
+def _nullable(hint: Any) -> bool:
+    return hint is Any or (typing.get_origin(hint) in (Union, types.UnionType)
+                           and type(None) in typing.get_args(hint))
+
+
+def _expected(hint: Any) -> str:
+    origin = typing.get_origin(hint) or hint
+    if origin in (list, tuple, set, frozenset):
+        return "a JSON array"
+    if origin in (dict, Mapping):
+        return "a JSON object"
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return f"an object for {hint.__name__}"
+    name = str(getattr(hint, "__name__", hint))
+    return f"{'an' if name[:1].lower() in 'aeio' else 'a'} {name}"
 
 
 def _convert_key(hint: Any, key: Any, where: str) -> Any:

@@ -5,7 +5,9 @@ It feeds a `FrameDecoder`, resolves the pending future of each response by opaqu
 each request to a dispatcher (the server's router, or a client's handler of broker-initiated
 requests).  Every call has a timeout (a timer handle, cheaper than `wait_for`); closing the
 connection fails every pending call with `RemotingClosedError`.  A malformed frame closes only
-this connection.
+this connection.  A close lets the connection send what it holds for a grace period, then
+aborts it: a peer that reads nothing cannot keep a closed connection (and its file
+descriptor) for ever.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ log = logging.getLogger(__name__)
 _opaques = itertools.count(1)
 
 Dispatcher = Callable[["Connection", list[RemotingCommand]], None]
+
+#: Seconds a closing connection may take to send the bytes it holds before it is aborted.
+CLOSE_GRACE_S = 2.0
 
 
 def next_opaque() -> int:
@@ -54,6 +59,7 @@ class Connection(asyncio.Protocol):
         self.local_addr = "?"
         self.last_activity = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._abort_timer: asyncio.TimerHandle | None = None
 
     # -------------------------------------------------------------- asyncio.Protocol
 
@@ -94,8 +100,16 @@ class Connection(asyncio.Protocol):
         if requests:
             self._dispatcher(self, requests)  # type: ignore[misc]
 
+    def eof_received(self) -> bool:
+        """The peer sent all it will: close (within the grace), as asyncio would, but timed."""
+        self.close()
+        return True
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._abort_timer is not None:
+            self._abort_timer.cancel()
+            self._abort_timer = None
         pending, self._pending = self._pending, {}
         for opaque, fut in pending.items():
             if not fut.done():
@@ -191,10 +205,23 @@ class Connection(asyncio.Protocol):
                 f"no answer from {self.remote_addr} to request code {code} within "
                 f"{timeout:g} s", self.remote_addr))
 
-    def close(self) -> None:
-        """Close once the answers already written are sent."""
-        if self._transport is not None and not self._transport.is_closing():
-            self._transport.close()
+    def close(self, grace: float = CLOSE_GRACE_S) -> None:
+        """Close once the bytes already written are sent, or abort after `grace` seconds."""
+        transport = self._transport
+        if transport is None or self._closed:
+            return
+        if not transport.is_closing():
+            transport.close()
+        if self._abort_timer is None and self._loop is not None:  # also when asyncio closed it
+            self._abort_timer = self._loop.call_later(grace, self._abort_unsent, grace)
+
+    def _abort_unsent(self, grace: float) -> None:
+        self._abort_timer = None
+        if self._transport is None or self._closed:
+            return
+        log.warning("dropping connection to %s: %d bytes not taken within %g s of its close",
+                    self.remote_addr, self._transport.get_write_buffer_size(), grace)
+        self.abort()
 
     def abort(self) -> None:
         """Close now, dropping unsent answers (a peer that stopped reading them)."""

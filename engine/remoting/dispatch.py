@@ -6,8 +6,8 @@ with one `writelines` (one syscall; pipelined clients get their answers in few s
 Consecutive requests of one code whose route has a handler of many requests go to it in one
 call, which returns one result (or exception) per request.  A handler that returns an
 awaitable (an `async def`, or a plain function that needs to wait, e.g. for a group commit)
-finishes in a task whose answer is written when ready.  A handler that raises is answered
-with SYSTEM_ERROR and a remark; the connection stays up.  Unknown codes get
+finishes in a task whose answer is written when ready.  A handler (or the access guard) that
+raises is answered with SYSTEM_ERROR and a remark; the connection stays up.  Unknown codes get
 REQUEST_CODE_NOT_SUPPORTED.  As in 4.9.x, a oneway request gets no processor answer but
 does get those two error answers.
 """
@@ -79,7 +79,7 @@ class RequestDispatcher(Generic[S]):
         while i < n:
             cmd = commands[i]
             if guard is not None:
-                refused = refusal if i == refused_at else guard(cmd, addr)
+                refused = refusal if i == refused_at else self._check(guard, cmd, conn)
                 if refused is not None:
                     if not cmd.flag & FLAG_ONEWAY:
                         out.append(encode(refused))
@@ -97,7 +97,7 @@ class RequestDispatcher(Generic[S]):
             if many is not None:
                 while j < n and commands[j].code == code:
                     if guard is not None:  # a refused request ends the run
-                        refusal = guard(commands[j], addr)
+                        refusal = self._check(guard, commands[j], conn)
                         if refusal is not None:
                             refused_at = j
                             break
@@ -136,6 +136,15 @@ class RequestDispatcher(Generic[S]):
                     task.add_done_callback(functools.partial(self._finish, conn, cmd))
         if out and not conn.closed:
             conn.write_frames(out)
+
+    def _check(self, guard: Guard, cmd: RemotingCommand, conn: Connection
+               ) -> RemotingCommand | None:
+        """The guard's refusal of `cmd`, or an error answer if the guard itself fails."""
+        try:
+            return guard(cmd, conn.remote_addr)
+        except Exception as exc:
+            self._log_failure(cmd, conn, exc)
+            return error_response(cmd, exc)
 
     def _finish(self, conn: Connection, cmd: RemotingCommand, task: asyncio.Future[Any]) -> None:
         self._tasks.discard(task)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from engine.protocol.frame import DEFAULT_MAX_FRAME
-from engine.remoting.connection import Connection
+from engine.remoting.connection import CLOSE_GRACE_S, Connection
 from engine.remoting.dispatch import Guard, RequestDispatcher
 from engine.remoting.errors import RemotingError
 from engine.remoting.router import Router
@@ -18,17 +18,17 @@ log = logging.getLogger(__name__)
 
 S = TypeVar("S")
 
-#: Seconds `stop()` lets a closing connection send the answers it holds; a peer that reads
-#: none keeps its connection (and its file descriptor) until it is aborted.
-CLOSE_GRACE_S = 2.0
-
 
 class PortInUseError(RemotingError):
     """The listen address is taken by another process."""
 
 
 class RemotingServer(Generic[S]):
-    """Listens on one address; connections idle longer than `idle_timeout` seconds are closed."""
+    """Listens on one address; connections idle longer than `idle_timeout` seconds are closed.
+
+    A closed connection has `close_grace` seconds to send the answers it holds; then it is
+    aborted (a peer that reads none would keep it, and its file descriptor, for ever).
+    """
 
     def __init__(
         self,
@@ -40,12 +40,14 @@ class RemotingServer(Generic[S]):
         max_frame: int = DEFAULT_MAX_FRAME,
         on_connection_closed: Callable[[Connection], None] | None = None,
         idle_timeout: float | None = 120.0,
+        close_grace: float = CLOSE_GRACE_S,
     ) -> None:
         self.host = host
         self._requested_port = port
         self.port = port
         self.max_frame = max_frame
         self.idle_timeout = idle_timeout
+        self.close_grace = close_grace
         self.connections: set[Connection] = set()
         self._dispatcher = RequestDispatcher(router, state)
         self._on_connection_closed = on_connection_closed
@@ -96,9 +98,10 @@ class RemotingServer(Generic[S]):
             deadline = loop.time() - idle_timeout
             for conn in list(self.connections):
                 if conn.last_activity < deadline:
-                    log.info("closing connection from %s: idle for %.0f s",
-                             conn.remote_addr, idle_timeout)
-                    conn.close()
+                    if not conn.closed:
+                        log.info("closing connection from %s: idle for %.0f s",
+                                 conn.remote_addr, idle_timeout)
+                    conn.close(self.close_grace)  # aborted after the grace if still unread
 
     async def stop(self) -> None:
         """Stop listening, close every connection and cancel running handlers."""
@@ -111,18 +114,9 @@ class RemotingServer(Generic[S]):
             self._server.close()
         conns = list(self.connections)
         for conn in conns:
-            conn.close()
+            conn.close(self.close_grace)  # aborted after the grace if its peer reads nothing
         await self._dispatcher.cancel_all()
-        closed = asyncio.gather(*(conn.wait_closed() for conn in conns))
-        try:
-            await asyncio.wait_for(asyncio.shield(closed), CLOSE_GRACE_S)
-        except TimeoutError:
-            stuck = [conn for conn in conns if not conn.lost]
-            log.warning("aborting %d connection(s) that did not take their answers within "
-                        "%g s", len(stuck), CLOSE_GRACE_S)
-            for conn in stuck:
-                conn.abort()
-            await closed
+        await asyncio.gather(*(conn.wait_closed() for conn in conns))
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None

@@ -26,7 +26,7 @@ from engine.protocol.header.broker import SendMessageRequestHeaderV2, send_heade
 from engine.protocol.message import BatchItem, encode_batch_body
 from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.client import RemotingClient
-from tests.broker.conftest import broker_configs, call
+from tests.broker.conftest import broker_configs, call, running_broker
 from tests.broker.helpers import heartbeat, pull_request, send_request
 from tests.broker.test_main import cmd, env, write_conf
 from tests.protocol.test_fuzz_frames import FRAMES, mutate
@@ -317,3 +317,35 @@ async def test_stop_aborts_a_connection_whose_peer_reads_no_answers(
         sock.close()
         if not stopped:
             await broker.stop()
+
+
+async def test_the_idle_closer_drops_a_connection_whose_peer_reads_no_answers(
+    tmp_path: Path, namesrv: NamesrvController
+) -> None:
+    """A client pipelines pulls of a big message and reads none of the answers, then falls
+    idle.  Before: the idle closer's close waited for the answers to drain, for ever, and the
+    connection kept its file descriptor while the broker ran; now it is aborted after the
+    close's grace period and the broker holds no connection."""
+    async with running_broker(tmp_path, namesrv, server_channel_max_idle_time_seconds=1) as broker:
+        client = RemotingClient()
+        sock = socket.socket()
+        try:
+            sent = await client.invoke(broker.addr, send_request("TBig", b"b" * (512 << 10)))
+            assert sent.code == ResponseCode.SUCCESS, sent.remark
+            host, port = broker.addr.rsplit(":", 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.setblocking(False)
+            loop = asyncio.get_running_loop()
+            await loop.sock_connect(sock, (host, int(port)))
+            await loop.sock_sendall(sock, b"".join(
+                encode(pull_request("TBig", 0, 0)) for _ in range(32)))  # 16 MiB of answers
+            for _ in range(2):  # two rounds of the broker's loop: the peer was accepted and read
+                ok = await call(client, broker.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+                assert ok.code == ResponseCode.SUCCESS
+            assert len(broker.server.connections) == 2  # the client's and the stuck peer's
+            conns = list(broker.server.connections)
+            await asyncio.wait_for(asyncio.gather(*(c.wait_closed() for c in conns)), 30)
+            assert broker.server.connections == set()
+        finally:
+            sock.close()
+            await client.close()

@@ -10,10 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.protocol import fastjson
+from engine.protocol.body.decode import decode_body, request_body, request_name
 from engine.protocol.body.register import RegisterBrokerBody
 from engine.protocol.body.route import BrokerData, ClusterInfo, QueueData, TopicRouteData
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from engine.protocol.codes import LanguageCode
+from engine.protocol.codes import LanguageCode, RequestCode
+from engine.protocol.command import request
 from engine.protocol.errors import BodyError, HeaderError
 from engine.protocol.fastjson import ObjectKey
 from engine.protocol.header.namesrv import RegisterBrokerRequestHeader
@@ -74,6 +76,45 @@ def test_register_body_plain_and_compressed() -> None:
         RegisterBrokerBody.decode(b"not zlib", compressed=True)
     with pytest.raises(BodyError):
         RegisterBrokerBody.decode(zlib.compress(b"\0\0\0\x09{}"), compressed=True)
+
+
+def test_null_is_read_only_where_the_type_is_optional() -> None:
+    with pytest.raises(BodyError, match=r"^DataVersion: null where an object for DataVersion"):
+        from_json(DataVersion, None)
+    with pytest.raises(BodyError, match=r"^TopicConfig\.topicName: null where a str is expected$"):
+        from_json(TopicConfig, {"topicName": None})
+    with pytest.raises(BodyError, match=r"^DataVersion\.counter: null where an int is expected$"):
+        from_json(DataVersion, {"counter": None})
+    with pytest.raises(BodyError, match="null where an object for BrokerData is expected"):
+        from_json(ClusterInfo, {"brokerAddrTable": {"b": None}})
+    assert from_json(TopicRouteData, {"orderTopicConf": None}).order_topic_conf is None
+
+
+@pytest.mark.parametrize(("data", "fault"), [
+    (None, "has no body"),
+    (b"", "has no body"),
+    (b"null", "body is null"),
+    (b"[]", "body is a JSON array, not an object"),
+    (b"true", "body is a JSON boolean, not an object"),
+    (b"1.5", "body is a JSON number, not an object"),
+    (b"\xff", "body is not JSON (body is not UTF-8 text)"),
+])
+def test_a_body_that_is_no_object_is_refused_naming_the_request(
+    data: bytes | None, fault: str
+) -> None:
+    with pytest.raises(BodyError) as info:
+        request_body(request(RequestCode.QUERY_DATA_VERSION, None, data), DataVersion)
+    assert str(info.value) == (f"QUERY_DATA_VERSION: the request {fault}; "
+                               "it needs a DataVersion JSON body")
+
+
+def test_a_wrongly_typed_field_names_the_field_and_the_request() -> None:
+    with pytest.raises(BodyError) as info:
+        decode_body(DataVersion, b'{"counter":[]}', "GET_ALL_TOPIC_CONFIG", "answer")
+    assert str(info.value) == ("DataVersion.counter: '[]' is not a valid long "
+                               "(GET_ALL_TOPIC_CONFIG answer body)")
+    assert decode_body(DataVersion, b'{"counter":3}', "X") == DataVersion(counter=3)
+    assert request_name(9999) == "request code 9999"
 
 
 def test_fastjson_object_keys_and_pretty_files() -> None:

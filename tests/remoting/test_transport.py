@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from engine.protocol.codes import ResponseCode, SerializeType
-from engine.protocol.command import RemotingCommand, request
+from engine.protocol.command import RemotingCommand, encode, request
 from engine.protocol.errors import HeaderError
 from engine.remoting.client import RemotingClient
 from engine.remoting.connection import Connection
@@ -23,7 +24,7 @@ from engine.remoting.errors import (
 from engine.remoting.router import RequestContext, Router
 from engine.remoting.server import PortInUseError, RemotingServer
 
-ECHO, SLOW, BOOM, ONEWAY, HOLD, CALLBACK = 1001, 1002, 1003, 1004, 1005, 1006
+ECHO, SLOW, BOOM, ONEWAY, HOLD, CALLBACK, BIG = 1001, 1002, 1003, 1004, 1005, 1006, 1007
 
 
 @dataclass
@@ -70,6 +71,12 @@ async def callback(ctx: RequestContext[State], cmd: RemotingCommand) -> Remoting
     """Calls back into the client over the same connection, as a broker does."""
     answer = await ctx.connection.invoke(request(ECHO, {"from": "server"}), timeout=2)
     return cmd.response(ext_fields=answer.ext_fields)
+
+
+@router.handles(BIG)
+def big(ctx: RequestContext[State], cmd: RemotingCommand) -> RemotingCommand:
+    """A small request with a large answer (as a pull of big messages)."""
+    return cmd.response(body=b"b" * (1 << 20))
 
 
 @pytest.fixture
@@ -132,6 +139,23 @@ async def test_handler_failure_answers_system_error_and_keeps_the_connection(ser
     assert "'topic' is missing" in (resp.remark or "")
     assert (await client.invoke(addr(server), request(ECHO))).code == ResponseCode.SUCCESS
     assert len(server.connections) == 1
+
+
+async def test_a_failing_guard_answers_system_error_and_keeps_the_connection(
+        server, client) -> None:
+    """Before: an exception in the access guard escaped the connection's reader (a fatal
+    traceback, the connection and its other calls lost)."""
+    def guard(cmd: RemotingCommand, peer: str) -> RemotingCommand | None:
+        if (cmd.ext_fields or {}).get("explode"):
+            raise KeyError("explode")
+        return None
+
+    server.set_guard(guard)
+    calls = [client.invoke(addr(server), request(ECHO, {"explode": "1"})),
+             client.invoke(addr(server), request(ECHO, {"k": "v"}))]
+    bad, ok = await asyncio.gather(*calls)
+    assert (bad.code, bad.remark) == (ResponseCode.SYSTEM_ERROR, "KeyError: 'explode'")
+    assert (ok.code, ok.ext_fields) == (ResponseCode.SUCCESS, {"k": "v"})
 
 
 async def test_oneway_gets_no_answer(server, client) -> None:
@@ -218,6 +242,28 @@ async def test_idle_connections_are_closed() -> None:
         await asyncio.wait_for(conn.wait_closed(), 5)
         await cli.close()
     finally:
+        await srv.stop()
+
+
+async def test_an_idle_connection_whose_peer_reads_nothing_is_dropped() -> None:
+    """The peer pipelines requests of large answers and reads none of them.  Before: the idle
+    closer's close waited for those answers to drain, for ever, and the connection kept its
+    file descriptor; now the close aborts it after the grace period."""
+    closed = asyncio.Event()
+    srv = RemotingServer(router, State(), host="127.0.0.1", port=0, idle_timeout=0.05,
+                         close_grace=0.2, on_connection_closed=lambda c: closed.set())
+    await srv.start()
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.setblocking(False)
+        loop = asyncio.get_running_loop()
+        await loop.sock_connect(sock, ("127.0.0.1", srv.port))
+        await loop.sock_sendall(sock, b"".join(encode(request(BIG)) for _ in range(16)))
+        await asyncio.wait_for(closed.wait(), 10)
+        assert srv.connections == set()
+    finally:
+        sock.close()
         await srv.stop()
 
 

@@ -34,11 +34,11 @@ from engine.protocol.body.auth import (
     UserInfo,
     UserRequestHeader,
 )
+from engine.protocol.body.decode import request_body
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
-from engine.protocol.errors import ProtocolError
 from engine.protocol.signature import ACCESS_KEY
-from engine.protocol.wire import from_ext, from_json, to_json
+from engine.protocol.wire import from_ext, to_json
 from engine.remoting.router import RequestContext, Router
 
 router = Router()
@@ -51,15 +51,6 @@ def _access(ctx: Ctx) -> BrokerAccess:
     access = ctx.state.access
     assert access is not None, "the controller sets up access control"
     return access
-
-
-def _body(cls: type[object], cmd: RemotingCommand) -> object:
-    if not cmd.body:
-        raise AuthError(f"request code {cmd.code} needs a JSON body")
-    try:
-        return from_json(cls, fastjson.loads(cmd.body))
-    except ProtocolError as exc:
-        raise AuthError(f"the body is not a {cls.__name__}: {exc}") from None
 
 
 def _json(value: object) -> bytes:
@@ -82,8 +73,7 @@ def create_or_update_user(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     header = from_ext(UserRequestHeader, cmd.ext_fields)
     store = _access(ctx).store
     try:
-        info = _body(UserInfo, cmd)
-        assert isinstance(info, UserInfo)
+        info = request_body(cmd, UserInfo)
         if cmd.code == RequestCode.AUTH_CREATE_USER:
             user = user_from_info(info, username=header.username)
             if user.user_type is UserType.SUPER and (r := _refuse_super(ctx, cmd, "created")):
@@ -142,8 +132,7 @@ def list_users(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
 def create_or_update_acl(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     header = from_ext(AclRequestHeader, cmd.ext_fields)
     try:
-        info = _body(AclInfo, cmd)
-        assert isinstance(info, AclInfo)
+        info = request_body(cmd, AclInfo)
         acl = acl_from_info(info, subject=header.subject)
         _access(ctx).store.put_acl(acl)
     except AuthError as exc:

@@ -35,6 +35,7 @@ from engine.protocol.body.admin import (
     QueueTimeSpan,
     ResetOffsetBody,
 )
+from engine.protocol.body.decode import decode_body, request_name
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.codes import LanguageCode, RequestCode, ResponseCode
@@ -54,7 +55,7 @@ from engine.protocol.header.broker import (
 )
 from engine.protocol.message import decode_offset_msg_id
 from engine.protocol.version import V3_0_7_SNAPSHOT, version_desc
-from engine.protocol.wire import from_ext, from_json, to_ext, to_json
+from engine.protocol.wire import from_ext, to_ext, to_json
 from engine.remoting.errors import RemotingError, RemotingTimeoutError
 from engine.remoting.router import RequestContext, Router
 from engine.store.consume_queue import CQ_ENTRY, CQ_STORE_UNIT_SIZE
@@ -304,7 +305,9 @@ async def consumer_status(channel: ClientChannel,
         answer = await channel.conn.invoke(call, CONSUMER_STATUS_TIMEOUT_S)
         if answer.code != ResponseCode.SUCCESS or not answer.body:
             return None
-        return from_json(GetConsumerStatusBody, fastjson.loads(answer.body)).message_queue_table
+        status = decode_body(GetConsumerStatusBody, answer.body,
+                             request_name(call.code), "answer")
+        return status.message_queue_table
     except (RemotingError, ProtocolError) as exc:
         log.warning("[get-consumer-status] %s did not answer: %s", channel.client_id, exc)
         return None

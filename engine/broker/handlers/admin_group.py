@@ -6,17 +6,16 @@ import logging
 
 from engine.broker.handlers.admin_topic import body, slave_refusal
 from engine.broker.state import BrokerState
-from engine.protocol import fastjson
+from engine.protocol.body.decode import request_body
 from engine.protocol.body.offsets import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
-from engine.protocol.errors import BodyError
 from engine.protocol.header.broker import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
 )
-from engine.protocol.wire import from_ext, from_json
+from engine.protocol.wire import from_ext
 from engine.remoting.router import RequestContext, Router
 
 router = Router()
@@ -25,29 +24,16 @@ log = logging.getLogger("engine.broker")
 Ctx = RequestContext[BrokerState]
 
 
-def parse_group_config(data: bytes | None) -> SubscriptionGroupConfig | str:
-    """The request's SubscriptionGroupConfig, or why it is not one."""
-    if not data:
-        return ("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP needs a SubscriptionGroupConfig JSON body, "
-                "e.g. {\"groupName\":\"CG\"}")
-    try:
-        config = from_json(SubscriptionGroupConfig, fastjson.loads(data))
-    except BodyError as exc:
-        return f"the body is not a SubscriptionGroupConfig: {exc}"
-    if not config.group_name or not config.group_name.strip():
-        return "the SubscriptionGroupConfig has no groupName; name the group to create or update"
-    return config
-
-
 @router.handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
 def update_and_create_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     refused = slave_refusal(ctx, cmd)
     if refused is not None:
         return refused
     log.info("updateAndCreateSubscriptionGroup called by %s", ctx.connection.remote_addr)
-    config = parse_group_config(cmd.body)
-    if isinstance(config, str):
-        return cmd.response(ResponseCode.SYSTEM_ERROR, config)
+    config = request_body(cmd, SubscriptionGroupConfig)
+    if not config.group_name or not config.group_name.strip():
+        return cmd.response(ResponseCode.SYSTEM_ERROR, "the SubscriptionGroupConfig has no "
+                            "groupName; name the group to create or update")
     ctx.state.groups.put(config)
     return cmd.response()
 

@@ -11,6 +11,7 @@ from engine.broker.topics import retry_topic
 from engine.protocol import fastjson
 from engine.protocol.body.admin import GetConsumerListByGroupResponseBody
 from engine.protocol.body.check_client import CheckClientRequestBody
+from engine.protocol.body.decode import request_body
 from engine.protocol.body.heartbeat import ExpressionType, HeartbeatData
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
@@ -19,7 +20,7 @@ from engine.protocol.header.broker import (
     UnregisterClientRequestHeader,
 )
 from engine.protocol.perm import PERM_RW
-from engine.protocol.wire import from_ext, from_json, to_json
+from engine.protocol.wire import from_ext, to_json
 from engine.remoting.router import RequestContext, Router
 
 router = Router()
@@ -33,7 +34,7 @@ FLAG_UNIT_SUB = 0x2
 @router.handles(RequestCode.HEART_BEAT)
 def heart_beat(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     st = ctx.state
-    data = from_json(HeartbeatData, fastjson.loads(cmd.body or b"{}"))
+    data = request_body(cmd, HeartbeatData)
     now = st.clock()
 
     def channel() -> ClientChannel:
@@ -75,7 +76,7 @@ def get_consumer_list_by_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingComman
 
 @router.handles(RequestCode.CHECK_CLIENT_CONFIG)
 def check_client_config(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
-    body = from_json(CheckClientRequestBody, fastjson.loads(cmd.body or b"{}"))
+    body = request_body(cmd, CheckClientRequestBody)
     sub = body.subscription_data
     if sub is None or sub.expression_type is ExpressionType.TAG:
         return cmd.response()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engine.broker.state import BrokerState
 from engine.protocol import fastjson
+from engine.protocol.body.decode import request_body
 from engine.protocol.body.lock import (
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -11,7 +12,7 @@ from engine.protocol.body.lock import (
 )
 from engine.protocol.codes import RequestCode
 from engine.protocol.command import RemotingCommand
-from engine.protocol.wire import from_json, to_json
+from engine.protocol.wire import to_json
 from engine.remoting.router import RequestContext, Router
 
 router = Router()
@@ -21,7 +22,7 @@ Ctx = RequestContext[BrokerState]
 
 @router.handles(RequestCode.LOCK_BATCH_MQ)
 def lock_batch_mq(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
-    body = from_json(LockBatchRequestBody, fastjson.loads(cmd.body or b"{}"))
+    body = request_body(cmd, LockBatchRequestBody)
     granted = ctx.state.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
     answer = LockBatchResponseBody(frozenset(granted))
     return cmd.response(body=fastjson.dumpb(to_json(answer)))
@@ -29,6 +30,6 @@ def lock_batch_mq(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
 
 @router.handles(RequestCode.UNLOCK_BATCH_MQ)
 def unlock_batch_mq(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
-    body = from_json(UnlockBatchRequestBody, fastjson.loads(cmd.body or b"{}"))
+    body = request_body(cmd, UnlockBatchRequestBody)
     ctx.state.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
     return cmd.response()

@@ -14,11 +14,12 @@ from engine.namesrv.epochs import Verdict
 from engine.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
 from engine.namesrv.state import NamesrvState
 from engine.protocol import fastjson
+from engine.protocol.body.decode import request_body
 from engine.protocol.body.register import RegisterBrokerBody
 from engine.protocol.body.topic import DataVersion, TopicConfigSerializeWrapper
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
-from engine.protocol.errors import BodyError, HeaderError
+from engine.protocol.errors import HeaderError
 from engine.protocol.header.ha import (
     EXT_BROKER_ID,
     EXT_EPOCH,
@@ -39,17 +40,13 @@ from engine.protocol.header.namesrv import (
     WipeWritePermOfBrokerResponseHeader,
 )
 from engine.protocol.version import V3_0_11
-from engine.protocol.wire import from_ext, from_json, to_ext, to_json
+from engine.protocol.wire import from_ext, to_ext, to_json
 from engine.remoting.router import RequestContext, Router
 
 router = Router()
 log = logging.getLogger("engine.namesrv")
 
 Ctx = RequestContext[NamesrvState]
-
-
-class RegisterBodyError(Exception):
-    """A REGISTER_BROKER body that does not decode (answered with SYSTEM_ERROR)."""
 
 
 def body_crc32(body: bytes | None) -> int:
@@ -60,15 +57,12 @@ def body_crc32(body: bytes | None) -> int:
 def _decode_registration(cmd: RemotingCommand, header: RegisterBrokerRequestHeader
                          ) -> tuple[TopicConfigSerializeWrapper, list[str] | None]:
     """The topic table and filter servers of a registration (None: keep the filter table)."""
-    try:
-        if cmd.version < V3_0_11:  # pre-3.0.11 brokers send the bare topic wrapper
-            wrapper = (from_json(TopicConfigSerializeWrapper, fastjson.loads(cmd.body))
-                       if cmd.body else TopicConfigSerializeWrapper())
-            return wrapper, None
-        body = RegisterBrokerBody.decode(cmd.body, header.compressed)
-        return body.topic_config_serialize_wrapper, body.filter_server_list
-    except BodyError as exc:
-        raise RegisterBodyError(f"Failed to decode RegisterBrokerBody: {exc}") from None
+    if cmd.version < V3_0_11:  # pre-3.0.11 brokers send the bare topic wrapper
+        wrapper = (request_body(cmd, TopicConfigSerializeWrapper) if cmd.body
+                   else TopicConfigSerializeWrapper())
+        return wrapper, None
+    body = RegisterBrokerBody.decode(cmd.body, header.compressed)
+    return body.topic_config_serialize_wrapper, body.filter_server_list
 
 
 @router.handles(RequestCode.REGISTER_BROKER)
@@ -153,9 +147,7 @@ def unregister_broker(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
 @router.handles(RequestCode.QUERY_DATA_VERSION)
 def query_data_version(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     header = from_ext(QueryDataVersionRequestHeader, cmd.ext_fields)
-    if not cmd.body:
-        raise BodyError("QUERY_DATA_VERSION needs a DataVersion body")
-    version = from_json(DataVersion, fastjson.loads(cmd.body))
+    version = request_body(cmd, DataVersion)
     routes = ctx.state.routes
     changed = routes.is_data_version_changed(header.broker_addr, version)
     if not changed:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from engine.protocol import fastjson
+from engine.protocol.body.decode import decode_body
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from engine.protocol.errors import BodyError
 from engine.protocol.wire import from_json, to_json
@@ -20,6 +21,8 @@ from engine.protocol.wire import from_json, to_json
 #   int32 len | filterServerList JSON
 _LEN = struct.Struct(">i")
 assert _LEN.size == 4
+
+REQUEST = "REGISTER_BROKER"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,26 +48,39 @@ class RegisterBrokerBody:
         """Read either form; an empty body is an empty table at DataVersion(0, 0).
 
         Raises:
-            BodyError: the body is not a valid registration.
+            BodyError: the body is not a valid registration; the text names REGISTER_BROKER.
         """
         if not data:
             return cls()
         if not compressed:
-            return from_json(cls, fastjson.loads(data))
+            return decode_body(cls, data, REQUEST)
+        try:
+            return cls._inflate(data)
+        except BodyError as exc:
+            raise BodyError(f"{REQUEST}: the compressed RegisterBrokerBody does not decode: {exc}"
+                            ) from None
+
+    @classmethod
+    def _inflate(cls, data: bytes) -> RegisterBrokerBody:
         try:
             raw = zlib.decompress(data)
         except zlib.error as exc:
-            raise BodyError(f"compressed registration body does not inflate: {exc}") from None
+            raise BodyError(f"it does not inflate: {exc}") from None
         reader = _Reader(raw)
-        version = from_json(DataVersion, fastjson.loads(reader.chunk()))
+        doc = fastjson.loads(reader.chunk())
+        if not isinstance(doc, dict):
+            raise BodyError("its DataVersion is not a JSON object")
+        version = from_json(DataVersion, doc)
         count = reader.int32()
         if count < 0:
-            raise BodyError(f"compressed registration announces {count} topics")
+            raise BodyError(f"it announces {count} topics")
         table: dict[str, TopicConfig] = {}
         for _ in range(count):
-            config = TopicConfig.decode_compact(reader.chunk().decode())
+            config = TopicConfig.decode_compact(reader.text())
             table[config.topic_name] = config
         servers = fastjson.loads(reader.chunk()) if reader.remaining() else []
+        if not isinstance(servers, list):
+            raise BodyError("its filter server list is not a JSON array")
         return cls(TopicConfigSerializeWrapper(table, version), [str(s) for s in servers])
 
 
@@ -84,7 +100,7 @@ class _Reader:
 
     def int32(self) -> int:
         if self.remaining() < 4:
-            raise BodyError("compressed registration body is truncated")
+            raise BodyError("it is truncated")
         (value,) = _LEN.unpack_from(self.data, self.pos)
         self.pos += 4
         return int(value)
@@ -92,7 +108,13 @@ class _Reader:
     def chunk(self) -> bytes:
         size = self.int32()
         if size < 0 or size > self.remaining():
-            raise BodyError(f"compressed registration chunk of {size} bytes runs past the end")
+            raise BodyError(f"a chunk of {size} bytes runs past the end")
         out = self.data[self.pos : self.pos + size]
         self.pos += size
         return out
+
+    def text(self) -> str:
+        try:
+            return self.chunk().decode()
+        except UnicodeDecodeError:
+            raise BodyError("a topic config is not UTF-8 text") from None
