@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.remoting.client import RemotingClient
+from tests.prometheus import PROMETHEUS, SKIP_REASON, PrometheusLauncher
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 
@@ -66,3 +67,15 @@ async def client() -> AsyncIterator[RemotingClient]:
         yield c
     finally:
         await c.close()
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path) -> Iterator[PrometheusLauncher]:
+    """Starts real Prometheus servers (data under tmp_path) and stops them after the test."""
+    if PROMETHEUS is None:
+        pytest.skip(SKIP_REASON)
+    launcher = PrometheusLauncher(tmp_path / "prometheus", PROMETHEUS)
+    try:
+        yield launcher
+    finally:
+        launcher.stop_all()
