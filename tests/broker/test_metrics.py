@@ -19,7 +19,7 @@ from engine.protocol.codes import ResponseCode
 from engine.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from engine.remoting.client import RemotingClient
 
-from .conftest import running_broker
+from .conftest import broker_configs, running_broker
 from .helpers import heartbeat, pull_request, send_request
 from .test_transaction import PGROUP, TOPIC, Producer, checker, end, send_half
 
@@ -159,15 +159,19 @@ async def test_metrics_endpoint_serves_the_exposition(broker: BrokerController,
         assert (await http.post(f"{base}/metrics")).status_code == 405
 
 
-async def test_metrics_port_in_use_fails_the_start(tmp_path: Path, broker: BrokerController,
-                                                   namesrv: NamesrvController) -> None:
+async def test_metrics_port_in_use_fails_the_start(tmp_path: Path,
+                                                   broker: BrokerController) -> None:
     port = exporter(broker).port
-    with pytest.raises(MetricsPortInUseError, match=f"metrics port {port} .* already in use"):
-        async with running_broker(tmp_path / "other", namesrv, name="broker-b",
-                                  metrics_exporter_type=MetricsExporterType.PROM,
-                                  metrics_prom_exporter_host="127.0.0.1",
-                                  metrics_prom_exporter_port=port):
-            pass
+    config, store = broker_configs(tmp_path / "other", None, name="broker-b",
+                                   metrics_exporter_type=MetricsExporterType.PROM,
+                                   metrics_prom_exporter_host="127.0.0.1",
+                                   metrics_prom_exporter_port=port)
+    other = BrokerController(config, store)
+    try:
+        with pytest.raises(MetricsPortInUseError, match=f"metrics port {port} .* already in use"):
+            await other.start()
+    finally:
+        await other.stop()  # what mqbroker does after a failed start: releases every port
 
 
 def test_disabled_metrics_never_import_prometheus_client() -> None:
