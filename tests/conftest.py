@@ -4,7 +4,7 @@ the scheduling of the tests under pytest-xdist."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.remoting.client import RemotingClient
+from tests.prometheus import PROMETHEUS, SKIP_REASON, PrometheusLauncher
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
 
@@ -77,3 +78,15 @@ async def client() -> AsyncIterator[RemotingClient]:
         yield c
     finally:
         await c.close()
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path) -> Iterator[PrometheusLauncher]:
+    """Starts real Prometheus servers (data under tmp_path) and stops them after the test."""
+    if PROMETHEUS is None:
+        pytest.skip(SKIP_REASON)
+    launcher = PrometheusLauncher(tmp_path / "prometheus", PROMETHEUS)
+    try:
+        yield launcher
+    finally:
+        launcher.stop_all()

@@ -8,6 +8,7 @@ whatever neither knows, so the caller warns about it.  `listenPort` sets the fas
 
 from __future__ import annotations
 
+import enum
 import os
 import socket
 from dataclasses import dataclass, field
@@ -21,6 +22,13 @@ from engine.remoting.address import local_ip
 #: Keys UPDATE_BROKER_CONFIG refuses to change at run time (4.9.7 also refuses paths).
 PROTECTED_KEYS = frozenset({"brokerConfigPath", "storePathRootDir", "storePathCommitLog",
                             "listenPort", "brokerName", "brokerClusterName", "brokerId"})
+
+
+class MetricsExporterType(enum.Enum):
+    """How the broker exports its metrics (5.x `metricsExporterType`; OTLP and LOG not here)."""
+
+    DISABLE = 0
+    PROM = 1
 
 
 def _host_name() -> str:
@@ -89,6 +97,10 @@ class BrokerConfig:
     init_authentication_user: str | None = secret_key("initAuthenticationUser")
     inner_client_authentication_credentials: str | None = secret_key(
         "innerClientAuthenticationCredentials")
+    # ------------------------------------------------------------ metrics (docs/broker-features.md)
+    metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
+    metrics_prom_exporter_host: str = ""  # empty: brokerIP1, as 5.x
+    metrics_prom_exporter_port: int = 5557
     # ------------------------------------------------------------ this engine
     logs_dir: str = field(default_factory=lambda: os.path.join(
         os.path.expanduser("~"), "logs", "rocketmqlogs"))
@@ -97,6 +109,11 @@ class BrokerConfig:
     def broker_addr(self) -> str:
         """What the broker advertises to name servers and clients."""
         return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def metrics_host(self) -> str:
+        """Where /metrics listens: metricsPromExporterHost, else brokerIP1 (as 5.x)."""
+        return self.metrics_prom_exporter_host.strip() or self.broker_ip1
 
     @property
     def fast_port(self) -> int:

@@ -1,8 +1,9 @@
 """`BrokerController`: wires a broker together and runs it.
 
 Start order: open the store (recovery), load topics/groups/offsets, bind the listen port, the
-fast port (listenPort - 2) and the HA port (haListenPort, listenPort + 1), then start the
-periodic services and the role's replication services, and register with the name servers.
+fast port (listenPort - 2), the HA port (haListenPort, listenPort + 1) and, with
+metricsExporterType=PROM, the /metrics port, then start the periodic services and the role's
+replication services, and register with the name servers.
 Stop: an UNREGISTER_BROKER to every name server, then the client connections are closed
 (they may hold every file descriptor the files written next need), then the services, HA and
 the store stop, with consumer offsets and configs written last.
@@ -13,10 +14,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from engine.auth.errors import AuthError
 from engine.broker.access import BrokerAccess
-from engine.broker.config import BrokerConfig
+from engine.broker.config import BrokerConfig, MetricsExporterType
 from engine.broker.registration import NamesrvRegistration
 from engine.broker.role import RoleManager
 from engine.broker.router import build_router
@@ -29,6 +31,9 @@ from engine.remoting.connection import Connection
 from engine.remoting.server import RemotingServer
 from engine.store.config import MessageStoreConfig
 from engine.store.errors import ConfigFileError
+
+if TYPE_CHECKING:
+    from engine.broker.metrics.exporter import MetricsExporter
 
 log = logging.getLogger("engine.broker")
 
@@ -75,6 +80,12 @@ class BrokerController:
             st.schedule,
             self.transaction_check,
         ]
+        #: /metrics (metricsExporterType=PROM); prometheus_client is imported only then.
+        self.metrics: MetricsExporter | None = None
+        if config.metrics_exporter_type is MetricsExporterType.PROM:
+            from engine.broker.metrics.exporter import MetricsExporter
+            self.metrics = MetricsExporter(st, config.metrics_host,
+                                           config.metrics_prom_exporter_port)
         self._started = False
 
     @property
@@ -132,6 +143,8 @@ class BrokerController:
             if self.fast_server is not None:
                 await self.fast_server.start()
             await self._start_ha(st.ha)
+            if self.metrics is not None:
+                await self.metrics.start()
         except BaseException:
             if self.fast_server is not None:
                 await self.fast_server.stop()
@@ -165,6 +178,8 @@ class BrokerController:
     async def stop(self) -> None:
         """Unregister, stop serving, persist offsets and configs, close the store."""
         st = self.state
+        if self.metrics is not None:
+            await self.metrics.stop()
         if not self._started:  # a failed start: release what was opened, write nothing
             if self.fast_server is not None:
                 await self.fast_server.stop()

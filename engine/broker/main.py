@@ -58,7 +58,8 @@ async def serve(broker: BrokerConfig, store: MessageStoreConfig,
         await controller.start()
     except PortInUseError as exc:
         await controller.stop()
-        return process.error(PROG, f"{exc}; stop the other process or set another listenPort")
+        key = "metricsPromExporterPort" if "metrics port" in str(exc) else "listenPort"
+        return process.error(PROG, f"{exc}; stop the other process or set another {key}")
     except (RemotingError, StoreError, OSError) as exc:
         await controller.stop()
         return process.error(PROG, str(exc))

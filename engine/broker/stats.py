@@ -12,6 +12,7 @@ brokerStatus's "yesterday morning".
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,9 +26,16 @@ BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 GROUP_GET_FROM_DISK_NUMS = "GROUP_GET_FROM_DISK_NUMS"
 GROUP_GET_LATENCY = "GROUP_GET_LATENCY"
+# Transactions by real topic (this engine; 5.x keeps them in its TransactionMetrics).
+TRANS_HALF_PUT = "TRANS_HALF_PUT"
+TRANS_COMMIT = "TRANS_COMMIT"
+TRANS_ROLLBACK = "TRANS_ROLLBACK"
 # Store-level pull outcomes (4.9.7 `StoreStatsService` getFound/getMiss), keyed "".
 STORE_GET_FOUND = "STORE_GET_FOUND"
 STORE_GET_MISS = "STORE_GET_MISS"
+
+#: Upper bounds (bytes) of the message size buckets, as 5.3's `rocketmq_message_size` view.
+SIZE_BUCKETS = (1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 
 WINDOWS_S = (10, 60, 600)
 _RING = 601
@@ -91,7 +99,7 @@ class BrokerStats:
         self.clock = clock
         self.sets: dict[str, dict[str, Counter]] = {}
         #: TOPIC_PUT_NUMS, TOPIC_PUT_SIZE and BROKER_PUT_NUMS counters by topic (never removed).
-        self._put_counters: dict[str, tuple[Counter, Counter, Counter]] = {}
+        self._put_counters: dict[str, tuple[Counter, Counter, Counter, list[int]]] = {}
         self.yesterday_morning = {BROKER_PUT_NUMS: 0, BROKER_GET_NUMS: 0}
         self.today_morning = {BROKER_PUT_NUMS: 0, BROKER_GET_NUMS: 0}
         self._day = time.localtime(self.clock()).tm_yday
@@ -118,14 +126,26 @@ class BrokerStats:
         if counters is None:
             counters = self._put_counters[topic] = (
                 self.counter(TOPIC_PUT_NUMS, topic), self.counter(TOPIC_PUT_SIZE, topic),
-                self.counter(BROKER_PUT_NUMS, ""))
-        put_nums, put_size, broker_nums = counters
+                self.counter(BROKER_PUT_NUMS, ""), [0] * (len(SIZE_BUCKETS) + 2))
+        put_nums, put_size, broker_nums, sizes = counters
         put_nums.total += nums
         put_nums.times += 1
         put_size.total += size
         put_size.times += 1
         broker_nums.total += nums
         broker_nums.times += 1
+        avg = size // nums if nums else size
+        sizes[bisect_left(SIZE_BUCKETS, avg)] += 1
+        sizes[-1] += avg
+
+    def size_histogram(self, topic: str) -> list[int] | None:
+        """Puts by average message size: a count per `SIZE_BUCKETS` bound, one above, the sum."""
+        counters = self._put_counters.get(topic)
+        return counters[3] if counters is not None else None
+
+    def put_topics(self) -> list[str]:
+        """Every topic that has had a put."""
+        return list(self._put_counters)
 
     def on_get(self, group: str, topic: str, nums: int, size: int) -> None:
         key = f"{topic}@{group}"
@@ -135,6 +155,10 @@ class BrokerStats:
 
     def on_send_back(self, group: str, topic: str) -> None:
         self.counter(SNDBCK_PUT_NUMS, f"{topic}@{group}").add(1)
+
+    def on_transaction(self, name: str, topic: str) -> None:
+        """A half message stored, committed or rolled back (TRANS_*), by its real topic."""
+        self.counter(name, topic).add(1)
 
     def on_pull(self, found: bool) -> None:
         """One store lookup of a pull: found messages or not (runtime info getFoundTps...)."""

@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass
 
 from engine.broker.state import BrokerState
+from engine.broker.stats import TRANS_COMMIT, TRANS_HALF_PUT, TRANS_ROLLBACK
 from engine.broker.topics import TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from engine.protocol.codes import ResponseCode
 from engine.protocol.errors import ProtocolError
@@ -56,6 +57,7 @@ def half_message(st: BrokerState, msg: BrokerMessage) -> BrokerMessage:
     props = string_to_properties(msg.properties)
     props[PROPERTY_REAL_TOPIC] = msg.topic
     props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+    st.stats.on_transaction(TRANS_HALF_PUT, msg.topic)
     return msg._replace(topic=TRANS_HALF_TOPIC, queue_id=HALF_QUEUE_ID,
                         sysflag=with_tran_type(msg.sysflag, TRANSACTION_NOT_TYPE),
                         properties=properties_to_string(props))
@@ -136,4 +138,6 @@ def end_transaction(st: BrokerState, header: EndTransactionRequestHeader) -> End
     if op.status is not PutMessageStatus.PUT_OK:
         log.error("op record for half message %d not written (%s); it will be checked again",
                   half.queue_offset, op.status)
+    st.stats.on_transaction(TRANS_COMMIT if kind == TRANSACTION_COMMIT_TYPE else TRANS_ROLLBACK,
+                            half.properties().get(PROPERTY_REAL_TOPIC, ""))
     return EndOutcome(ResponseCode.SUCCESS)

@@ -545,6 +545,14 @@ class MessageStore:
     def get_flushed_offset(self) -> int:
         return self.commit_log.flushed_offset
 
+    def flush_behind_bytes(self) -> int:
+        """Commit-log bytes written but not yet flushed (5.x `flushBehindBytes`)."""
+        return max(self.commit_log.max_offset - self.commit_log.flushed_offset, 0)
+
+    def dispatch_behind_bytes(self) -> int:
+        """Commit-log bytes not yet dispatched to consume queues (5.x `dispatchBehindBytes`)."""
+        return max(self.commit_log.max_offset - self.dispatcher.reput_from_offset, 0)
+
     def topic_queues(self) -> dict[str, list[int]]:
         return {t: sorted(q) for t, q in self.queues.table.items()}
 

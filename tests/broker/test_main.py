@@ -48,12 +48,17 @@ def test_print_config_merges_broker_and_store_keys(tmp_path: Path) -> None:
     assert printed["flushDiskType"] == "SYNC_FLUSH"
     assert printed["mappedFileSizeCommitLog"] == "1048576"
     assert "unknown config key 'futureKey'" in done.stderr
+    assert printed["metricsExporterType"] == "DISABLE"
+    assert printed["metricsPromExporterHost"] == ""
+    assert printed["metricsPromExporterPort"] == "5557"
 
 
 def test_bad_values_and_missing_files_are_one_line_errors(tmp_path: Path) -> None:
     cases: list[tuple[dict[str, str] | None, str]] = [
         ({"listenPort": "ten"}, "listenPort"),
         ({"flushDiskType": "SOMETIMES"}, "flushDiskType"),
+        ({"metricsExporterType": "GRAPHITE"}, "metricsExporterType"),
+        ({"metricsPromExporterPort": "x"}, "metricsPromExporterPort"),
         (None, "cannot read"),
     ]
     for extra, message in cases:
@@ -74,6 +79,21 @@ def test_port_in_use(tmp_path: Path) -> None:
                               capture_output=True, text=True, env=env(tmp_path), timeout=60)
     assert done.returncode == 1
     assert f"port {port}" in done.stderr and "already in use" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_metrics_port_in_use(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = write_conf(tmp_path, metricsExporterType="PROM",
+                          metricsPromExporterHost="127.0.0.1", metricsPromExporterPort=str(port))
+        done = subprocess.run(cmd("-c", str(conf)), capture_output=True, text=True,
+                              env=env(tmp_path), timeout=60)
+    assert done.returncode == 1
+    [error] = [line for line in done.stderr.splitlines() if "error" in line]
+    assert f"metrics port {port}" in error and "metricsPromExporterPort" in error
     assert "Traceback" not in done.stderr
 
 

@@ -1,0 +1,247 @@
+"""`BrokerCollector`: the broker's figures as Prometheus metrics, read when /metrics is asked.
+
+How this works (conventions item 25): nothing is pushed from the send or pull path.  At each
+scrape the collector reads what the broker keeps anyway (the stats manager's put/get totals
+and message size buckets, the topic, group, client and offset tables, the store's offsets and
+the HA connections) and builds 5.3's metric families from them.  Every sample carries 5.3's
+node labels (cluster, node_type="broker", node_id=brokerName).  Retry and DLQ topics are left
+out of messages/throughput in and out, as 5.3 does.  Names: `engine.broker.metrics.names`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from engine.broker.metrics import names as n
+from engine.broker.metrics.lag import group_lags
+from engine.broker.state import BrokerState
+from engine.broker.stats import (
+    GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
+    SIZE_BUCKETS,
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+    TRANS_COMMIT,
+    TRANS_HALF_PUT,
+    TRANS_ROLLBACK,
+)
+from engine.broker.topics import DLQ_PREFIX, RETRY_PREFIX
+from engine.protocol.codes import LanguageCode
+from engine.protocol.version import version_desc
+
+_BOUNDS = (*(str(float(b)) for b in SIZE_BUCKETS), "+Inf")
+
+
+def _retry_or_dlq(topic: str) -> bool:
+    return topic.startswith(RETRY_PREFIX) or topic.startswith(DLQ_PREFIX)
+
+
+def _language(code: int) -> str:
+    try:
+        return LanguageCode(code).name.lower()
+    except ValueError:
+        return str(code)
+
+
+class BrokerCollector(Collector):
+    """Reads one broker's state at scrape time."""
+
+    def __init__(self, state: BrokerState) -> None:
+        self.state = state
+
+    def _node(self) -> list[str]:
+        cfg = self.state.config
+        return [cfg.broker_cluster_name, n.NODE_TYPE_BROKER, cfg.broker_name]
+
+    def collect(self) -> Iterator[Metric]:
+        node = self._node()
+        yield from self._broker(node)
+        yield from self._traffic(node)
+        yield from self._connections(node)
+        yield from self._lag(node)
+        yield from self._transactions(node)
+        yield from self._storage(node)
+        yield from self._replication(node)
+
+    # ------------------------------------------------------------------ families
+
+    def _broker(self, node: list[str]) -> Iterator[Metric]:
+        st = self.state
+        for name, doc, value in (
+                (n.BROKER_PERMISSION, "Broker permission", st.config.broker_permission),
+                (n.TOPIC_NUMBER, "Active topic number", len(st.topics.table)),
+                (n.CONSUMER_GROUP_NUMBER, "Active subscription group number",
+                 len(st.groups.table))):
+            family = GaugeMetricFamily(name, doc, labels=n.NODE_LABELS)
+            family.add_metric(node, value)
+            yield family
+
+    def _traffic(self, node: list[str]) -> Iterator[Metric]:
+        st = self.state
+        stats = st.stats
+        in_labels = (*n.NODE_LABELS, n.TOPIC, n.MESSAGE_TYPE, n.IS_SYSTEM)
+        msgs_in = CounterMetricFamily(n.MESSAGES_IN, "Total number of incoming messages",
+                                      labels=in_labels)
+        bytes_in = CounterMetricFamily(n.THROUGHPUT_IN, "Total traffic of incoming messages",
+                                       labels=in_labels)
+        sizes = HistogramMetricFamily(n.MESSAGE_SIZE, "Incoming messages size",
+                                      labels=in_labels)
+        # 5.x refuses normal sends to a TRANSACTION topic: a topic with half messages is one.
+        transactional = stats.sets.get(TRANS_HALF_PUT, {})
+        for topic in stats.put_topics():
+            if _retry_or_dlq(topic):
+                continue
+            kind = "transaction" if topic in transactional else "normal"
+            labels = [*node, topic, kind, n.flag(st.topics.is_system_topic(topic))]
+            msgs_in.add_metric(labels, stats.total(TOPIC_PUT_NUMS, topic))
+            bytes_in.add_metric(labels, stats.total(TOPIC_PUT_SIZE, topic))
+            histogram = stats.size_histogram(topic)
+            if histogram is not None:
+                cumulative, buckets = 0, []
+                for bound, count in zip(_BOUNDS, histogram[:-1], strict=True):
+                    cumulative += count
+                    buckets.append((bound, float(cumulative)))
+                sizes.add_metric(labels, buckets, float(histogram[-1]))
+        yield from (msgs_in, bytes_in, sizes)
+
+        out_labels = (*n.NODE_LABELS, n.TOPIC, n.CONSUMER_GROUP, n.IS_SYSTEM)
+        msgs_out = CounterMetricFamily(n.MESSAGES_OUT, "Total number of outgoing messages",
+                                       labels=out_labels)
+        bytes_out = CounterMetricFamily(n.THROUGHPUT_OUT, "Total traffic of outgoing messages",
+                                        labels=out_labels)
+        get_sizes = stats.sets.get(GROUP_GET_SIZE, {})
+        for key, counter in list(stats.sets.get(GROUP_GET_NUMS, {}).items()):
+            topic, _, group = key.partition("@")
+            if _retry_or_dlq(topic):
+                continue
+            system = st.topics.is_system_topic(topic) or n.is_system_group(group)
+            labels = [*node, topic, group, n.flag(system)]
+            msgs_out.add_metric(labels, counter.total)
+            size = get_sizes.get(key)
+            bytes_out.add_metric(labels, size.total if size is not None else 0)
+        yield from (msgs_out, bytes_out)
+
+        dlq = CounterMetricFamily(n.SEND_TO_DLQ_MESSAGES, "Consumer send to DLQ messages",
+                                  labels=(*n.NODE_LABELS, n.CONSUMER_GROUP, n.TOPIC, n.IS_SYSTEM))
+        for topic, counter in list(stats.sets.get(TOPIC_PUT_NUMS, {}).items()):
+            if topic.startswith(DLQ_PREFIX):
+                group = topic[len(DLQ_PREFIX):]
+                dlq.add_metric([*node, group, topic, n.flag(n.is_system_group(group))],
+                               counter.total)
+        yield dlq
+
+    def _connections(self, node: list[str]) -> Iterator[Metric]:
+        st = self.state
+        producers: Counter[tuple[str, str]] = Counter()
+        for channels in st.producers.groups.values():
+            for ch in channels.values():
+                producers[(_language(ch.language), version_desc(ch.version).lower())] += 1
+        family = GaugeMetricFamily(n.PRODUCER_CONNECTIONS, "Producer connections",
+                                   labels=(*n.NODE_LABELS, n.LANGUAGE, n.VERSION, n.PROTOCOL_TYPE))
+        for (language, version), count in producers.items():
+            family.add_metric([*node, language, version, n.PROTOCOL_TYPE_REMOTING], count)
+        yield family
+
+        consumers: Counter[tuple[str, str, str, str]] = Counter()
+        for group, info in st.consumers.groups.items():
+            mode = info.consume_type.type_cn.lower()
+            for ch in info.channels.values():
+                consumers[(group, _language(ch.language), version_desc(ch.version).lower(),
+                           mode)] += 1
+        family = GaugeMetricFamily(
+            n.CONSUMER_CONNECTIONS, "Consumer connections",
+            labels=(*n.NODE_LABELS, n.CONSUMER_GROUP, n.LANGUAGE, n.VERSION, n.CONSUME_MODE,
+                    n.PROTOCOL_TYPE, n.IS_SYSTEM))
+        for (group, language, version, mode), count in consumers.items():
+            family.add_metric([*node, group, language, version, mode, n.PROTOCOL_TYPE_REMOTING,
+                               n.flag(n.is_system_group(group))], count)
+        yield family
+
+    def _lag(self, node: list[str]) -> Iterator[Metric]:
+        st = self.state
+        labels = (*n.NODE_LABELS, n.CONSUMER_GROUP, n.TOPIC, n.IS_RETRY, n.IS_SYSTEM)
+        lag = GaugeMetricFamily(n.CONSUMER_LAG_MESSAGES, "Consumer lag messages", labels=labels)
+        latency = GaugeMetricFamily(n.CONSUMER_LAG_LATENCY, "Consumer lag time", labels=labels)
+        inflight = GaugeMetricFamily(n.CONSUMER_INFLIGHT_MESSAGES, "Consumer inflight messages",
+                                     labels=labels)
+        queueing = GaugeMetricFamily(n.CONSUMER_QUEUEING_LATENCY, "Consumer queueing time",
+                                     labels=labels)
+        ready = GaugeMetricFamily(n.CONSUMER_READY_MESSAGES, "Consumer ready messages",
+                                  labels=labels)
+        now = st.clock()
+        for g in group_lags(st):
+            system = st.topics.is_system_topic(g.topic) or n.is_system_group(g.group)
+            values = [*node, g.group, g.topic, n.flag(g.is_retry), n.flag(system)]
+            waited = now - g.earliest_unconsumed_ms if g.earliest_unconsumed_ms else 0
+            lag.add_metric(values, g.lag)
+            latency.add_metric(values, waited)
+            inflight.add_metric(values, 0)
+            queueing.add_metric(values, waited)
+            ready.add_metric(values, g.lag)
+        yield from (lag, latency, inflight, queueing, ready)
+
+    def _transactions(self, node: list[str]) -> Iterator[Metric]:
+        stats = self.state.stats
+        labels = (*n.NODE_LABELS, n.TOPIC)
+        commits = CounterMetricFamily(n.COMMIT_MESSAGES, "Total number of commit messages",
+                                      labels=labels)
+        rollbacks = CounterMetricFamily(n.ROLLBACK_MESSAGES, "Total number of rollback messages",
+                                        labels=labels)
+        half = GaugeMetricFamily(n.HALF_MESSAGES, "Half messages of all topics", labels=labels)
+        committed = stats.sets.get(TRANS_COMMIT, {})
+        rolled_back = stats.sets.get(TRANS_ROLLBACK, {})
+        for topic, counter in list(committed.items()):
+            commits.add_metric([*node, topic], counter.total)
+        for topic, counter in list(rolled_back.items()):
+            rollbacks.add_metric([*node, topic], counter.total)
+        for topic, counter in list(stats.sets.get(TRANS_HALF_PUT, {}).items()):
+            ended = sum(c.total for c in (committed.get(topic), rolled_back.get(topic)) if c)
+            half.add_metric([*node, topic], max(counter.total - ended, 0))
+        yield from (commits, rollbacks, half)
+
+    def _storage(self, node: list[str]) -> Iterator[Metric]:
+        st = self.state
+        store = st.store
+        labels = [*node, *n.STORAGE_VALUES]
+        try:
+            usage = shutil.disk_usage(st.store_config.store_path_root_dir)
+        except OSError:
+            usage = None
+        if usage is not None and usage.total > 0:
+            family = GaugeMetricFamily(n.STORAGE_SIZE, "Broker storage size",
+                                       labels=n.STORAGE_LABELS)
+            family.add_metric(labels, usage.total - usage.free)
+            yield family
+        for name, doc, value in (
+                (n.STORAGE_FLUSH_BEHIND, "Broker flush behind bytes", store.flush_behind_bytes()),
+                (n.STORAGE_DISPATCH_BEHIND, "Broker dispatch behind bytes",
+                 store.dispatch_behind_bytes())):
+            family = GaugeMetricFamily(name, doc, labels=n.STORAGE_LABELS)
+            family.add_metric(labels, value)
+            yield family
+        earliest = store.get_earliest_message_time()
+        if earliest > 0:
+            family = GaugeMetricFamily(n.STORAGE_MESSAGE_RESERVE_TIME,
+                                       "Broker message reserve time", labels=n.STORAGE_LABELS)
+            family.add_metric(labels, max(st.clock() - earliest, 0))
+            yield family
+
+    def _replication(self, node: list[str]) -> Iterator[Metric]:
+        family = GaugeMetricFamily(
+            n.HA_SLAVE_FALL_BEHIND, "Commit-log bytes a slave has not acknowledged",
+            labels=(*n.NODE_LABELS, n.SLAVE_ADDR))
+        ha = self.state.ha
+        if ha is not None:
+            for info in ha.connection_infos():
+                family.add_metric([*node, info.addr], info.diff)
+        yield family
