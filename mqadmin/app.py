@@ -26,6 +26,7 @@ from mqadmin.commands import (
     store,
     stream,
     topic,
+    trace,
 )
 from mqadmin.exit_codes import INTERRUPTED_MESSAGE, ExitCode
 
@@ -42,7 +43,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 for module in (topic, cluster, group, consumer, message, stream, namesrv, store, local, ha,
-               acl, acl_v1):
+               acl, acl_v1, trace):
     app.add_typer(module.app)
 app.add_typer(dlq.app, name="dlq", rich_help_panel="Dead letters")
 app.add_typer(lag.app, name="lag", rich_help_panel="Consumer lag")
