@@ -17,13 +17,16 @@ from engine.client.push_consumer import PushConsumer
 from engine.client.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
+    LocalTransactionState,
     SendStatus,
 )
 from engine.client.trace_dispatch import TraceDispatcher
+from engine.client.transaction import TransactionProducer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.trace import (
     TRACE_TOPIC,
     ConsumeReturnType,
+    EndTransactionRecord,
     MessageType,
     PubRecord,
     SubAfterRecord,
@@ -182,3 +185,32 @@ class _Stopper:
 
     async def shutdown(self) -> None:
         await self.dispatcher.stop()
+
+
+class _Commit:
+    def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+async def test_a_traced_transaction_records_its_half_message_and_its_end(
+        start_broker: BrokerFactory, client_config: ClientConfig,
+        track: Callable[[Any], Any]) -> None:
+    broker = await start_broker(trace_topic_enable=True)
+    await make_topic(broker, TOPIC)
+    producer: TransactionProducer = track(TransactionProducer("TxTracePG", _Commit(),
+                                                              client_config, options=TRACED))
+    await producer.start()
+    sent = await producer.send_in_transaction(Message(TOPIC, b"pay", tags="paid", keys="p-1"))
+    assert producer.tracer is not None
+    await producer.tracer.dispatcher.flush()
+    records = await traces_of(broker.addr, sent.send_result.msg_id)
+    [pub] = [r for r in records if isinstance(r, PubRecord)]
+    [end] = [r for r in records if isinstance(r, EndTransactionRecord)]
+    assert pub.msg_type is MessageType.TRANS_HALF
+    assert (end.group, end.topic, end.tags, end.keys) == ("TxTracePG", TOPIC, "paid", "p-1")
+    assert (end.transaction_state, end.from_transaction_check) == ("COMMIT_MESSAGE", False)
+    assert (end.store_host, end.msg_type) == (broker.addr, MessageType.TRANS_COMMIT)
+    assert end.transaction_id == sent.transaction_id
