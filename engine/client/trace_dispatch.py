@@ -2,9 +2,10 @@
 
 How this works (Apache's `AsyncTraceDispatcher`): the hooks call `append`, which never waits:
 a record goes into a bounded queue, or, when the queue is full, is dropped and counted.  One
-asyncio task takes the records out, gathers up to `batch_records` of them (or 118 KB of
-text) for at most `linger` seconds after the first, and sends them as one message to the
-trace topic (`trace.encode_batch`: KEYS holds every traced message id and key) with its own
+asyncio task wakes when the queue stops being empty, waits until `batch_records` records are
+queued or `linger` seconds have passed, and sends up to that many (at most 118 KB of text)
+as one message to the trace topic (`trace.encode`, KEYS = every traced message id and key,
+as `encode_batch` builds them) with its own
 producer, group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>``, on the host's client
 instance.  A send that fails is logged and counted; nothing reaches the business send.
 `stop()` sends what is queued (waiting at most `flush_timeout`), then stops the task.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -24,7 +26,7 @@ from engine.protocol.trace import (
     TRACE_TOPIC,
     TraceRecord,
     encode,
-    encode_batch,
+    record_keys,
 )
 
 if TYPE_CHECKING:
@@ -49,15 +51,21 @@ class TraceDispatcher:
         from engine.client.producer import Producer, ProducerOptions
 
         self.topic = topic or TRACE_TOPIC
+        self.queue_size = queue_size
         self.batch_records = batch_records
         self.linger = linger
         self.flush_timeout = flush_timeout
         self.dropped = 0  # records refused by a full queue
         self.sent = 0  # records stored in the trace topic
         self.failed = 0  # records whose trace message could not be sent
-        self._queue: asyncio.Queue[TraceRecord] = asyncio.Queue(queue_size)
-        self._idle = asyncio.Event()
+        # a deque and two events rather than an asyncio.Queue: appending wakes the task once
+        # per batch, not once per record
+        self._queue: deque[TraceRecord] = deque()
+        self._arrived = asyncio.Event()  # the queue is no longer empty
+        self._full = asyncio.Event()  # a batch is waiting (or a flush wants everything)
+        self._idle = asyncio.Event()  # nothing queued, nothing being sent
         self._idle.set()
+        self._hurry = False
         self._task: asyncio.Task[None] | None = None
         self.producer = Producer(
             f"{TRACE_GROUP_PREFIX}-{group}-{role}", instance=instance, register=False,
@@ -70,15 +78,19 @@ class TraceDispatcher:
 
     def append(self, records: Iterable[TraceRecord]) -> None:
         """Queue records without waiting; a full queue drops them (counted in `dropped`)."""
+        queue = self._queue
         for record in records:
-            try:
-                self._queue.put_nowait(record)
-            except asyncio.QueueFull:
+            if len(queue) >= self.queue_size:
                 self.dropped += 1
                 if self.dropped == 1 or self.dropped % 1000 == 0:
                     log.info("trace queue full: %d trace records dropped so far", self.dropped)
                 continue
-            self._idle.clear()
+            queue.append(record)
+            if len(queue) == 1:
+                self._idle.clear()
+                self._arrived.set()
+            if len(queue) >= self.batch_records:
+                self._full.set()
 
     async def start(self) -> None:
         if self.running:
@@ -87,9 +99,15 @@ class TraceDispatcher:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="trace-dispatch")
 
     async def flush(self) -> None:
-        """Wait until every queued record has been sent (or failed)."""
-        if self.running:
+        """Send every queued record now and wait until they are sent (or failed)."""
+        if not self.running:
+            return
+        self._hurry = True
+        self._full.set()
+        try:
             await self._idle.wait()
+        finally:
+            self._hurry = False
 
     async def stop(self) -> None:
         """Send what is queued (for at most `flush_timeout`), then stop."""
@@ -102,43 +120,42 @@ class TraceDispatcher:
             await self._task
         self._task = None
         await self.producer.shutdown()
-        if not self._queue.empty():
-            log.warning("trace dispatcher stopped with %d records unsent", self._queue.qsize())
+        if self._queue:
+            log.warning("trace dispatcher stopped with %d records unsent", len(self._queue))
 
     async def _run(self) -> None:
         while True:
-            if self._queue.empty():
+            if not self._queue:
                 self._idle.set()
-            batch = await self._collect()
-            await self._send(batch)
+                self._arrived.clear()
+                await self._arrived.wait()
+            if len(self._queue) < self.batch_records and not self._hurry:
+                self._full.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._full.wait(), self.linger)
+            await self._send(self._take())
 
-    async def _collect(self) -> list[TraceRecord]:
-        loop = asyncio.get_running_loop()
-        first = await self._queue.get()
-        batch = [first]
-        size = len(encode(first))
-        deadline = loop.time() + self.linger
-        while len(batch) < self.batch_records and size < BATCH_BYTES:
-            try:
-                record = self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                try:
-                    record = await asyncio.wait_for(self._queue.get(), remaining)
-                except TimeoutError:
-                    break
-            batch.append(record)
-            size += len(encode(record))
-        return batch
+    def _take(self) -> tuple[list[str], list[str]]:
+        """Up to `batch_records` records, or 118 KB of them, encoded, with their keys."""
+        texts: list[str] = []
+        keys: list[str] = []
+        size = 0
+        queue = self._queue
+        while queue and len(texts) < self.batch_records and size < BATCH_BYTES:
+            record = queue.popleft()
+            text = encode(record)
+            texts.append(text)
+            keys.extend(record_keys(record))
+            size += len(text)
+        return texts, keys
 
-    async def _send(self, batch: list[TraceRecord]) -> None:
-        encoded = encode_batch(batch)
+    async def _send(self, batch: tuple[list[str], list[str]]) -> None:
+        texts, keys = batch
+        body = "".join(texts).encode("utf-8")
         try:
-            await self.producer.send(Message(self.topic, encoded.body, keys=encoded.keys))
+            await self.producer.send(Message(self.topic, body, keys=list(dict.fromkeys(keys))))
         except Exception as exc:  # a trace never fails the traced client
-            self.failed += len(batch)
-            log.warning("%d trace records not sent to %s: %s", len(batch), self.topic, exc)
+            self.failed += len(texts)
+            log.warning("%d trace records not sent to %s: %s", len(texts), self.topic, exc)
         else:
-            self.sent += len(batch)
+            self.sent += len(texts)

@@ -48,9 +48,9 @@ def message_type(msg: Message) -> MessageType:
     """`sendKernelImpl`'s message type: half, delayed or normal."""
     if msg.is_transactional:
         return MessageType.TRANS_HALF
-    props = msg.properties_map()
-    if msg.delay_time_level or PROPERTY_START_DELIVER_TIME in props or \
-            PROPERTY_DELAY_TIME_LEVEL in props:
+    if msg.delay_time_level or any(
+            PROPERTY_START_DELIVER_TIME in props or PROPERTY_DELAY_TIME_LEVEL in props
+            for props in (msg.properties, msg.system_properties)):
         return MessageType.DELAY
     return MessageType.NORMAL
 
@@ -70,12 +70,11 @@ class SendTracer:
              begin_ms: int) -> None:
         if msg.topic.startswith(self.dispatcher.topic) or not result.trace_on:
             return
-        self.dispatcher.append([PubRecord(
-            timestamp=begin_ms, region_id=result.region_id, group=self.group, topic=msg.topic,
-            msg_id=result.msg_id, tags=msg.tags, keys=_keys(msg.keys),
-            store_host=store_host or "", body_length=len(msg.body),
-            cost_ms=max(now_ms() - begin_ms, 0), msg_type=message_type(msg),
-            offset_msg_id=result.offset_msg_id, success=result.status is SendStatus.SEND_OK)])
+        # positional: this runs once per send (the fields in PubRecord's order)
+        self.dispatcher.append((PubRecord(
+            begin_ms, result.region_id, self.group, msg.topic, result.msg_id, msg.tags,
+            _keys(msg.keys), store_host or "", len(msg.body), max(now_ms() - begin_ms, 0),
+            message_type(msg), result.offset_msg_id, result.status is SendStatus.SEND_OK),))
 
     def ended(self, *, topic: str, tags: str | None, keys: str | None, msg_id: str,
               transaction_id: str | None, state: str, broker_addr: str,

@@ -158,43 +158,40 @@ TraceRecord = PubRecord | SubBeforeRecord | SubAfterRecord | EndTransactionRecor
 # ---------------------------------------------------------------------------- encoding
 
 
-def _text(value: object) -> str:
-    if value is None:
-        return _NULL
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, enum.IntEnum):
-        return str(int(value))
-    return str(value)
+def _o(value: str | None) -> str:
+    """A string field as Java appends it: a missing one is ``null``."""
+    return _NULL if value is None else value
 
 
-def _join(*fields: object) -> str:
-    return CONTENT_SPLITOR.join(_text(f) for f in fields)
+def _b(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def encode(record: TraceRecord) -> str:
     """The record as `TraceDataEncoder.encoderFromContextBean` writes it (one bean)."""
     r = record
+    c = CONTENT_SPLITOR
     if isinstance(r, PubRecord):
-        body = _join("Pub", r.timestamp, r.region_id, r.group, r.topic, r.msg_id, r.tags,
-                     r.keys, r.store_host, r.body_length, r.cost_ms, r.msg_type,
-                     r.offset_msg_id, r.success)
-    elif isinstance(r, SubBeforeRecord):
-        body = _join("SubBefore", r.timestamp, r.region_id, r.group, r.request_id, r.msg_id,
-                     r.retry_times, r.keys)
-    elif isinstance(r, SubAfterRecord):
-        head = _join("SubAfter", r.request_id, r.msg_id, r.cost_ms, r.success, r.keys,
-                     0 if r.context_code is None else r.context_code) + CONTENT_SPLITOR
-        tail = "" if r.timestamp is None else _join(r.timestamp, r.group)
-        body = head + tail
-    elif isinstance(r, EndTransactionRecord):
-        body = _join("EndTransaction", r.timestamp, r.region_id, r.group, r.topic, r.msg_id,
-                     r.tags, r.keys, r.store_host, r.msg_type, r.transaction_id,
-                     r.transaction_state, r.from_transaction_check)
-    else:
-        body = _join("Recall", r.timestamp, r.region_id, r.group, r.topic, r.msg_id,
-                     r.success)
-    return body + FIELD_SPLITOR
+        return (f"Pub{c}{r.timestamp}{c}{r.region_id}{c}{r.group}{c}{r.topic}{c}{r.msg_id}{c}"
+                f"{_o(r.tags)}{c}{_o(r.keys)}{c}{r.store_host}{c}{r.body_length}{c}"
+                f"{r.cost_ms}{c}{int(r.msg_type)}{c}{_o(r.offset_msg_id)}{c}{_b(r.success)}"
+                f"{FIELD_SPLITOR}")
+    if isinstance(r, SubBeforeRecord):
+        return (f"SubBefore{c}{r.timestamp}{c}{_o(r.region_id)}{c}{r.group}{c}{r.request_id}"
+                f"{c}{r.msg_id}{c}{r.retry_times}{c}{_o(r.keys)}{FIELD_SPLITOR}")
+    if isinstance(r, SubAfterRecord):
+        code = 0 if r.context_code is None else int(r.context_code)
+        # written for AccessChannel.CLOUD, the record stops after contextCode's splitter
+        tail = "" if r.timestamp is None else f"{r.timestamp}{c}{_o(r.group)}"
+        return (f"SubAfter{c}{r.request_id}{c}{r.msg_id}{c}{r.cost_ms}{c}{_b(r.success)}{c}"
+                f"{_o(r.keys)}{c}{code}{c}{tail}{FIELD_SPLITOR}")
+    if isinstance(r, EndTransactionRecord):
+        return (f"EndTransaction{c}{r.timestamp}{c}{r.region_id}{c}{r.group}{c}{r.topic}{c}"
+                f"{r.msg_id}{c}{_o(r.tags)}{c}{_o(r.keys)}{c}{r.store_host}{c}"
+                f"{int(r.msg_type)}{c}{_o(r.transaction_id)}{c}{r.transaction_state}{c}"
+                f"{_b(r.from_transaction_check)}{FIELD_SPLITOR}")
+    return (f"Recall{c}{r.timestamp}{c}{r.region_id}{c}{r.group}{c}{r.topic}{c}{r.msg_id}{c}"
+            f"{_b(r.success)}{FIELD_SPLITOR}")
 
 
 def record_keys(record: TraceRecord) -> list[str]:
