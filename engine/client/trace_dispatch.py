@@ -48,7 +48,7 @@ class TraceDispatcher:
                  topic: str | None = None, *, queue_size: int = QUEUE_SIZE,
                  batch_records: int = BATCH_RECORDS, linger: float = LINGER,
                  flush_timeout: float = 5.0) -> None:
-        from engine.client.producer import Producer, ProducerOptions
+        from engine.client.producer import Producer, ProducerOptions  # producer.py imports us
 
         self.topic = topic or TRACE_TOPIC
         self.queue_size = queue_size
