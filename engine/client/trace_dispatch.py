@@ -29,6 +29,9 @@ from engine.protocol.trace import (
     record_keys,
 )
 
+#: A record already encoded, with its keys (`trace.pub_text`, `trace.keys_of`).
+Encoded = tuple[str, list[str]]
+
 if TYPE_CHECKING:
     from engine.client.instance import ClientInstance
 
@@ -60,7 +63,7 @@ class TraceDispatcher:
         self.failed = 0  # records whose trace message could not be sent
         # a deque and two events rather than an asyncio.Queue: appending wakes the task once
         # per batch, not once per record
-        self._queue: deque[TraceRecord] = deque()
+        self._queue: deque[TraceRecord | Encoded] = deque()
         self._arrived = asyncio.Event()  # the queue is no longer empty
         self._full = asyncio.Event()  # a batch is waiting (or a flush wants everything)
         self._idle = asyncio.Event()  # nothing queued, nothing being sent
@@ -76,14 +79,13 @@ class TraceDispatcher:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def append(self, records: Iterable[TraceRecord]) -> None:
-        """Queue records without waiting; a full queue drops them (counted in `dropped`)."""
+    def append(self, records: Iterable[TraceRecord | Encoded]) -> None:
+        """Queue records (or encoded ones) without waiting; a full queue drops them (counted
+        in `dropped`)."""
         queue = self._queue
         for record in records:
             if len(queue) >= self.queue_size:
-                self.dropped += 1
-                if self.dropped == 1 or self.dropped % 1000 == 0:
-                    log.info("trace queue full: %d trace records dropped so far", self.dropped)
+                self._drop()
                 continue
             queue.append(record)
             if len(queue) == 1:
@@ -91,6 +93,15 @@ class TraceDispatcher:
                 self._arrived.set()
             if len(queue) >= self.batch_records:
                 self._full.set()
+
+    def append_encoded(self, text: str, keys: list[str]) -> None:
+        """`append` of one encoded record: the cheap path of a traced send."""
+        self.append(((text, keys),))
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        if self.dropped == 1 or self.dropped % 1000 == 0:
+            log.info("trace queue full: %d trace records dropped so far", self.dropped)
 
     async def start(self) -> None:
         if self.running:
@@ -133,7 +144,9 @@ class TraceDispatcher:
                 self._full.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._full.wait(), self.linger)
-            await self._send(self._take())
+            batch = self._take()
+            if batch[0]:
+                await self._send(batch)
 
     def _take(self) -> tuple[list[str], list[str]]:
         """Up to `batch_records` records, or 118 KB of them, encoded, with their keys."""
@@ -143,9 +156,12 @@ class TraceDispatcher:
         queue = self._queue
         while queue and len(texts) < self.batch_records and size < BATCH_BYTES:
             record = queue.popleft()
-            text = encode(record)
+            if isinstance(record, tuple):
+                text, its_keys = record
+            else:
+                text, its_keys = encode(record), record_keys(record)
             texts.append(text)
-            keys.extend(record_keys(record))
+            keys.extend(its_keys)
             size += len(text)
         return texts, keys
 

@@ -27,9 +27,10 @@ from engine.protocol.trace import (
     ConsumeReturnType,
     EndTransactionRecord,
     MessageType,
-    PubRecord,
     SubAfterRecord,
     SubBeforeRecord,
+    keys_of,
+    pub_text,
 )
 
 PROPERTY_MSG_REGION = "MSG_REGION"
@@ -70,11 +71,13 @@ class SendTracer:
              begin_ms: int) -> None:
         if msg.topic.startswith(self.dispatcher.topic) or not result.trace_on:
             return
-        # positional: this runs once per send (the fields in PubRecord's order)
-        self.dispatcher.append((PubRecord(
-            begin_ms, result.region_id, self.group, msg.topic, result.msg_id, msg.tags,
-            _keys(msg.keys), store_host or "", len(msg.body), max(now_ms() - begin_ms, 0),
-            message_type(msg), result.offset_msg_id, result.status is SendStatus.SEND_OK),))
+        # encoded at once, without a PubRecord: this runs once per send
+        keys = _keys(msg.keys)
+        self.dispatcher.append_encoded(pub_text(
+            begin_ms, result.region_id, self.group, msg.topic, result.msg_id, msg.tags, keys,
+            store_host or "", len(msg.body), max(now_ms() - begin_ms, 0), message_type(msg),
+            result.offset_msg_id, result.status is SendStatus.SEND_OK),
+            keys_of(result.msg_id, keys))
 
     def ended(self, *, topic: str, tags: str | None, keys: str | None, msg_id: str,
               transaction_id: str | None, state: str, broker_addr: str,

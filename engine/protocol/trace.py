@@ -167,15 +167,26 @@ def _b(value: bool) -> str:
     return "true" if value else "false"
 
 
+def pub_text(timestamp: int, region_id: str, group: str, topic: str, msg_id: str,
+             tags: str | None, keys: str | None, store_host: str, body_length: int,
+             cost_ms: int, msg_type: MessageType, offset_msg_id: str | None,
+             success: bool) -> str:
+    """`encode` of the PubRecord with these fields, without making the record (a traced
+    producer writes one per send)."""
+    c = CONTENT_SPLITOR
+    return (f"Pub{c}{timestamp}{c}{region_id}{c}{group}{c}{topic}{c}{msg_id}{c}{_o(tags)}{c}"
+            f"{_o(keys)}{c}{store_host}{c}{body_length}{c}{cost_ms}{c}{int(msg_type)}{c}"
+            f"{_o(offset_msg_id)}{c}{_b(success)}{FIELD_SPLITOR}")
+
+
 def encode(record: TraceRecord) -> str:
     """The record as `TraceDataEncoder.encoderFromContextBean` writes it (one bean)."""
     r = record
     c = CONTENT_SPLITOR
     if isinstance(r, PubRecord):
-        return (f"Pub{c}{r.timestamp}{c}{r.region_id}{c}{r.group}{c}{r.topic}{c}{r.msg_id}{c}"
-                f"{_o(r.tags)}{c}{_o(r.keys)}{c}{r.store_host}{c}{r.body_length}{c}"
-                f"{r.cost_ms}{c}{int(r.msg_type)}{c}{_o(r.offset_msg_id)}{c}{_b(r.success)}"
-                f"{FIELD_SPLITOR}")
+        return pub_text(r.timestamp, r.region_id, r.group, r.topic, r.msg_id, r.tags, r.keys,
+                        r.store_host, r.body_length, r.cost_ms, r.msg_type, r.offset_msg_id,
+                        r.success)
     if isinstance(r, SubBeforeRecord):
         return (f"SubBefore{c}{r.timestamp}{c}{_o(r.region_id)}{c}{r.group}{c}{r.request_id}"
                 f"{c}{r.msg_id}{c}{r.retry_times}{c}{_o(r.keys)}{FIELD_SPLITOR}")
@@ -194,13 +205,17 @@ def encode(record: TraceRecord) -> str:
             f"{_b(r.success)}{FIELD_SPLITOR}")
 
 
+def keys_of(msg_id: str, keys: str | None) -> list[str]:
+    """The keys a trace message gets for a record: its message id and each of its keys."""
+    found = [msg_id]
+    if keys:
+        found.extend(k for k in keys.split(KEY_SEPARATOR) if k)
+    return found
+
+
 def record_keys(record: TraceRecord) -> list[str]:
-    """The keys a trace message gets for `record`: its message id and each of its keys."""
-    keys = [record.msg_id]
-    text = getattr(record, "keys", None)
-    if text:
-        keys.extend(k for k in text.split(KEY_SEPARATOR) if k)
-    return keys
+    """`keys_of` a record (a Recall has no keys)."""
+    return keys_of(record.msg_id, getattr(record, "keys", None))
 
 
 @dataclass(frozen=True, slots=True)
