@@ -111,13 +111,16 @@ class TraceDispatcher:
 
     async def flush(self) -> None:
         """Send every queued record now and wait until they are sent (or failed)."""
-        if not self.running:
+        task = self._task
+        if task is None or task.done():
             return
         self._hurry = True
         self._full.set()
+        idle = asyncio.ensure_future(self._idle.wait())
         try:
-            await self._idle.wait()
+            await asyncio.wait((idle, task), return_when=asyncio.FIRST_COMPLETED)
         finally:
+            idle.cancel()
             self._hurry = False
 
     async def stop(self) -> None:
