@@ -29,7 +29,7 @@ HELP = ("Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).\n\
 #: help panel), in the order of the top-level help.
 MOUNTS: tuple[tuple[str, str | None, str | None], ...] = (
     *((m, None, None) for m in ("topic", "cluster", "group", "consumer", "message", "stream",
-                                "namesrv", "store", "local", "ha", "acl", "acl_v1")),
+                                "namesrv", "store", "local", "ha", "acl", "acl_v1", "trace")),
     ("dlq", "dlq", "Dead letters"), ("lag", "lag", "Consumer lag"),
     ("dev", "dev", "mqadmin itself"), ("dashboard", None, None),
     ("report", "report", "Consumer lag"),
@@ -53,6 +53,7 @@ _TOP = {
     "acl": "createUser updateUser deleteUser getUser listUser createAcl updateAcl deleteAcl "
            "getAcl listAcl",
     "acl_v1": "updateAclConfig deleteAclConfig updateGlobalWhiteAddr clusterAclConfigVersion",
+    "trace": "queryMsgTraceById",
     "dashboard": "dashboard",
 }
 #: The module that owns each top-level command or group.

@@ -54,6 +54,8 @@ class ConsumerOptions:
     check_client_in_broker: bool = True  # CHECK_CLIENT_CONFIG for SQL92 subscriptions
     await_termination_millis: int = 10_000  # shutdown waits this long for running listeners
     dedupe: Dedupe | None = None  # run each business key once (dedupe.py)
+    enable_trace: bool = False  # enableMsgTrace: SubBefore/SubAfter to the trace topic
+    trace_topic: str | None = None  # customizedTraceTopic (default RMQ_SYS_TRACE_TOPIC)
 
     def max_reconsume(self, orderly: bool) -> int:
         if self.max_reconsume_times != -1:

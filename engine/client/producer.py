@@ -44,6 +44,8 @@ from engine.client.producer_options import (
 from engine.client.publish import QueueIndex, TopicPublishInfo, select_queue
 from engine.client.results import SendResult, SendStatus
 from engine.client.send_codec import batch_request, prepare_message, single_request
+from engine.client.trace_dispatch import TraceDispatcher
+from engine.client.trace_hooks import SendTracer, now_ms
 from engine.client.validate import check_group, check_message
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.command import RemotingCommand
@@ -76,6 +78,9 @@ class Producer:
         self._indexes: dict[str, QueueIndex] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._running = False
+        self.tracer = (SendTracer(TraceDispatcher(self.instance, group, "PRODUCER",
+                                                  o.trace_topic), group)
+                       if o.enable_trace else None)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -85,6 +90,8 @@ class Producer:
         if self._register:
             self.instance.register_producer(self)
         await self.instance.start()
+        if self.tracer is not None:
+            await self.tracer.dispatcher.start()
         self._running = True
 
     async def shutdown(self) -> None:
@@ -93,6 +100,8 @@ class Producer:
         self._running = False
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.tracer is not None:
+            await self.tracer.dispatcher.stop()
         if self._register:
             await self.instance.unregister(producer_group=self.group)
             if self._own_instance:
@@ -233,9 +242,18 @@ class Producer:
         self._check_running()
         check_message(msg, self.options.max_message_size)
         props, uniq = prepare_message(msg)
-        return await self._send_default(msg.topic, self._request(msg, props, oneway), uniq,
-                                        retries=retries, retry_any=retry_any,
-                                        timeout_ms=timeout_ms, oneway=oneway)
+        begin = now_ms()
+        result = await self._send_default(msg.topic, self._request(msg, props, oneway), uniq,
+                                          retries=retries, retry_any=retry_any,
+                                          timeout_ms=timeout_ms, oneway=oneway)
+        self._trace(msg, result, begin)
+        return result
+
+    def _trace(self, msg: Message, result: SendResult | None, begin_ms: int) -> None:
+        """The Pub record of a send that got an answer (enable_trace)."""
+        if self.tracer is not None and result is not None:
+            addr = self.instance.master_addr(result.message_queue.broker_name)
+            self.tracer.sent(msg, result, addr, begin_ms)
 
     # ------------------------------------------------------------------ public sends
 
@@ -286,8 +304,10 @@ class Producer:
         self._topics.add(mq.topic)
         props, uniq = prepare_message(msg)
         timeout = (timeout_ms if timeout_ms is not None else self.options.send_msg_timeout) / 1e3
+        begin = now_ms()
         result = await self._send_once(self._request(msg, props, False), uniq, mq, timeout)
         assert result is not None
+        self._trace(msg, result, begin)
         return result
 
     async def send_select(self, msg: Message, selector: MessageQueueSelector, arg: Any, *,

@@ -39,3 +39,5 @@ class ProducerOptions:
     send_latency_fault_enable: bool = False
     latency_max: tuple[int, ...] = LATENCY_MAX_4_9_7
     not_available_duration: tuple[int, ...] = field(default=NOT_AVAILABLE_DURATION_4_9_7)
+    enable_trace: bool = False  # enableMsgTrace: Pub records to the trace topic
+    trace_topic: str | None = None  # customizedTraceTopic (default RMQ_SYS_TRACE_TOPIC)

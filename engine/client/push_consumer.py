@@ -37,6 +37,8 @@ from engine.client.process_queue import ProcessQueue, now_ms
 from engine.client.pull_codec import message_ext
 from engine.client.pull_loop import PullLoop
 from engine.client.rebalance import Rebalancer
+from engine.client.trace_dispatch import TraceDispatcher
+from engine.client.trace_hooks import ConsumeTracer, traced_listener
 from engine.client.validate import check_group
 from engine.protocol.body.admin import (
     CMResult,
@@ -91,6 +93,10 @@ class PushConsumer(ConsumerSupport):
         self._topic_limits: dict[str, tuple[int, int]] = {}
         self._guard = (None if self.options.dedupe is None else dedupe.Guard(
             self.options.dedupe, group, dedupe.new_owner(self.instance.client_id)))
+        o = self.options
+        self.tracer = (ConsumeTracer(TraceDispatcher(self.instance, group, "CONSUMER",
+                                                     o.trace_topic), group,
+                                     o.consume_timeout * 60_000) if o.enable_trace else None)
 
     # ------------------------------------------------------------------ setup
 
@@ -105,9 +111,13 @@ class PushConsumer(ConsumerSupport):
         self._subs.pop(topic, None)
 
     def register_concurrently(self, listener: ConcurrentListener) -> None:
+        if self.tracer is not None:
+            listener = traced_listener(listener, self.tracer)
         self.consume_service = ConsumeConcurrentlyService(self, listener, self._guard)
 
     def register_orderly(self, listener: OrderlyListener) -> None:
+        if self.tracer is not None:
+            listener = traced_listener(listener, self.tracer)
         self.consume_service = ConsumeOrderlyService(self, listener, self._guard)
 
     @property
@@ -151,6 +161,8 @@ class PushConsumer(ConsumerSupport):
             self._subs.setdefault(rt, subscription(rt, "*"))
         self.started_ms = now_ms()
         await self._start_member()
+        if self.tracer is not None:
+            await self.tracer.dispatcher.start()
         self.consume_service.start()
         self.instance.rebalance_now()
 
@@ -176,6 +188,8 @@ class PushConsumer(ConsumerSupport):
             await self.unlock_all(oneway=False)
         await self.offset_store.persist_all(self.rebalancer.table, final=True)
         self.rebalancer.drop_all()
+        if self.tracer is not None:
+            await self.tracer.dispatcher.stop()
         await self._stop_member()
 
     def suspend(self) -> None:

@@ -101,6 +101,12 @@ class TransactionProducer(Producer):
         except ClientError as exc:
             log.warning("local transaction %s is %s but END_TRANSACTION failed: %s; the "
                         "broker will check back", result.msg_id, state.name, exc)
+        if self.tracer is not None:
+            self.tracer.ended(
+                topic=half.topic, tags=half.tags, keys=" ".join(half.keys) or None,
+                msg_id=result.msg_id, transaction_id=result.transaction_id or half.transaction_id,
+                state=state.name, region_id=None, from_check=False,
+                broker_addr=self.instance.master_addr(result.message_queue.broker_name) or "")
         return TransactionSendResult(result, state, half.transaction_id)
 
     async def _end(self, broker_name: str, offset_msg_id: str, msg_id: str, queue_offset: int,
@@ -154,5 +160,11 @@ class TransactionProducer(Producer):
             log.warning("connection to %s closed before the check of %s was answered",
                         conn.remote_addr, header.transaction_id)
             return
+        if self.tracer is not None:
+            self.tracer.ended(
+                topic=msg.topic, tags=msg.tags, keys=" ".join(msg.keys) or None,
+                msg_id=end.msg_id, transaction_id=header.transaction_id, state=state.name,
+                broker_addr=str(conn.remote_addr), from_check=True,
+                region_id=msg.properties.get("MSG_REGION"))
         credentials = self.instance.config.credentials
         conn.send_oneway(answer if credentials is None else sign(answer, credentials))

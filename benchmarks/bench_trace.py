@@ -1,0 +1,77 @@
+"""What message trace costs a producer: send throughput with and without `enable_trace`.
+
+Runs `mqnamesrv` and `mqbroker` (traceTopicEnable=true) as processes of their own; two
+producers send 1 KiB messages with 64 in flight, untraced and traced runs alternating (the
+order flipping each round) so the machine's drift hits both alike.  Prints the median
+messages per second of each, the traced one's loss in percent (the issue's budget: at most
+15%), the client's and the broker's CPU per message (the broker's includes storing and
+indexing the trace messages), and the trace records dropped or failed (none expected).
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+
+from benchmarks.bench_client import measure, namesrv_process, prepare, sends
+from benchmarks.machine import machine
+from benchmarks.processes import broker_process, cpu_seconds, server_pid
+from engine.client import ClientConfig, Producer, ProducerOptions
+from engine.remoting.loop import run
+
+RUNS = 7
+SENDS = 8_192
+IN_FLIGHT = 64
+
+
+async def bench(namesrv: str, broker: str) -> None:
+    await prepare(namesrv, broker)
+    config = ClientConfig(namesrv_addr=namesrv)
+    plain = Producer("TraceBenchPlainPG", config)
+    traced = Producer("TraceBenchTracedPG", config,
+                      options=ProducerOptions(enable_trace=True))
+    await plain.start()
+    await traced.start()
+    results: dict[str, list[tuple[float, float]]] = {"off": [], "on": []}
+    broker_cpu: dict[str, list[float]] = {"off": [], "on": []}
+    pid = server_pid(broker)
+    try:
+        for producer in (plain, traced):  # warm-up: routes, connections, the trace topic
+            await sends(producer, IN_FLIGHT, 2000)
+        order = [("off", plain), ("on", traced)]
+        for run_no in range(RUNS):  # the order flips every round: neither pays the other's tail
+            for label, producer in (order if run_no % 2 == 0 else order[::-1]):
+                before = cpu_seconds(pid)
+                results[label].append(await measure(SENDS, functools.partial(
+                    sends, producer, IN_FLIGHT, SENDS)))
+                if producer.tracer is not None:
+                    await producer.tracer.dispatcher.flush()  # its trace messages count too
+                broker_cpu[label].append((cpu_seconds(pid) - before) / SENDS * 1e6)
+        assert traced.tracer is not None
+        dispatcher = traced.tracer.dispatcher
+        await dispatcher.flush()
+        rates = {k: statistics.median(r for _, r in v) for k, v in results.items()}
+        cpus = {k: statistics.median(c for c, _ in v) for k, v in results.items()}
+        for label in ("off", "on"):
+            print(f"trace {label}: median {rates[label]:,.0f} msgs/s, "
+                  f"{cpus[label]:.1f} us client CPU/msg, "
+                  f"{statistics.median(broker_cpu[label]):.1f} us broker CPU/msg "
+                  f"({RUNS} runs of {SENDS:,}, "
+                  f"{IN_FLIGHT} in flight, 1 KiB)")
+        print(f"throughput lost to tracing: {100 * (1 - rates['on'] / rates['off']):.1f}% "
+              f"(records sent {dispatcher.sent:,}, dropped {dispatcher.dropped:,}, "
+              f"failed {dispatcher.failed:,})")
+    finally:
+        await traced.shutdown()
+        await plain.shutdown()
+
+
+def main() -> None:
+    print(machine())
+    with namesrv_process() as namesrv, broker_process(namesrvAddr=namesrv,
+                                                      traceTopicEnable="true") as broker:
+        run(bench(namesrv, broker))
+
+
+if __name__ == "__main__":
+    main()

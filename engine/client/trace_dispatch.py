@@ -1,0 +1,180 @@
+"""`TraceDispatcher`: trace records queued by the hooks, sent in batches as trace messages.
+
+How this works (Apache's `AsyncTraceDispatcher`): the hooks call `append`, which never waits:
+a record goes into a bounded queue, or, when the queue is full, is dropped and counted.  One
+asyncio task wakes when the queue stops being empty, waits until `batch_records` records are
+queued or `linger` seconds have passed, and sends up to that many (at most 118 KB of text)
+as one message to the trace topic (`trace.encode`, KEYS = every traced message id and key,
+as `encode_batch` builds them) with its own
+producer, group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>``, on the host's client
+instance.  A send that fails is logged and counted; nothing reaches the business send.
+`stop()` sends what is queued (waiting at most `flush_timeout`), then stops the task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from engine.client.message import Message
+from engine.protocol.trace import (
+    TRACE_GROUP_PREFIX,
+    TRACE_TOPIC,
+    TraceRecord,
+    encode,
+    record_keys,
+)
+
+#: A record already encoded, with its keys (`trace.pub_text`, `trace.keys_of`).
+Encoded = tuple[str, list[str]]
+
+if TYPE_CHECKING:
+    from engine.client.instance import ClientInstance
+
+log = logging.getLogger(__name__)
+
+QUEUE_SIZE = 1024  # AsyncTraceDispatcher's traceContextQueue
+BATCH_RECORDS = 100  # its batchSize
+BATCH_BYTES = 128_000 - 10_000  # its maxMsgSize less the margin it keeps
+LINGER = 0.5  # s: its waitTimeThresholdMil
+SEND_TIMEOUT_MS = 5000
+
+
+class TraceDispatcher:
+    """Queue and send the trace records of one producer or consumer group."""
+
+    def __init__(self, instance: ClientInstance, group: str, role: str,
+                 topic: str | None = None, *, queue_size: int = QUEUE_SIZE,
+                 batch_records: int = BATCH_RECORDS, linger: float = LINGER,
+                 flush_timeout: float = 5.0) -> None:
+        from engine.client.producer import Producer, ProducerOptions  # producer.py imports us
+
+        self.topic = topic or TRACE_TOPIC
+        self.queue_size = queue_size
+        self.batch_records = batch_records
+        self.linger = linger
+        self.flush_timeout = flush_timeout
+        self.dropped = 0  # records refused by a full queue
+        self.sent = 0  # records stored in the trace topic
+        self.failed = 0  # records whose trace message could not be sent
+        # a deque and two events rather than an asyncio.Queue: appending wakes the task once
+        # per batch, not once per record
+        self._queue: deque[TraceRecord | Encoded] = deque()
+        self._arrived = asyncio.Event()  # the queue is no longer empty
+        self._full = asyncio.Event()  # a batch is waiting (or a flush wants everything)
+        self._idle = asyncio.Event()  # nothing queued, nothing being sent
+        self._idle.set()
+        self._hurry = False
+        self._task: asyncio.Task[None] | None = None
+        self.producer = Producer(
+            f"{TRACE_GROUP_PREFIX}-{group}-{role}", instance=instance, register=False,
+            options=ProducerOptions(send_msg_timeout=SEND_TIMEOUT_MS,
+                                    max_message_size=128_000))
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def append(self, records: Iterable[TraceRecord | Encoded]) -> None:
+        """Queue records (or encoded ones) without waiting; a full queue drops them (counted
+        in `dropped`)."""
+        queue = self._queue
+        for record in records:
+            if len(queue) >= self.queue_size:
+                self._drop()
+                continue
+            queue.append(record)
+            if len(queue) == 1:
+                self._idle.clear()
+                self._arrived.set()
+            if len(queue) >= self.batch_records:
+                self._full.set()
+
+    def append_encoded(self, text: str, keys: list[str]) -> None:
+        """`append` of one encoded record: the cheap path of a traced send."""
+        self.append(((text, keys),))
+
+    def _drop(self) -> None:
+        self.dropped += 1
+        if self.dropped == 1 or self.dropped % 1000 == 0:
+            log.info("trace queue full: %d trace records dropped so far", self.dropped)
+
+    async def start(self) -> None:
+        if self.running:
+            return
+        await self.producer.start()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="trace-dispatch")
+
+    async def flush(self) -> None:
+        """Send every queued record now and wait until they are sent (or failed)."""
+        task = self._task
+        if task is None or task.done():
+            return
+        self._hurry = True
+        self._full.set()
+        idle = asyncio.ensure_future(self._idle.wait())
+        try:
+            await asyncio.wait((idle, task), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
+            self._hurry = False
+
+    async def stop(self) -> None:
+        """Send what is queued (for at most `flush_timeout`), then stop."""
+        if self._task is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.flush(), self.flush_timeout)
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        self._task = None
+        await self.producer.shutdown()
+        if self._queue:
+            log.warning("trace dispatcher stopped with %d records unsent", len(self._queue))
+
+    async def _run(self) -> None:
+        while True:
+            if not self._queue:
+                self._idle.set()
+                self._arrived.clear()
+                await self._arrived.wait()
+            if len(self._queue) < self.batch_records and not self._hurry:
+                self._full.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._full.wait(), self.linger)
+            batch = self._take()
+            if batch[0]:
+                await self._send(batch)
+
+    def _take(self) -> tuple[list[str], list[str]]:
+        """Up to `batch_records` records, or 118 KB of them, encoded, with their keys."""
+        texts: list[str] = []
+        keys: list[str] = []
+        size = 0
+        queue = self._queue
+        while queue and len(texts) < self.batch_records and size < BATCH_BYTES:
+            record = queue.popleft()
+            if isinstance(record, tuple):
+                text, its_keys = record
+            else:
+                text, its_keys = encode(record), record_keys(record)
+            texts.append(text)
+            keys.extend(its_keys)
+            size += len(text)
+        return texts, keys
+
+    async def _send(self, batch: tuple[list[str], list[str]]) -> None:
+        texts, keys = batch
+        body = "".join(texts).encode("utf-8")
+        try:
+            await self.producer.send(Message(self.topic, body, keys=list(dict.fromkeys(keys))))
+        except Exception as exc:  # a trace never fails the traced client
+            self.failed += len(texts)
+            log.warning("%d trace records not sent to %s: %s", len(texts), self.topic, exc)
+        else:
+            self.sent += len(texts)

@@ -1,0 +1,170 @@
+"""What a traced producer or consumer records: Pub, SubBefore/SubAfter and EndTransaction.
+
+How this works (Apache's `SendMessageTraceHookImpl`, `ConsumeMessageTraceHookImpl`,
+`EndTransactionTraceHookImpl`): `SendTracer.sent` turns a send's result into a Pub record
+(skipped when the broker answered TRACE_ON=false, or for the trace topic itself);
+`traced_listener` wraps a consumer's listener so that each call records SubBefore (one per
+message not marked TRACE_ON=false, one request id for the call) and then SubAfter with the
+call's time divided by its number of messages, whether it succeeded and how it ended
+(`ConsumeReturnType`).  Everything goes to a `TraceDispatcher`, which never waits.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+
+from engine.client.ids import uniq_ids
+from engine.client.message import Message, MessageExt
+from engine.client.results import SendResult, SendStatus
+from engine.client.trace_dispatch import TraceDispatcher
+from engine.protocol.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_KEYS
+from engine.protocol.trace import (
+    DEFAULT_REGION,
+    ConsumeReturnType,
+    EndTransactionRecord,
+    MessageType,
+    SubAfterRecord,
+    SubBeforeRecord,
+    keys_of,
+    pub_text,
+)
+
+PROPERTY_MSG_REGION = "MSG_REGION"
+PROPERTY_TRACE_SWITCH = "TRACE_ON"
+PROPERTY_START_DELIVER_TIME = "__STARTDELIVERTIME"
+SUCCESS_STATUSES = frozenset({"CONSUME_SUCCESS", "SUCCESS", "COMMIT"})
+
+L = TypeVar("L", bound=Callable[..., Any])
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def message_type(msg: Message) -> MessageType:
+    """`sendKernelImpl`'s message type: half, delayed or normal."""
+    if msg.is_transactional:
+        return MessageType.TRANS_HALF
+    if msg.delay_time_level or any(
+            PROPERTY_START_DELIVER_TIME in props or PROPERTY_DELAY_TIME_LEVEL in props
+            for props in (msg.properties, msg.system_properties)):
+        return MessageType.DELAY
+    return MessageType.NORMAL
+
+
+def _keys(keys: tuple[str, ...]) -> str | None:
+    return " ".join(keys) if keys else None
+
+
+class SendTracer:
+    """The Pub and EndTransaction records of one producer group."""
+
+    def __init__(self, dispatcher: TraceDispatcher, group: str) -> None:
+        self.dispatcher = dispatcher
+        self.group = group
+
+    def sent(self, msg: Message, result: SendResult, store_host: str | None,
+             begin_ms: int) -> None:
+        if msg.topic.startswith(self.dispatcher.topic) or not result.trace_on:
+            return
+        # encoded at once, without a PubRecord: this runs once per send
+        keys = _keys(msg.keys)
+        self.dispatcher.append_encoded(pub_text(
+            begin_ms, result.region_id, self.group, msg.topic, result.msg_id, msg.tags, keys,
+            store_host or "", len(msg.body), max(now_ms() - begin_ms, 0), message_type(msg),
+            result.offset_msg_id, result.status is SendStatus.SEND_OK),
+            keys_of(result.msg_id, keys))
+
+    def ended(self, *, topic: str, tags: str | None, keys: str | None, msg_id: str,
+              transaction_id: str | None, state: str, broker_addr: str,
+              region_id: str | None, from_check: bool) -> None:
+        if topic.startswith(self.dispatcher.topic):
+            return
+        self.dispatcher.append([EndTransactionRecord(
+            timestamp=now_ms(), region_id=region_id or DEFAULT_REGION, group=self.group,
+            topic=topic, msg_id=msg_id, tags=tags, keys=keys, store_host=broker_addr,
+            msg_type=MessageType.TRANS_COMMIT, transaction_id=transaction_id,
+            transaction_state=state, from_transaction_check=from_check)])
+
+
+class ConsumeTracer:
+    """The SubBefore and SubAfter records of one consumer group."""
+
+    def __init__(self, dispatcher: TraceDispatcher, group: str, timeout_ms: int) -> None:
+        self.dispatcher = dispatcher
+        self.group = group
+        self.timeout_ms = timeout_ms
+
+    def before(self, msgs: list[MessageExt]) -> list[SubBeforeRecord]:
+        request_id = uniq_ids().next()
+        start = now_ms()
+        records = [SubBeforeRecord(start, m.properties.get(PROPERTY_MSG_REGION), self.group,
+                                   request_id, m.msg_id, m.reconsume_times,
+                                   m.properties.get(PROPERTY_KEYS))
+                   for m in msgs if m.properties.get(PROPERTY_TRACE_SWITCH) != "false"]
+        self.dispatcher.append(records)
+        return records
+
+    def after(self, before: list[SubBeforeRecord], count: int, status: Any,
+              raised: bool) -> None:
+        if not before:
+            return
+        end = now_ms()
+        spent = end - before[0].timestamp
+        name = getattr(status, "name", None)
+        success = name in SUCCESS_STATUSES
+        if name is None:
+            code = ConsumeReturnType.EXCEPTION if raised else ConsumeReturnType.RETURNNULL
+        elif spent >= self.timeout_ms:
+            code = ConsumeReturnType.TIME_OUT
+        else:
+            code = ConsumeReturnType.SUCCESS if success else ConsumeReturnType.FAILED
+        cost = spent // max(count, 1)
+        self.dispatcher.append([SubAfterRecord(b.request_id, b.msg_id, cost, success, b.keys,
+                                               code, end, self.group) for b in before])
+
+
+def traced_listener(listener: L, tracer: ConsumeTracer) -> L:
+    """`listener` recording SubBefore when called and SubAfter with its verdict; a
+    coroutine listener is timed while it runs."""
+    if inspect.iscoroutinefunction(listener):
+        @functools.wraps(listener)
+        async def run_async(msgs: list[MessageExt], ctx: Any) -> Any:
+            before = tracer.before(msgs)
+            try:
+                status = await listener(msgs, ctx)
+            except BaseException:
+                tracer.after(before, len(msgs), None, True)
+                raise
+            tracer.after(before, len(msgs), status, False)
+            return status
+        return cast(L, run_async)
+
+    @functools.wraps(listener)
+    def run(msgs: list[MessageExt], ctx: Any) -> Any:
+        before = tracer.before(msgs)
+        try:
+            outcome = listener(msgs, ctx)
+        except BaseException:
+            tracer.after(before, len(msgs), None, True)
+            raise
+        if inspect.isawaitable(outcome):
+            return _finish(outcome, before, len(msgs), tracer)
+        tracer.after(before, len(msgs), outcome, False)
+        return outcome
+    return cast(L, run)
+
+
+async def _finish(outcome: Awaitable[Any], before: list[SubBeforeRecord], count: int,
+                  tracer: ConsumeTracer) -> Any:
+    try:
+        status = await outcome
+    except BaseException:
+        tracer.after(before, count, None, True)
+        raise
+    tracer.after(before, count, status, False)
+    return status

@@ -1,0 +1,216 @@
+"""Message trace on our broker: a traced producer and push consumer write Pub, SubBefore and
+SubAfter records to the trace topic; a refused or full trace path never fails a send."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from engine.client.broker_admin import BrokerAdmin
+from engine.client.client_config import ClientConfig
+from engine.client.consumer_options import ConsumerOptions
+from engine.client.message import Message, MessageExt
+from engine.client.producer import Producer
+from engine.client.producer_options import ProducerOptions
+from engine.client.push_consumer import PushConsumer
+from engine.client.results import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    LocalTransactionState,
+    SendStatus,
+)
+from engine.client.trace_dispatch import TraceDispatcher
+from engine.client.transaction import TransactionProducer
+from engine.protocol.body.heartbeat import ConsumeFromWhere
+from engine.protocol.trace import (
+    TRACE_TOPIC,
+    ConsumeReturnType,
+    EndTransactionRecord,
+    MessageType,
+    PubRecord,
+    SubAfterRecord,
+    SubBeforeRecord,
+    TraceRecord,
+    decode,
+)
+from engine.remoting.client import RemotingClient
+
+from .conftest import BrokerFactory, Inbox, make_topic
+
+TOPIC = "TracedTopic"
+TRACED = ProducerOptions(enable_trace=True)
+
+
+async def traces_of(addr: str, msg_id: str, topic: str = TRACE_TOPIC) -> list[TraceRecord]:
+    """The trace records naming `msg_id`, found as queryMsgTraceById finds them: by key."""
+    client = RemotingClient()
+    try:
+        found = await BrokerAdmin(client, timeout=5.0).query_message(addr, topic, msg_id)
+    finally:
+        await client.close()
+    return [r for m in found.messages for r in decode(m.body).records if r.msg_id == msg_id]
+
+
+async def test_traced_producer_and_consumer_write_pub_sub_before_and_sub_after(
+        start_broker: BrokerFactory, client_config: ClientConfig,
+        track: Callable[[Any], Any]) -> None:
+    broker = await start_broker(trace_topic_enable=True)
+    await make_topic(broker, TOPIC)
+    producer: Producer = track(Producer("TracePG", client_config, options=TRACED))
+    await producer.start()
+    consumer: PushConsumer = track(PushConsumer("TraceCG", client_config, options=ConsumerOptions(
+        enable_trace=True, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)))
+    inbox = Inbox()
+
+    def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+                 ) -> ConsumeConcurrentlyStatus:
+        inbox.add(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_concurrently(listener)
+    await consumer.start()
+
+    result = await producer.send(Message(TOPIC, b"traced body", tags="TagA",
+                                         keys=["order-1", "customer-9"]))
+    assert result.status is SendStatus.SEND_OK
+    await inbox.wait_for(1)
+    assert producer.tracer is not None and consumer.tracer is not None
+    await producer.tracer.dispatcher.flush()
+    await consumer.tracer.dispatcher.flush()
+
+    records = await traces_of(broker.addr, result.msg_id)
+    pubs = [r for r in records if isinstance(r, PubRecord)]
+    befores = [r for r in records if isinstance(r, SubBeforeRecord)]
+    afters = [r for r in records if isinstance(r, SubAfterRecord)]
+    assert len(pubs) == len(befores) == len(afters) == 1, records
+    pub, before, after = pubs[0], befores[0], afters[0]
+    assert (pub.group, pub.topic, pub.tags, pub.keys) == ("TracePG", TOPIC, "TagA",
+                                                          "order-1 customer-9")
+    assert (pub.store_host, pub.offset_msg_id, pub.region_id) == (
+        broker.addr, result.offset_msg_id, "DefaultRegion")
+    assert (pub.body_length, pub.msg_type, pub.success) == (11, MessageType.NORMAL, True)
+    assert pub.cost_ms >= 0
+    # the stored message has no MSG_REGION (Apache's broker adds it only with a send hook),
+    # so SubBefore's region is Java's "null"
+    assert (before.group, before.retry_times, before.keys, before.region_id) == (
+        "TraceCG", 0, "order-1 customer-9", None)
+    assert before.timestamp >= pub.timestamp
+    assert (after.request_id, after.group, after.success) == (before.request_id, "TraceCG", True)
+    assert after.context_code == ConsumeReturnType.SUCCESS
+    assert after.timestamp is not None and after.timestamp >= before.timestamp
+    # the trace messages are found by the traced message's keys too, as Apache's KEYS hold them
+    client = RemotingClient()
+    try:
+        by_key = await BrokerAdmin(client).query_message(broker.addr, TRACE_TOPIC, "customer-9")
+    finally:
+        await client.close()
+    assert len(by_key.messages) >= 1
+    assert producer.tracer.dispatcher.dropped == producer.tracer.dispatcher.failed == 0
+
+
+async def test_a_failed_listener_is_traced_as_failed(
+        start_broker: BrokerFactory, client_config: ClientConfig,
+        track: Callable[[Any], Any]) -> None:
+    broker = await start_broker(trace_topic_enable=True)
+    await make_topic(broker, TOPIC)
+    producer: Producer = track(Producer("TracePG2", client_config))
+    await producer.start()
+    consumer: PushConsumer = track(PushConsumer("TraceCG2", client_config, options=ConsumerOptions(
+        enable_trace=True, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)))
+    done = asyncio.Event()
+
+    async def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext) -> None:
+        done.set()
+        raise RuntimeError("listener fails")
+
+    consumer.subscribe(TOPIC, "*")
+    consumer.register_concurrently(listener)
+    await consumer.start()
+    result = await producer.send(Message(TOPIC, b"x"))
+    async with asyncio.timeout(10):
+        await done.wait()
+    assert consumer.tracer is not None
+    await consumer.tracer.dispatcher.flush()
+    afters = [r for r in await traces_of(broker.addr, result.msg_id)
+              if isinstance(r, SubAfterRecord)]
+    assert afters and not afters[0].success
+    assert afters[0].context_code == ConsumeReturnType.EXCEPTION
+
+
+async def test_a_refused_trace_send_neither_fails_nor_blocks_the_business_send(
+        start_broker: BrokerFactory, client_config: ClientConfig,
+        track: Callable[[Any], Any]) -> None:
+    broker = await start_broker()
+    await make_topic(broker, TOPIC)
+    # the broker refuses sends to its schedule topic (NO_PERMISSION): every trace send fails
+    refused = ProducerOptions(enable_trace=True, trace_topic="SCHEDULE_TOPIC_XXXX")
+    producer: Producer = track(Producer("RefusedPG", client_config, options=refused))
+    await producer.start()
+    results = [await producer.send(Message(TOPIC, b"%d" % i)) for i in range(3)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    assert producer.tracer is not None
+    dispatcher = producer.tracer.dispatcher
+    await dispatcher.flush()
+    assert (dispatcher.sent, dispatcher.failed) == (0, 3)
+    assert (await producer.send(Message(TOPIC, b"after"))).status is SendStatus.SEND_OK
+
+
+async def test_a_full_trace_queue_drops_and_counts_records(
+        start_broker: BrokerFactory, client_config: ClientConfig,
+        track: Callable[[Any], Any]) -> None:
+    broker = await start_broker(trace_topic_enable=True)
+    await make_topic(broker, TOPIC)
+    producer: Producer = track(Producer("FullPG", client_config, options=TRACED))
+    await producer.start()
+    assert producer.tracer is not None
+    # a dispatcher that holds two records and is not draining: appends never wait
+    small = TraceDispatcher(producer.instance, "FullPG", "PRODUCER", queue_size=2)
+    producer.tracer.dispatcher = small
+    results = [await producer.send(Message(TOPIC, b"%d" % i)) for i in range(5)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    assert small.dropped == 3
+    track(_Stopper(small))
+    await small.start()
+    await small.flush()
+    assert small.sent == 2
+    [pub] = await traces_of(broker.addr, results[0].msg_id)
+    assert isinstance(pub, PubRecord)
+
+
+class _Stopper:
+    def __init__(self, dispatcher: TraceDispatcher) -> None:
+        self.dispatcher = dispatcher
+
+    async def shutdown(self) -> None:
+        await self.dispatcher.stop()
+
+
+class _Commit:
+    def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+async def test_a_traced_transaction_records_its_half_message_and_its_end(
+        start_broker: BrokerFactory, client_config: ClientConfig,
+        track: Callable[[Any], Any]) -> None:
+    broker = await start_broker(trace_topic_enable=True)
+    await make_topic(broker, TOPIC)
+    producer: TransactionProducer = track(TransactionProducer("TxTracePG", _Commit(),
+                                                              client_config, options=TRACED))
+    await producer.start()
+    sent = await producer.send_in_transaction(Message(TOPIC, b"pay", tags="paid", keys="p-1"))
+    assert producer.tracer is not None
+    await producer.tracer.dispatcher.flush()
+    records = await traces_of(broker.addr, sent.send_result.msg_id)
+    [pub] = [r for r in records if isinstance(r, PubRecord)]
+    [end] = [r for r in records if isinstance(r, EndTransactionRecord)]
+    assert pub.msg_type is MessageType.TRANS_HALF
+    assert (end.group, end.topic, end.tags, end.keys) == ("TxTracePG", TOPIC, "paid", "p-1")
+    assert (end.transaction_state, end.from_transaction_check) == ("COMMIT_MESSAGE", False)
+    assert (end.store_host, end.msg_type) == (broker.addr, MessageType.TRANS_COMMIT)
+    assert end.transaction_id == sent.transaction_id
