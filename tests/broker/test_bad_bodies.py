@@ -24,6 +24,7 @@ from tests.auth.conftest import APP, AUTH_ON, grant_app
 from tests.broker.conftest import call, running_broker
 from tests.broker.helpers import heartbeat
 from tests.conftest import addr_of
+from tests.ports import free_port
 
 R = RequestCode
 
@@ -217,8 +218,13 @@ async def test_a_slave_keeps_its_tables_when_the_master_answers_a_bad_body(
     def table(ctx: RequestContext[None], cmd: RemotingCommand) -> RemotingCommand:
         return cmd.response(body=answer)
 
-    master = RemotingServer(master_router, None, host="127.0.0.1", port=0)
+    # The master's normal port and its fast port (port - 2, where a slave asks for the topic
+    # table first): with port 0 the fast port could be another test's server.
+    port = free_port(neighbours=(-2,))
+    master = RemotingServer(master_router, None, host="127.0.0.1", port=port)
+    fast = RemotingServer(master_router, None, host="127.0.0.1", port=port - 2)
     await master.start()
+    await fast.start()
     try:
         async with running_broker(tmp_path, namesrv, broker_id=1, broker_role=BrokerRole.SLAVE,
                                   slave_sync_interval=600_000) as slave:
@@ -236,6 +242,7 @@ async def test_a_slave_keeps_its_tables_when_the_master_answers_a_bad_body(
             for code in MASTER_TABLES:
                 assert any(f"{code.name}: the answer " in w for w in warned), (code, warned)
     finally:
+        await fast.stop()
         await master.stop()
 
 
