@@ -9,50 +9,31 @@ pytest-xdist worker picks from its own slice, and no port is handed out twice in
 from __future__ import annotations
 
 import os
-import random
-import socket
-from pathlib import Path
 
-LOWEST, HIGHEST = 10_000, 65_535
+from mqadmin.dev.processes import free_port as free_unassigned_port
+from mqadmin.dev.processes import unassigned_ports
+
 SLICES = 8  # worker gwN picks from slice N % SLICES
 
 _handed_out: set[int] = set()
 
 
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
-        return int(low), int(high)
-    except (OSError, ValueError):
-        return 32_768, 60_999  # Linux's default
-
-
 def _slice() -> range:
-    """This worker's ports: below the ephemeral range, or above it where there is more room."""
-    low, high = _ephemeral_range()
-    start, stop = (LOWEST, low) if low - LOWEST >= HIGHEST - high else (high + 1, HIGHEST)
-    width = (stop - start) // SLICES
+    """This worker's ports: its share of the ports outside the ephemeral range."""
+    ports = unassigned_ports()
+    width = len(ports) // SLICES
     name = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(name[2:]) % SLICES if name[2:].isdigit() else 0
-    return range(start + index * width, start + (index + 1) * width)
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+    return range(ports.start + index * width, ports.start + (index + 1) * width)
 
 
 def free_port(neighbours: tuple[int, ...] = (-2, 1)) -> int:
-    """A free port with its `neighbours` (a broker's fast port -2, HA port +1) free too."""
-    ports = _slice()
-    for _ in range(500):
-        port = random.randrange(ports.start + 2, ports.stop - 2)
+    """A free port with its `neighbours` (a broker's fast port -2, HA port +1) free too,
+    never one handed out before in this process."""
+    for _ in range(100):
+        port = free_unassigned_port(neighbours=neighbours, ports=_slice())
         wanted = {port + d for d in (0, *neighbours)}
-        if not wanted & _handed_out and all(_free(p) for p in wanted):
+        if not wanted & _handed_out:
             _handed_out.update(wanted)
             return port
-    raise RuntimeError(f"no free port with neighbours {neighbours} in {ports}")
+    raise RuntimeError(f"no free port with neighbours {neighbours} in {_slice()}")

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -25,18 +24,14 @@ from typing import Any
 import httpx
 import yaml
 
+from tests.ports import free_port
+
 PROMETHEUS = shutil.which("prometheus")
 PROMTOOL = shutil.which("promtool")
 SKIP_REASON = ("prometheus is not installed (Debian: apt-get install prometheus; "
                ".ci/run installs it)")
 
 Result = list[dict[str, Any]]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -126,7 +121,7 @@ class PrometheusLauncher:
         config_path.write_text(yaml.safe_dump(config))
         last_error = ""
         for _ in range(3):  # the free port may be taken between choosing and binding it
-            port = free_port()
+            port = free_port(neighbours=())
             log_path = home / "prometheus.log"
             with log_path.open("wb") as log:
                 process = subprocess.Popen(

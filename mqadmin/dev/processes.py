@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 from mqadmin.exit_codes import CliError
 
 POLL = 0.05
+LOWEST_PORT = 10_000  # dev servers' ports are chosen above this
 BROKER_NEIGHBOURS = (-2, 1)  # the fast port (listenPort - 2) and the HA port (+1)
 
 #: Children started by this process, so they can be waited for (no zombies).
@@ -105,7 +107,7 @@ def stop(pid: int, data_dir: Path, timeout: float) -> str:
     return result
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
     with socket.socket() as sock:
         try:
             sock.bind(("127.0.0.1", port))
@@ -114,13 +116,30 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def free_port(*, neighbours: tuple[int, ...] = ()) -> int:
-    """A port the OS has free now, with `neighbours` (offsets such as -2, +1) free too."""
-    for _ in range(200):
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
-        if all(1024 < port + d < 65536 and _port_free(port + d) for d in neighbours):
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the OS hands to port-0 binds and outgoing connections."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32_768, 60_999  # Linux's default
+
+
+def unassigned_ports() -> range:
+    """The wider of the two stretches of ports outside the ephemeral range (above 10000)."""
+    low, high = ephemeral_range()
+    return range(LOWEST_PORT, low) if low - LOWEST_PORT >= 65_536 - high else range(high + 1,
+                                                                                   65_536)
+
+
+def free_port(*, neighbours: tuple[int, ...] = (), ports: range | None = None) -> int:
+    """A port free now, with `neighbours` (offsets such as -2, +1) free too, picked outside
+    the ephemeral range: no client socket can take it between this pick and the server's
+    bind, as one could take a port a port-0 bind had just released."""
+    ports = ports or unassigned_ports()
+    for _ in range(500):
+        port = random.randrange(ports.start + 2, ports.stop - 2)
+        if all(port_free(port + d) for d in (0, *neighbours)):
             return port
     raise DevError("found no free port; pass the ports with --namesrv-port/--broker-port")
 
@@ -139,7 +158,7 @@ def choose_ports(path: Path, asked: dict[str, int],
     taken: set[int] = set()  # every port of the servers chosen so far, neighbours included
 
     def fits(port: int, neighbours: tuple[int, ...]) -> bool:
-        return all(port + d not in taken and _port_free(port + d) for d in (0, *neighbours))
+        return all(port + d not in taken and port_free(port + d) for d in (0, *neighbours))
 
     for name, port in asked.items():
         neighbours = () if name == "namesrv" else BROKER_NEIGHBOURS
