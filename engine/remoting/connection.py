@@ -138,11 +138,6 @@ class Connection(asyncio.Protocol):
     def closed(self) -> bool:
         return self._closed or self._transport is None or self._transport.is_closing()
 
-    @property
-    def lost(self) -> bool:
-        """The transport is gone (closing, by contrast, may still be sending)."""
-        return self._closed
-
     def write(self, cmd: RemotingCommand) -> None:
         """Write one command as is (responses, or requests already carrying their opaque)."""
         self.write_bytes(encode(cmd))
