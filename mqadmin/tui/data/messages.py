@@ -24,7 +24,7 @@ from engine.client.errors import ConsumerNotOnlineError, TopicNotExistError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.version import version_desc
-from mqadmin.exit_codes import CliError, UsageProblem
+from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
 from mqadmin.operations import consumer as consumer_ops
 from mqadmin.operations import message as message_ops
 from mqadmin.operations.message import MessageDetail
@@ -316,19 +316,27 @@ def export_record(m: StoredMessage) -> Row:
     return row
 
 
-def export_message(m: StoredMessage, path: Path) -> Path:
-    """Write the message (export_record, as JSON) to `path`; the absolute path written.
+@dataclass(frozen=True, slots=True)
+class Exported:
+    path: Path  # absolute
+    replaced: bool  # a file of that name was there before
+
+
+def export_message(m: StoredMessage, path: Path) -> Exported:
+    """Write the message (export_record, as JSON) to `path` (relative: under the current
+    directory).
 
     Raises:
         CliError: the file cannot be written.
     """
     target = path.expanduser().absolute()
+    replaced = target.exists()
     try:
         target.write_text(json.dumps(export_record(m), indent=2, ensure_ascii=False) + "\n",
                           encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {target}: {exc.strerror or exc}.") from None
-    return target
+    return Exported(target, replaced)
 
 
 # ---------------------------------------------------------------------------- producers
@@ -341,16 +349,20 @@ class ProducersView:
     group: str
     topic: str
     rows: list[Row]
+    #: Why there are no rows (no broker of the topic knows a producer of the group).
+    none: str = ""
 
 
 async def read_producers(admin: MQAdmin, group: str, topic: str) -> ProducersView:
     """producerConnection: the group's clients known to the brokers of `topic`.
 
     Raises:
-        TargetNotFound: no broker knows a producer of the group.
         TopicNotExistError: no route for the topic.
     """
     if not group or not topic:
         raise UsageProblem("name the producer group and a topic it sends to.")
-    rows = await consumer_ops.producer_connection(admin, group, topic)
+    try:
+        rows = await consumer_ops.producer_connection(admin, group, topic)
+    except TargetNotFound as exc:
+        return ProducersView(group, topic, [], str(exc))
     return ProducersView(group, topic, rows)

@@ -219,8 +219,8 @@ class MessageScreen(DashScreen):
 
         self.app.push_screen(Prompt(
             "Export the message to a file", "JSON: every field, the properties, the body "
-            "(text, or base64 when it is not UTF-8). A relative path is under the current "
-            "directory.", f"message-{self.found.record.msg_id}.json"), named)
+            f"(text, or base64 when it is not UTF-8). A relative path is under {Path.cwd()}.",
+            f"message-{self.found.record.msg_id}.json"), named)
 
     @work(group="export")
     async def export(self, path: Path) -> None:
@@ -230,6 +230,7 @@ class MessageScreen(DashScreen):
         except Exception as exc:
             self.notify(message_for(exc), severity="error")
             return
-        self.exported = written
-        self.notify(f"message written to {written}")
+        self.exported = written.path
+        again = " (the file that was there is replaced)" if written.replaced else ""
+        self.notify(f"message written to {written.path}{again}")
 

@@ -56,8 +56,8 @@ class MessagesScreen(DashScreen):
     PAGE_SIZE: ClassVar[int] = PAGE
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("t", "search('topic')", "Search a topic"),
-        Binding("k", "search('key')", "By key"),
-        Binding("i", "search('id')", "By id"),
+        Binding("k", "search('key')", "Search by key"),
+        Binding("i", "search('id')", "Search by id (either kind)"),
         Binding("n", "page(1)", "Older page"),
         Binding("p", "page(-1)", "Newer page"),
         Binding("enter", "open", "Message", show=False),
@@ -74,7 +74,7 @@ class MessagesScreen(DashScreen):
         self.searching = False
 
     def body(self) -> ComposeResult:
-        yield Static(HINT, id="search-line", classes="panel")
+        yield Static("Nothing searched yet.", id="search-line")
         yield RowTable([
             Col("storeTime", "stored", sort_on="storedMs"), Col("topic", "topic"),
             Col("queue", "broker:queue"), Col("queueOffset", "offset"),
@@ -91,8 +91,12 @@ class MessagesScreen(DashScreen):
 
     # ------------------------------------------------------------------ searching
 
-    def _last(self) -> dict[str, str]:
+    def _last(self, kind: str) -> dict[str, str]:
+        """The form's fields as last searched (an id search is not narrowed to the topic
+        of another kind of search)."""
         what = self.what
+        if kind == "id" and not isinstance(what, IdSearch):
+            return {}
         if isinstance(what, TopicSearch):
             return {"topic": what.topic, "from": format_time(what.begin) or "",
                     "until": format_time(what.end) or ""}
@@ -103,7 +107,7 @@ class MessagesScreen(DashScreen):
         return {}
 
     def action_search(self, kind: str) -> None:
-        self.app.push_screen(SearchForm(kind, self.topics, self._last()), self.start)
+        self.app.push_screen(SearchForm(kind, self.topics, self._last(kind)), self.start)
 
     def start(self, what: Search | None) -> None:
         """Search anew (page 0)."""
@@ -143,16 +147,23 @@ class MessagesScreen(DashScreen):
     def on_searched(self, message: Searched) -> None:
         message.stop()
         self.searching = False
+        line = self.query_one("#search-line", Static)
         if message.error:
-            self.query_one("#summary", Static).update(
-                f"{_describe(message.data)}: {message.error}\n{HINT}")
+            if message.data != self.what:
+                return
+            self.result = None
+            self.query_one(RowTable).show([])
+            line.update(f"Searching {_describe(message.data)} failed: {message.error}")
+            line.add_class("error")
+            self.query_one("#summary", Static).update(HINT)
             return
         result: _Result = message.data
         if result.what != self.what:
             return  # an earlier search, answered after the one asked for since
         self.page = result.page
         self.result = result.found
-        self.query_one("#search-line", Static).update(self._heading(result))
+        line.update(self._heading(result))
+        line.remove_class("error")
         table = self.query_one(RowTable)
         table.show(list_rows(result.found))
         table.focus()

@@ -93,9 +93,11 @@ class ProducersScreen(DashScreen):
         if (data.group, data.topic) != (self.group, self.topic):
             return  # read before another group was chosen
         self.query_one(RowTable).show(data.rows)
-        self.query_one("#summary", Static).update(
-            f"{len(data.rows)} online clients of producer group {data.group} (asked the "
-            f"brokers of {data.topic}).  {HINT}")
+        n = len(data.rows)
+        text = (f"No online client: {data.none}" if data.none else
+                f"{n} online client{'s' if n != 1 else ''} of producer group {data.group} "
+                f"(asked the brokers of {data.topic}).")
+        self.query_one("#summary", Static).update(f"{text}\n{HINT}")
 
     def action_choose(self) -> None:
         self.app.push_screen(ProducerForm(self.group, self.topic, self.topics), self._chosen)

@@ -3,6 +3,8 @@ an id (either kind) — one form, its fields by what is searched."""
 
 from __future__ import annotations
 
+import re
+import time
 from typing import ClassVar
 
 from textual import on
@@ -17,9 +19,28 @@ from mqadmin.exit_codes import CliError
 from mqadmin.operations.times import parse_timestamp
 from mqadmin.tui.data.messages import IdSearch, KeySearch, Search, TopicSearch
 
-TIME_FORMS = "empty, now, 2026-05-01T12:00:00, yyyy-MM-dd#HH:mm:ss:SSS or ms since the epoch"
+TIME_FORMS = "empty, now, 15m / 2h / 1d (that long ago), 2026-05-01T12:00:00, " \
+             "yyyy-MM-dd#HH:mm:ss:SSS or ms since the epoch"
+#: "2h": that long before now.
+AGO = re.compile(r"^(\d+)\s*(s|m|min|h|d)(\s+ago)?$")
+UNIT_MS = {"s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 TITLES = {"topic": "Messages of a topic, newest first", "key": "Messages by key",
           "id": "A message by its id"}
+
+
+def parse_when(text: str) -> int | None:
+    """A point in time as the form takes it (see TIME_FORMS); None when empty.
+
+    Raises:
+        UsageProblem: none of those forms.
+    """
+    text = text.strip()
+    if not text:
+        return None
+    ago = AGO.match(text)
+    if ago:
+        return int(time.time() * 1000) - int(ago.group(1)) * UNIT_MS[ago.group(2)]
+    return parse_timestamp(text)
 
 
 class SearchForm(ModalScreen[Search | None]):
@@ -60,7 +81,8 @@ class SearchForm(ModalScreen[Search | None]):
                         yield Label("Stored until")
                         yield Input(last.get("until", ""), id="until",
                                     placeholder="empty: now")
-                yield Static(f"Times: {TIME_FORMS} (local time).", classes="hint")
+                yield Static(f"Times: {TIME_FORMS} (local time). The newest page comes "
+                             "first; n shows older ones.", classes="hint")
             yield Static("", id="form-error")
             with Horizontal(id="form-buttons"):
                 yield Button("Search", variant="primary", id="search")
@@ -98,8 +120,8 @@ class SearchForm(ModalScreen[Search | None]):
             self.dismiss(KeySearch(topic, self._value("key")))
             return
         try:
-            begin = parse_timestamp(self._value("from")) if self._value("from") else None
-            end = parse_timestamp(self._value("until")) if self._value("until") else None
+            begin = parse_when(self._value("from"))
+            end = parse_when(self._value("until"))
         except CliError as exc:
             error.update(str(exc))
             return

@@ -155,7 +155,8 @@ async def test_an_unknown_id_says_why(cluster: BackgroundCluster) -> None:
         await fill(pilot, id="0A0000050000" + "0" * 20)
         await pilot.press("enter")
         await until(pilot, lambda: "Tried as an offset message id" in
-                    text_of(screen, "#summary"), what="the reason")
+                    text_of(screen, "#search-line"), what="the reason")
+        assert "failed" in text_of(screen, "#search-line") and not table(pilot).all_rows
 
 
 async def test_resend_to_a_group_and_consume_directly_are_audited(
