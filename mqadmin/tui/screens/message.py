@@ -18,7 +18,7 @@ from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import message_for
 from mqadmin.operations.message import MessageDetail
 from mqadmin.operations.message_id import StoredMessage
-from mqadmin.operations.message_redeliver import ConsumeDirectlyChange, ResendToGroupChange
+from mqadmin.tui.data.changes import ConsumeDirectlyChange, ResendToGroupChange
 from mqadmin.tui.data.messages import (
     Body,
     Client,
