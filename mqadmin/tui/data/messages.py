@@ -5,8 +5,9 @@ its export; and a producer group's online clients (the Producers screen).
 How this works: everything reads through the message operations (message.py, message_id.py,
 message_scan.py) and returns values; nothing here draws.  A topic page is newest first
 across every queue: each queue of the topic is read backwards from its end of the time range
-in small chunks, and the chunks are merged by store time, so a page reads about what it shows
-(plus one chunk per queue).  `NewestCursor` keeps, per queue, the offset below which the next
+in small chunks, and the chunks are merged by store time (then commit-log offset: the order
+within a millisecond on one broker), so a page reads about what it shows (plus one chunk per
+queue).  `NewestCursor` keeps, per queue, the offset below which the next
 page starts; the screen keeps the cursors of the pages before, which is how it goes back.
 """
 
@@ -128,8 +129,9 @@ async def newest_page(admin: MQAdmin, search: TopicSearch, cursor: NewestCursor 
         ready = [q for q in state if q.buffer]
         if not ready:
             break
-        q = max(ready, key=lambda q: (q.buffer[0].store_timestamp, q.mq.broker_name,
-                                      q.mq.queue_id))
+        # the same millisecond: the commit-log offset tells the order on one broker
+        q = max(ready, key=lambda q: (q.buffer[0].store_timestamp, q.buffer[0].physical_offset,
+                                      q.mq.broker_name, q.mq.queue_id))
         taken.append((q, q.buffer.pop(0)))
         await _refill(admin, q, search)
     shown = taken[:limit]
