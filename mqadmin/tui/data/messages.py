@@ -1,6 +1,6 @@
 """The Messages screen's data: a topic's messages newest first in pages, by key, by id (either
 kind, saying which it was), one message's detail, the clients a message can be handed to,
-its export; and a producer group's online clients (the Producers screen).
+its export.
 
 How this works: everything reads through the message operations (message.py, message_id.py,
 message_scan.py) and returns values; nothing here draws.  A topic page is newest first
@@ -25,8 +25,7 @@ from engine.client.errors import ConsumerNotOnlineError, TopicNotExistError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.version import version_desc
-from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
-from mqadmin.operations import consumer as consumer_ops
+from mqadmin.exit_codes import CliError
 from mqadmin.operations import message as message_ops
 from mqadmin.operations.message import MessageDetail
 from mqadmin.operations.message_id import StoredMessage, find_by_id
@@ -339,32 +338,3 @@ def export_message(m: StoredMessage, path: Path) -> Exported:
     except OSError as exc:
         raise CliError(f"cannot write {target}: {exc.strerror or exc}.") from None
     return Exported(target, replaced)
-
-
-# ---------------------------------------------------------------------------- producers
-
-
-@dataclass(frozen=True, slots=True)
-class ProducersView:
-    """A producer group's online clients, as producerConnection reads them."""
-
-    group: str
-    topic: str
-    rows: list[Row]
-    #: Why there are no rows (no broker of the topic knows a producer of the group).
-    none: str = ""
-
-
-async def read_producers(admin: MQAdmin, group: str, topic: str) -> ProducersView:
-    """producerConnection: the group's clients known to the brokers of `topic`.
-
-    Raises:
-        TopicNotExistError: no route for the topic.
-    """
-    if not group or not topic:
-        raise UsageProblem("name the producer group and a topic it sends to.")
-    try:
-        rows = await consumer_ops.producer_connection(admin, group, topic)
-    except TargetNotFound as exc:
-        return ProducersView(group, topic, [], str(exc))
-    return ProducersView(group, topic, rows)
