@@ -128,7 +128,7 @@ class ConsumeDirectlyChange:
                  "clientAddr": online[self.client_id]} for m in found]
         return Planned(DirectPlan(self.group, self.client_id, found), self.action,
                        ",".join(self.msg_ids), self.args, rows, DIRECT_PLAN_COLUMNS,
-                       noun="consumer")
+                       noun="consumer", counted="messages handed over")
 
     async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[DirectPlan],
                     progress: Progress) -> Outcome:

@@ -35,6 +35,8 @@ from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupsScreen
+from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.producers import ProducersScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
 from mqadmin.tui.widgets.dialogs import CommandLine, KeyList
@@ -50,6 +52,8 @@ SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
     "cleanup": (("cleanup", "clean"), "6"),
     "audit": (("audit",), "7"),
     "access": (("access", "acl", "users"), "8"),
+    "messages": (("messages", "message", "msg"), "9"),
+    "producers": (("producers", "producer"), "0"),
 }
 HEALTH_EVERY = 5.0
 #: The slower half of the header (lag verdicts, dead letters) every this many rounds.
@@ -64,7 +68,8 @@ class Dashboard(App[None]):
     MODES: ClassVar[dict[str, type[DashScreen]]] = {  # type: ignore[assignment]
         "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
         "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen,
-        "audit": AuditScreen, "access": AccessScreen,
+        "audit": AuditScreen, "access": AccessScreen, "messages": MessagesScreen,
+        "producers": ProducersScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("colon", "command_line", "Command", key_display=":"),

@@ -48,3 +48,11 @@ class Done(Message):
     columns: tuple[str, ...]
     outcome: str
     error: str = ""
+
+
+@dataclass
+class Searched(Message):
+    """A search (or a read a key asked for) finished: its result, or what went wrong."""
+
+    data: Any
+    error: str = ""

@@ -5,7 +5,8 @@ has no other way to change a cluster).
 How this works: every change is the operations' own, the one the CLI runs: `MutationChange`
 (topics, offsets, cleanup), `SwitchChange` (switchover and failover, whose timeline steps
 are reported as they happen), `ResendChange` and `DiscardChange` (dead letters, through the
-ledger).  The change dialog is the runner's front-end.
+ledger), `ConsumeDirectlyChange` and `ResendToGroupChange` (one message, from its detail).
+The change dialog is the runner's front-end.
 """
 
 from __future__ import annotations
@@ -14,5 +15,7 @@ from mqadmin.operations.change import MutationChange
 from mqadmin.operations.dlq_discard import DiscardChange
 from mqadmin.operations.dlq_resend import ResendChange
 from mqadmin.operations.ha import SwitchChange
+from mqadmin.operations.message_redeliver import ConsumeDirectlyChange, ResendToGroupChange
 
-__all__ = ["DiscardChange", "MutationChange", "ResendChange", "SwitchChange"]
+__all__ = ["ConsumeDirectlyChange", "DiscardChange", "MutationChange", "ResendChange",
+           "ResendToGroupChange", "SwitchChange"]

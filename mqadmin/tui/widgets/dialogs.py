@@ -1,4 +1,5 @@
-"""Small modal screens: the `:` command line, the `?` key list and a one-line prompt."""
+"""Small modal screens: the `:` command line, the `?` key list, a one-line prompt and a
+choice from a list."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
-from textual.widgets import Input, Static
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
 
 from mqadmin.tui.keys import KeySection
 
@@ -98,3 +100,30 @@ class Prompt(ModalScreen[str | None]):
             self.query_one("#form-error", Static).update("Type something, or Esc to cancel.")
             return
         self.dismiss(event.value.strip())
+
+
+class Pick(ModalScreen[str | None]):
+    """One of a few choices (a group, a client), each an id and what the list shows; None
+    on Esc."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
+
+    def __init__(self, title: str, hint: str, choices: Sequence[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.hint = hint
+        self.choices = list(choices)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="form-box"):
+            yield Static(self.title_text, id="form-title")
+            yield OptionList(*(Option(label, id=key) for key, label in self.choices),
+                             id="choices")
+            yield Static(self.hint, classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#choices", OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#choices")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)

@@ -9,7 +9,10 @@ from typing import Any
 from rich.text import Text
 from textual.pilot import Pilot
 
+from engine.protocol.message import MessageRecord, properties_to_string
 from mqadmin.config import Endpoint
+from mqadmin.operations.message import MessageDetail, Track
+from mqadmin.operations.message_id import StoredMessage
 from mqadmin.tui.app import Dashboard
 from mqadmin.tui.data.access import AccessView
 from mqadmin.tui.data.cluster import ClusterView
@@ -23,6 +26,9 @@ from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupsScreen
+from mqadmin.tui.screens.message import MessageScreen
+from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.producers import ProducersScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
 from tests.mqadmin.tui.pilot import until
@@ -30,7 +36,22 @@ from tests.mqadmin.tui.pilot import until
 M, S = "10.0.0.1:10911", "10.0.0.2:10911"
 T0 = "2026-01-02 03:04:05.678"
 
+BODY = b'{"order": 9, "amount": 12.5, "items": ["tea", "cups"]}'
+#: A stored message (its times read in UTC: the snapshot test sets TZ).
+MESSAGE = StoredMessage(MessageRecord(
+    total_size=0, magic=0, body_crc=0, queue_id=3, flag=0, queue_offset=1523,
+    physical_offset=1048576, sysflag=0, born_timestamp=1767323045000,
+    born_host=("10.0.0.7", 50412), store_timestamp=1767323045678, store_host=("10.0.0.1", 10911),
+    reconsume_times=0, prepared_transaction_offset=0, body=BODY, topic="Orders",
+    properties_raw=properties_to_string({
+        "KEYS": "order-9", "TAGS": "paid", "UNIQ_KEY": "0A0000070F2C18B4AAC2132A0A3F0001",
+        "CLUSTER": "C"}).encode()), M, "broker-a")
+
 FIXED: dict[type[DashScreen], Any] = {
+    MessagesScreen: ["Orders"],
+    ProducersScreen: ["Orders"],
+    MessageScreen: MessageDetail(MESSAGE, (Track("billing", "NOT_CONSUME_YET"),
+                                           Track("shipping", "CONSUMED"))),
     ClusterScreen: ClusterView(
         [{"key": M, "cluster": "C", "brokerName": "broker-a", "brokerId": 0,
           "role": "SYNC_MASTER", "addr": M, "version": "V4_9_7", "epoch": 2, "inTPS": 120.5,

@@ -10,11 +10,13 @@ tests/mqadmin/tui/test_snapshots.py`` and look at them before committing.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.mqadmin.tui.snapshot_data import SnapshotDashboard, shown
+from mqadmin.tui.screens.message import MessageScreen
+from tests.mqadmin.tui.snapshot_data import MESSAGE, SnapshotDashboard, fixed, shown
 
 SIZE = (150, 30)
 STORED = Path(__file__).with_name("snapshots")
@@ -57,3 +59,19 @@ async def test_screen(screen: str) -> None:
 
 async def test_key_list() -> None:
     compare("keys-topics", await picture("topics", "question_mark"))
+
+
+async def test_message_detail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "UTC")  # the message's times are shown in local time
+    time.tzset()
+    try:
+        app = SnapshotDashboard("messages")
+        async with app.run_test(size=SIZE) as pilot:
+            await shown(pilot)
+            await app.push_screen(fixed(MessageScreen)(MESSAGE, "message id"))
+            await shown(pilot)
+            svg = app.export_screenshot(title="mqadmin dashboard: a message")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    compare("message", svg)

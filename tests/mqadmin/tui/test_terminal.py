@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux
 #: Key -> a text the screen shows once it has data.
 SCREENS = [("2", "DemoOrders"), ("3", "demo-laggard"), ("4", "Resend and discard batches"),
            ("5", "behind (bytes)"), ("6", "fileReservedTime"), ("7", "The last 500 changes"),
-           ("8", "ACL rules"), ("1", "Name servers:")]
+           ("8", "ACL rules"), ("9", "Nothing searched yet."),
+           ("0", "g choose the producer group"), ("1", "Name servers:")]
 
 
 class Tmux:
@@ -91,6 +92,14 @@ def test_every_screen_in_a_real_terminal(running: Path, tmp_path: Path) -> None:
         for key, text in SCREENS:
             tmux.run("send-keys", "-t", "dash", key)
             tmux.wait_for(text)
+        tmux.run("send-keys", "-t", "dash", "9")
+        tmux.wait_for("Nothing searched yet.")
+        tmux.run("send-keys", "-t", "dash", "t")
+        tmux.wait_for("Messages of a topic, newest first")
+        tmux.run("send-keys", "-t", "dash", "DemoOrders")
+        tmux.wait_for("DemoOrders ")  # typed into the form before Enter submits it
+        tmux.run("send-keys", "-t", "dash", "Enter")
+        tmux.wait_for("DemoOrders, every message kept, newest first: page 1")
         tmux.run("send-keys", "-t", "dash", ":")
         tmux.wait_for("screens:")
         tmux.run("send-keys", "-t", "dash", "topics", "Enter")
