@@ -4,7 +4,9 @@ How this works: each cycle samples every group (lag_sample), forecasts retention
 the lagging queues (lag_retention), stores the cycle in the admin database's window
 (lag_window) and in the Parquet history (lag_history), judges every group (lag_verdict)
 and posts an event to the webhooks when a group's verdict changes or a retention risk
-appears (lag_alerts).  Then it starts its extra duties (`add_duty`: e.g. a scheduled
+appears (lag_alerts).  With /metrics served (`exporter`), it also reads the brokers, the
+groups' consumers and the dead letters (lag_extras) and keeps the cycle as `latest`, which
+the scrape reads (lag_metrics).  Then it starts its extra duties (`add_duty`: e.g. a scheduled
 report), each in its own task so a slow one never delays sampling.  Cycles keep their
 cadence: the wait after a cycle is the interval minus the time it took.  Nothing that goes
 wrong in a cycle stops the loop: name servers or brokers that do not answer are gaps, and
@@ -30,6 +32,7 @@ from engine.common.service import Service
 from engine.protocol.signature import Credentials
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_alerts import Webhooks
+from mqadmin.operations.lag_extras import Extras, Latest, read_extras
 from mqadmin.operations.lag_history import HistoryWriter
 from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
 from mqadmin.operations.lag_retention import RetentionForecaster, Risk
@@ -59,6 +62,8 @@ class CollectorConfig:
     db_path: Path | None = None  # the admin database (mqadmin's home by default)
     flush_cycles: int = 30
     credentials: Credentials | None = field(default=None, repr=False)  # signs requests
+    exporter: bool = False  # /metrics is served: read the brokers, consumers, dead letters
+    ledger_scope: str | None = None  # the dead-letter ledger the exporter counts handled by
 
 
 class LagCollector(Service):
@@ -83,6 +88,7 @@ class LagCollector(Service):
         self.report: LagReport | None = None
         self.cycles = 0
         self.last_cycle: Cycle | None = None
+        self.latest: Latest | None = None  # what /metrics reads (one assignment per cycle)
         self._waiters: list[asyncio.Future[Cycle]] = []
         self._duties: list[tuple[str, Duty]] = []
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -194,6 +200,9 @@ class LagCollector(Service):
         await self._alert(self.report, cycle.ts)
         self.cycles += 1
         self.last_cycle = cycle
+        if self.config.exporter:
+            self.latest = Latest(cycle, self.report, await self._extras(admin, cycle),
+                                 self.cycles, self.config.allowed_lag)
         log.info("cycle %d: %d groups, %d queues, %d gaps, %d risks, %.0f ms", self.cycles,
                  len(cycle.groups), len(cycle.samples), len(cycle.gaps), len(risks),
                  cycle.duration_ms)
@@ -217,6 +226,14 @@ class LagCollector(Service):
         except Errors as exc:
             log.warning("retention forecast skipped: %s", exc)
             return {}
+
+    async def _extras(self, admin: MQAdmin, cycle: Cycle) -> Extras:
+        try:
+            return await read_extras(admin, cycle, self.config.ledger_scope,
+                                     self.config.concurrency)
+        except Errors as exc:
+            log.warning("metrics: brokers, consumers and dead letters not read: %s", exc)
+            return Extras()
 
     def _forget_vanished(self, cycle: Cycle) -> None:
         """Drop series of queues not sampled for a whole window (deleted groups)."""
