@@ -4,6 +4,7 @@ collector's window."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -129,10 +130,8 @@ def test_collect_serves_metrics_until_sigterm(cluster: BackgroundCluster, tmp_pa
         deadline = time.monotonic() + 30
         text = ""
         while time.monotonic() < deadline and 'group="laggard"' not in text:
-            try:
+            with contextlib.suppress(httpx.TransportError):
                 text = httpx.get(url, timeout=5).text
-            except httpx.TransportError:
-                pass
             time.sleep(0.1)
         assert 'rocketmq_group_diff{countOfOnlineConsumers="0",group="laggard"' in text
         proc.send_signal(signal.SIGTERM)

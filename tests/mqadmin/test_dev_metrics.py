@@ -4,6 +4,7 @@ keeps them on a second `up`."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,10 +43,8 @@ def test_dev_up_prints_and_serves_metrics(data_dir: Path) -> None:
                 f"metricsPromExporterPort={port}"} <= set(conf)
     text, deadline = "", time.monotonic() + 60
     while time.monotonic() < deadline and 'rocketmq_lag_cycles_total{cluster="dev"}' not in text:
-        try:
+        with contextlib.suppress(httpx.TransportError):
             text = httpx.get(urls["lag"], timeout=5).text
-        except httpx.TransportError:
-            pass
         time.sleep(0.2)
     assert 'rocketmq_lag_cycles_total{cluster="dev"}' in text
     assert "# TYPE rocketmq_group_diff gauge" in text
