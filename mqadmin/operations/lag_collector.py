@@ -4,10 +4,11 @@ How this works: each cycle samples every group (lag_sample), forecasts retention
 the lagging queues (lag_retention), stores the cycle in the admin database's window
 (lag_window) and in the Parquet history (lag_history), judges every group (lag_verdict)
 and posts an event to the webhooks when a group's verdict changes or a retention risk
-appears (lag_alerts).  With /metrics served (`exporter`), it also reads the brokers, the
-groups' consumers and the dead letters (lag_extras) and keeps the cycle as `latest`, which
-the scrape reads (lag_metrics).  Then it starts its extra duties (`add_duty`: e.g. a scheduled
-report), each in its own task so a slow one never delays sampling.  Cycles keep their
+appears (lag_alerts).  Then it starts its extra duties (`add_duty`: e.g. a scheduled
+report), each in its own task so a slow one never delays sampling.  With /metrics served
+(`exporter`), each cycle is kept as `latest`, which the scrape reads (lag_metrics), and a
+duty reads the brokers, the groups' consumers and the dead letters (lag_extras) after each
+cycle: `latest` carries the last of those reads.  Cycles keep their
 cadence: the wait after a cycle is the interval minus the time it took.  Nothing that goes
 wrong in a cycle stops the loop: name servers or brokers that do not answer are gaps, and
 a cycle that fails as a whole is logged and retried next interval.  `stop()` lets the
@@ -89,10 +90,13 @@ class LagCollector(Service):
         self.cycles = 0
         self.last_cycle: Cycle | None = None
         self.latest: Latest | None = None  # what /metrics reads (one assignment per cycle)
+        self.extras = Extras()  # the metrics duty's last reads
         self._waiters: list[asyncio.Future[Cycle]] = []
         self._duties: list[tuple[str, Duty]] = []
         self._running: dict[str, asyncio.Task[None]] = {}
         self._admin: MQAdmin | None = None
+        if config.exporter:
+            self.add_duty("metrics-reads", self._read_extras)
 
     # ------------------------------------------------------------------ extension points
 
@@ -112,6 +116,11 @@ class LagCollector(Service):
         waiter: asyncio.Future[Cycle] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         return await waiter
+
+    async def settle(self) -> None:
+        """Wait for the duties still running (started after the last cycles)."""
+        if self._running:
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -145,8 +154,7 @@ class LagCollector(Service):
         self.sampler.seed(s.last for s in series)
 
     async def on_stop(self) -> None:
-        if self._running:
-            await asyncio.gather(*self._running.values(), return_exceptions=True)
+        await self.settle()
         files = await asyncio.to_thread(self.history.flush)
         for f in files:
             log.info("history: wrote %s", f)
@@ -201,8 +209,8 @@ class LagCollector(Service):
         self.cycles += 1
         self.last_cycle = cycle
         if self.config.exporter:
-            self.latest = Latest(cycle, self.report, await self._extras(admin, cycle),
-                                 self.cycles, self.config.allowed_lag)
+            self.latest = Latest(cycle, self.report, self.extras, self.cycles,
+                                 self.config.allowed_lag)
         log.info("cycle %d: %d groups, %d queues, %d gaps, %d risks, %.0f ms", self.cycles,
                  len(cycle.groups), len(cycle.samples), len(cycle.gaps), len(risks),
                  cycle.duration_ms)
@@ -227,13 +235,18 @@ class LagCollector(Service):
             log.warning("retention forecast skipped: %s", exc)
             return {}
 
-    async def _extras(self, admin: MQAdmin, cycle: Cycle) -> Extras:
+    async def _read_extras(self, _: LagCollector, cycle: Cycle) -> None:
+        """The metrics duty: the brokers, consumers and dead letters, then `latest` with
+        them (a duty, so these reads never lengthen the cycle)."""
+        assert self._admin is not None
         try:
-            return await read_extras(admin, cycle, self.config.ledger_scope,
-                                     self.config.concurrency)
+            self.extras = await read_extras(self._admin, cycle, self.config.ledger_scope,
+                                            self.config.concurrency)
         except Errors as exc:
             log.warning("metrics: brokers, consumers and dead letters not read: %s", exc)
-            return Extras()
+            return
+        if self.latest is not None:
+            self.latest = replace(self.latest, extras=self.extras)
 
     def _forget_vanished(self, cycle: Cycle) -> None:
         """Drop series of queues not sampled for a whole window (deleted groups)."""

@@ -59,6 +59,7 @@ async def test_a_group_left_behind_on_metrics(lab: Lab, tmp_path: Path) -> None:
         await collector.start_collecting()
         for _ in range(3):
             await collector.next_cycle()
+        await collector.settle()  # the metrics duty's reads (brokers, consumers, DLQ) done
         found = await scrape(server.url)
     finally:
         await collector.stop()
