@@ -1,8 +1,8 @@
 """What the lag collector reads for its /metrics beyond the samples: the brokers' members and
 runtime figures, each group's online consumers, and the dead letters.
 
-How this works: only a collector started with a metrics port reads these, once per cycle,
-after the samples, through the admin reads Apache 4.9/5.x brokers answer (the same
+How this works: only a collector started with a metrics port reads these, in a duty after
+each cycle (never inside it), through the admin reads Apache 4.9/5.x brokers answer (the same
 rocketmq-exporter makes): the name servers' cluster info names every broker address and
 its cluster; GET_BROKER_RUNTIME_INFO of each address gives the disk ratio and the commit
 log's offsets (a slave's distance behind its master is the difference of the maxima);
@@ -79,13 +79,11 @@ class DeadLetters:
 
 @dataclass(frozen=True, slots=True)
 class Extras:
+    """One round of the metrics reads (empty until the first)."""
+
     nodes: tuple[BrokerNode, ...] = ()
     consumers: Mapping[str, Consumers] = field(default_factory=dict)  # by group; known only
     dead_letters: tuple[DeadLetters, ...] = ()
-
-    def cluster_of(self, broker: str) -> str:
-        """The RocketMQ cluster of a broker name ("" when unknown)."""
-        return next((n.cluster for n in self.nodes if n.broker == broker), "")
 
 
 async def _each(gate: asyncio.Semaphore, items: Sequence[T],
