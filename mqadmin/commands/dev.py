@@ -59,6 +59,9 @@ def dev_up(
     "dev" context, and the demo traffic signs as demo-app, a NORMAL user allowed only Pub/Sub
     on the demo topics and Sub on the demo groups (`mqadmin listAcl --context dev -c
     DevCluster`).  Keys live in DATA_DIR/access.json (mode 0600).
+
+    Metrics: each broker and the lag collector serve /metrics for Prometheus on a port of
+    their own; `up` prints the URLs (docs/monitoring.md, deploy/prometheus).
     """
     with guarded(debug):
         state, already = dev.up(data_dir, namesrv_port=namesrv_port, broker_port=broker_port,
@@ -78,8 +81,11 @@ def dev_up(
                    f"{keys.app.access_key}.\n" if keys else "Access control is off (--open).\n")
         env = (" (and MQADMIN_ACCESS_KEY / MQADMIN_SECRET_KEY from "
                f"{Path(state.data_dir) / access.KEYS_FILE})" if keys else "")
+        metrics = "".join(f"Prometheus:     {url}  ({name})\n"
+                          for name, url in dev.metrics_urls(state).items())
         render.note(f"{secured}Reach it with:  mqadmin clusterList --context {CONTEXT}\n"
                     f"           or:  export NAMESRV_ADDR={state.namesrv}{env}\n"
+                    f"{metrics}"
                     f"Stop it with:   mqadmin dev down --data-dir {state.data_dir}")
 
 

@@ -9,7 +9,7 @@ import re
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,6 +25,9 @@ from mqadmin.operations.report_schedule import ReportDuty
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
 from mqadmin.render import OutputFormat
 from mqadmin.reports.contract import DIR_NAME
+
+if TYPE_CHECKING:
+    from mqadmin.operations.lag_metrics import MetricsServer
 
 app = typer.Typer(help="Consumer lag: a monitor with history, verdicts, forecasts and "
                        "retention risk.", no_args_is_help=True)
@@ -133,13 +136,21 @@ def collect(
     report_period: Annotated[str, typer.Option(
         "--report-period", help="daily or weekly: the period of the scheduled report.")]
     = "daily",
+    metrics_port: Annotated[int | None, typer.Option(
+        "--metrics-port", metavar="PORT", min=0, max=65535,
+        help="Serve /metrics for Prometheus on this port: rocketmq-exporter's metrics plus "
+             "verdicts, time lag, ETAs, retention risk and dead letters (rocketmq_lag_*).")]
+    = None,
+    metrics_host: Annotated[str, typer.Option(
+        "--metrics-host", metavar="HOST", help="Address /metrics listens on.")] = "0.0.0.0",
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Sample every consumer group's queues every interval until SIGTERM/Ctrl-C: the recent
     window goes to mqadmin's database (for `lag status`, `lag watch`, the dashboard), every
     sample to DATA_DIR/lag-history (Parquet, by date); verdict changes and retention risks
-    are POSTed to each --webhook.  At stop it prints what it did."""
+    are POSTed to each --webhook; with --metrics-port, Prometheus scrapes the latest cycle
+    at /metrics (docs/monitoring.md).  At stop it prints what it did."""
     with guarded(debug):
         ms = parse_duration(interval)
         hooks = tuple(check_webhook(u) for u in webhook or ())
@@ -150,7 +161,9 @@ def collect(
         handler = _setup_log(log_path)
         cfg = CollectorConfig(tuple(where.addrs), name or where.cluster_key, ms, root, hooks,
                               window, allowed_lag, concurrency,
-                              credentials=where.credentials)
+                              credentials=where.credentials,
+                              exporter=metrics_port is not None,
+                              ledger_scope=where.ledger_scope)
         render.note(f"collecting '{cfg.cluster}' every {interval}: window in "
                     f"{config.home() / 'mqadmin.db'}, history in {root / 'lag-history'}, "
                     f"log in {log_path}.  Stop with Ctrl-C or SIGTERM.")
@@ -159,9 +172,13 @@ def collect(
         collector = LagCollector(cfg)
         if duty is not None:
             collector.add_duty("report", duty)
+        server = (serve_metrics(collector, metrics_host, metrics_port)
+                  if metrics_port is not None else None)
         try:
             loop.run(run_collector(collector))
         finally:
+            if server is not None:
+                server.stop()
             logging.getLogger().removeHandler(handler)
             handler.close()
         last = collector.last_cycle
@@ -172,6 +189,25 @@ def collect(
                         "eventsDelivered": collector.webhooks.delivered,
                         "eventsFailed": collector.webhooks.failed, "log": str(log_path)}],
                       output, columns=COLLECT_COLUMNS)
+
+
+def serve_metrics(collector: LagCollector, host: str, port: int) -> MetricsServer:
+    """/metrics of `collector`, listening now (stopped by the caller).
+
+    Raises:
+        UsageProblem: the port is taken or the host is not this machine's.
+    """
+    from mqadmin.operations.lag_metrics import MetricsServer
+
+    server = MetricsServer(lambda: collector.latest, host, port)
+    try:
+        server.start()
+    except OSError as exc:
+        raise UsageProblem(f"--metrics-port {port} on {host}: {exc.strerror or exc}; pick "
+                           "another port or stop what listens there.") from None
+    render.note(f"metrics at {server.url}")
+    logging.getLogger("mqadmin.lag").info("metrics at %s", server.url)
+    return server
 
 
 def scheduled_report(cron: str, period: str, root: Path) -> ReportDuty:

@@ -10,7 +10,10 @@ it last had (its store keeps it), so `status` asks the cluster for each one's cu
 session, so it outlives the command) on the port it had, and waits until it serves (the name
 server accepts connections, a broker is registered); on a first start it also creates the
 demo topics and groups and starts the demo traffic (dev/traffic.py) and a lag collector
-(``mqadmin lag collect``).  So a second `up` restarts only what died, and `restart NAME`
+(``mqadmin lag collect``).  The brokers and the lag collector serve /metrics for
+Prometheus, each on a port of its own kept in the state (the brokers with Apache 5.x's
+``metricsExporterType=PROM``, the collector with ``--metrics-port``; `metrics_urls` lists
+them; docs/monitoring.md).  So a second `up` restarts only what died, and `restart NAME`
 stops and starts one process.  `down` stops every process (the lag collector and traffic
 first, the name server last).  A pid is only signalled while its
 command line still names the data directory, so a reused pid is safe.
@@ -31,7 +34,14 @@ from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting import loop
 from mqadmin.dev import access, processes
-from mqadmin.dev.processes import DevError, accepting, is_ours, log_path, wait_ready
+from mqadmin.dev.processes import (
+    METRICS_SUFFIX,
+    DevError,
+    accepting,
+    is_ours,
+    log_path,
+    wait_ready,
+)
 from mqadmin.exit_codes import UsageProblem
 
 __all__ = ["DevError", "DevState", "Stopped", "down", "read_state", "restart", "status",
@@ -57,6 +67,8 @@ DEMO_PROCESSES = ("traffic", "lag")
 #: healthy push consumer's committed offset trails by the batch it pulled last (the commit
 #: rides on its next pull), so a few messages of lag are allowed.
 LAG_ARGS = ("--name", "dev", "--interval", "5s", "--allowed-lag", "5")
+#: Processes that serve /metrics (on a port of their own: NAME-metrics in the ports file).
+METRICS_PROCESSES = (*BROKERS, "lag")
 #: Process names of earlier versions (state files, ports and store folders of a data dir).
 LEGACY_NAMES = {"broker-a-master": "broker-a-n1", "broker-a-slave": "broker-a-n2"}
 READY_TIMEOUT = 30.0
@@ -70,6 +82,7 @@ class DevState:
     brokers: dict[str, str] = field(default_factory=dict)  # process name -> host:port
     pids: dict[str, int] = field(default_factory=dict)
     started_at: float = 0.0
+    metrics: dict[str, str] = field(default_factory=dict)  # process name -> host:port
 
 
 def state_path(data_dir: Path) -> Path:
@@ -108,9 +121,11 @@ def _namesrv_conf(data_dir: Path, port: int) -> Path:
     return path
 
 
-def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str) -> Path:
+def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str,
+                 metrics_port: int) -> Path:
     """The broker's config; its role and id are those of its first start (a role change
-    is kept in its store and wins over these)."""
+    is kept in its store and wins over these); /metrics on `metrics_port` (Apache 5.x's
+    keys)."""
     for old, new in LEGACY_NAMES.items():  # a data dir of an earlier version
         if new == name and (data_dir / old).is_dir() and not (data_dir / name).exists():
             (data_dir / old).rename(data_dir / name)
@@ -124,6 +139,8 @@ def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str) -> Path:
         f"storePathRootDir={data_dir / name / 'store'}",
         f"logsDir={data_dir / 'logs' / name}", f"messageDelayLevel={DELAY_LEVELS}",
         "mappedFileSizeCommitLog=16777216", "fileReservedTime=48",
+        "metricsExporterType=PROM", "metricsPromExporterHost=127.0.0.1",
+        f"metricsPromExporterPort={metrics_port}",
         *access.config_lines(access.existing(data_dir), broker=True), ""]))
     return path
 
@@ -161,15 +178,31 @@ def _port(addr: str) -> int:
     return int(addr.rsplit(":", 1)[1])
 
 
-def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float) -> None:
-    """Spawn process `name` (its config written for `port`) and record it in the state."""
+def metrics_urls(state: DevState) -> dict[str, str]:
+    """Process name -> its /metrics URL (brokers and the lag collector)."""
+    return {n: f"http://{a}/metrics" for n, a in state.metrics.items() if n in state.pids}
+
+
+def _metrics_port(state: DevState, name: str) -> int:
+    """The /metrics port `name` had, else a free one."""
+    held = state.metrics.get(name)
+    return _port(held) if held else processes.free_port()
+
+
+def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float,
+           metrics_port: int = 0) -> None:
+    """Spawn process `name` (its config written for `port`, /metrics on `metrics_port`
+    for the brokers and the lag collector) and record it in the state."""
+    if name in METRICS_PROCESSES:
+        metrics_port = metrics_port or _metrics_port(state, name)
+        state.metrics[name] = f"127.0.0.1:{metrics_port}"
     if name == "namesrv":
         state.namesrv = f"127.0.0.1:{port}"
         args = ["-m", "engine.namesrv.main", "-c", str(_namesrv_conf(data_dir, port))]
     elif name in BROKERS:
         state.brokers[name] = f"127.0.0.1:{port}"
         args = ["-m", "engine.broker.main", "-c",
-                str(_broker_conf(data_dir, name, port, state.namesrv))]
+                str(_broker_conf(data_dir, name, port, state.namesrv, metrics_port))]
     elif name == "traffic":
         args = ["-m", "mqadmin.dev.traffic", "-n", state.namesrv, "--data-dir", str(data_dir),
                 "--rate", str(rate)]
@@ -177,7 +210,8 @@ def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float) -
             args += ["--credentials", str(data_dir / access.APP_FILE)]
     elif name == "lag":
         args = ["-m", "mqadmin.app", "lag", "collect", "-n", state.namesrv, *LAG_ARGS,
-                "--data-dir", str(data_dir)]
+                "--data-dir", str(data_dir), "--metrics-host", "127.0.0.1",
+                "--metrics-port", str(metrics_port)]
     else:
         raise DevError(f"no way to start {name!r}; `mqadmin dev down` and `up` again")
     keys = access.existing(data_dir)
@@ -250,6 +284,9 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
     asked = {"namesrv": namesrv_port, "broker-a-n1": broker_port, "broker-a-n2": slave_port}
     asked = {n: _port(running[n]) if n in alive and n in running else p
              for n, p in asked.items()}
+    held = old.metrics if old else {}
+    asked |= {n + METRICS_SUFFIX: _port(held[n]) if n in alive and n in held else 0
+              for n in METRICS_PROCESSES}
     ports = processes.choose_ports(data_dir / PORTS_FILE, asked, LEGACY_NAMES)
     if "namesrv" in dead and old is not None and ports["namesrv"] != _port(old.namesrv):
         step(f"the name server's port {_port(old.namesrv)} is taken: restarting everything")
@@ -258,6 +295,7 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
     state = DevState(str(data_dir), f"127.0.0.1:{ports['namesrv']}",
                      pids=dict(alive), started_at=old.started_at if old and alive else 0)
     state.brokers = {n: a for n, a in (old.brokers if old else {}).items() if n in alive}
+    state.metrics = {n: a for n, a in held.items() if n in alive}
     state.started_at = state.started_at or time.time()
     try:
         for name in dead:
@@ -267,7 +305,8 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
             verb = "starting" if fresh else "restarting"
             where = f" on 127.0.0.1:{ports[name]}" if name in ports else ""
             step(f"{verb} {name}{where}")
-            _start(name, state, ports.get(name, 0), data_dir, rate)
+            _start(name, state, ports.get(name, 0), data_dir, rate,
+                   ports.get(name + METRICS_SUFFIX, 0))
             _wait_serving(name, state, data_dir, timeout)
         if fresh and "traffic" not in dead:
             step("creating the demo topics and groups")

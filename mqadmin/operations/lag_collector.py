@@ -5,7 +5,10 @@ the lagging queues (lag_retention), stores the cycle in the admin database's win
 (lag_window) and in the Parquet history (lag_history), judges every group (lag_verdict)
 and posts an event to the webhooks when a group's verdict changes or a retention risk
 appears (lag_alerts).  Then it starts its extra duties (`add_duty`: e.g. a scheduled
-report), each in its own task so a slow one never delays sampling.  Cycles keep their
+report), each in its own task so a slow one never delays sampling.  With /metrics served
+(`exporter`), each cycle is kept as `latest`, which the scrape reads (lag_metrics), and a
+duty reads the brokers, the groups' consumers and the dead letters (lag_extras) after each
+cycle: `latest` carries the last of those reads.  Cycles keep their
 cadence: the wait after a cycle is the interval minus the time it took.  Nothing that goes
 wrong in a cycle stops the loop: name servers or brokers that do not answer are gaps, and
 a cycle that fails as a whole is logged and retried next interval.  `stop()` lets the
@@ -30,6 +33,7 @@ from engine.common.service import Service
 from engine.protocol.signature import Credentials
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_alerts import Webhooks
+from mqadmin.operations.lag_extras import Extras, Latest, read_extras
 from mqadmin.operations.lag_history import HistoryWriter
 from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
 from mqadmin.operations.lag_retention import RetentionForecaster, Risk
@@ -59,6 +63,8 @@ class CollectorConfig:
     db_path: Path | None = None  # the admin database (mqadmin's home by default)
     flush_cycles: int = 30
     credentials: Credentials | None = field(default=None, repr=False)  # signs requests
+    exporter: bool = False  # /metrics is served: read the brokers, consumers, dead letters
+    ledger_scope: str | None = None  # the dead-letter ledger the exporter counts handled by
 
 
 class LagCollector(Service):
@@ -83,10 +89,14 @@ class LagCollector(Service):
         self.report: LagReport | None = None
         self.cycles = 0
         self.last_cycle: Cycle | None = None
+        self.latest: Latest | None = None  # what /metrics reads (one assignment per cycle)
+        self.extras = Extras()  # the metrics duty's last reads
         self._waiters: list[asyncio.Future[Cycle]] = []
         self._duties: list[tuple[str, Duty]] = []
         self._running: dict[str, asyncio.Task[None]] = {}
         self._admin: MQAdmin | None = None
+        if config.exporter:
+            self.add_duty("metrics-reads", self._read_extras)
 
     # ------------------------------------------------------------------ extension points
 
@@ -106,6 +116,11 @@ class LagCollector(Service):
         waiter: asyncio.Future[Cycle] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         return await waiter
+
+    async def settle(self) -> None:
+        """Wait for the duties still running (started after the last cycles)."""
+        if self._running:
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -139,8 +154,7 @@ class LagCollector(Service):
         self.sampler.seed(s.last for s in series)
 
     async def on_stop(self) -> None:
-        if self._running:
-            await asyncio.gather(*self._running.values(), return_exceptions=True)
+        await self.settle()
         files = await asyncio.to_thread(self.history.flush)
         for f in files:
             log.info("history: wrote %s", f)
@@ -194,6 +208,9 @@ class LagCollector(Service):
         await self._alert(self.report, cycle.ts)
         self.cycles += 1
         self.last_cycle = cycle
+        if self.config.exporter:
+            self.latest = Latest(cycle, self.report, self.extras, self.cycles,
+                                 self.config.allowed_lag)
         log.info("cycle %d: %d groups, %d queues, %d gaps, %d risks, %.0f ms", self.cycles,
                  len(cycle.groups), len(cycle.samples), len(cycle.gaps), len(risks),
                  cycle.duration_ms)
@@ -217,6 +234,19 @@ class LagCollector(Service):
         except Errors as exc:
             log.warning("retention forecast skipped: %s", exc)
             return {}
+
+    async def _read_extras(self, _: LagCollector, cycle: Cycle) -> None:
+        """The metrics duty: the brokers, consumers and dead letters, then `latest` with
+        them (a duty, so these reads never lengthen the cycle)."""
+        assert self._admin is not None
+        try:
+            self.extras = await read_extras(self._admin, cycle, self.config.ledger_scope,
+                                            self.config.concurrency)
+        except Errors as exc:
+            log.warning("metrics: brokers, consumers and dead letters not read: %s", exc)
+            return
+        if self.latest is not None:
+            self.latest = replace(self.latest, extras=self.extras)
 
     def _forget_vanished(self, cycle: Cycle) -> None:
         """Drop series of queues not sampled for a whole window (deleted groups)."""

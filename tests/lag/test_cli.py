@@ -4,15 +4,18 @@ collector's window."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from mqadmin.exit_codes import ExitCode
@@ -92,3 +95,52 @@ def test_collect_process_stops_cleanly_on_sigterm(cluster: BackgroundCluster,
     assert summary["cluster"] == cluster.ns
     assert "signal received" in log.read_text() and "stopped after" in log.read_text()
     assert list((data / "lag-history").glob("date=*/part-*.parquet"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_metrics_port_in_use_is_a_one_line_usage_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = invoke("lag", "collect", "-n", "127.0.0.1:9", "--metrics-host", "127.0.0.1",
+                        "--metrics-port", str(port))
+    assert result.exit_code == ExitCode.USAGE
+    [line] = [x for x in result.stderr.splitlines() if "--metrics-port" in x]
+    assert "in use" in line and "pick another port" in line
+
+
+def test_collect_serves_metrics_until_sigterm(cluster: BackgroundCluster, tmp_path: Path,
+                                              mqadmin_home: Path) -> None:
+    lagging_group(cluster)
+    port = free_port()
+    env = {**os.environ, "MQADMIN_HOME": str(mqadmin_home)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mqadmin.app", "lag", "collect", "-n", cluster.ns,
+         "--interval", "200ms", "--data-dir", str(tmp_path / "data"), "-o", "json",
+         "--metrics-host", "127.0.0.1", "--metrics-port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        deadline = time.monotonic() + 30
+        text = ""
+        while time.monotonic() < deadline and 'group="laggard"' not in text:
+            with contextlib.suppress(httpx.TransportError):
+                text = httpx.get(url, timeout=5).text
+            time.sleep(0.1)
+        assert 'rocketmq_group_diff{countOfOnlineConsumers="0",group="laggard"' in text
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert f"metrics at {url}" in err
+    with pytest.raises(httpx.TransportError):
+        httpx.get(url, timeout=5)
