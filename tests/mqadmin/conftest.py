@@ -238,3 +238,14 @@ def short_retries(tmp_path: Path) -> Iterator[BackgroundCluster]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[BackgroundCluster]:
+    """A background cluster with traceTopicEnable and the topic Orders."""
+    running = start_cluster(tmp_path, trace_topic_enable=True)
+    try:
+        running.create_topic("Orders")  # trace_helpers.TOPIC
+        yield running
+    finally:
+        running.stop()

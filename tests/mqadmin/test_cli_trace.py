@@ -3,73 +3,14 @@ records written as Apache's 5.x Java client writes them, ids with no trace."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.producer_options import ProducerOptions
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import (
-    ConsumeConcurrentlyContext,
-    ConsumeConcurrentlyStatus,
-    SendResult,
-)
-from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.trace import TRACE_TOPIC
 from mqadmin.exit_codes import ExitCode
-from tests.client.conftest import Inbox
 
 from .cli import invoke, json_rows
-from .conftest import BackgroundCluster, start_cluster
+from .conftest import BackgroundCluster
+from .trace_helpers import TOPIC, send_and_consume
 
 C, F = "\u0001", "\u0002"  # Apache's TraceConstants.CONTENT_SPLITOR, FIELD_SPLITOR
-TOPIC = "Orders"
-
-
-@pytest.fixture
-def traced(tmp_path: Path) -> Iterator[BackgroundCluster]:
-    running = start_cluster(tmp_path, trace_topic_enable=True)
-    try:
-        running.create_topic(TOPIC)
-        yield running
-    finally:
-        running.stop()
-
-
-def send_and_consume(cluster: BackgroundCluster) -> SendResult:
-    """A traced producer sends one message, a traced push consumer consumes it; both have
-    written their traces when this returns."""
-    async def run() -> SendResult:
-        config = ClientConfig(namesrv_addr=cluster.ns, client_ip="127.0.0.1")
-        producer = Producer("OrderPG", config, options=ProducerOptions(enable_trace=True))
-        consumer = PushConsumer("OrderCG", config, options=ConsumerOptions(
-            enable_trace=True, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET))
-        inbox = Inbox()
-
-        def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
-                     ) -> ConsumeConcurrentlyStatus:
-            inbox.add(msgs)
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-        consumer.subscribe(TOPIC, "*")
-        consumer.register_concurrently(listener)
-        await producer.start()
-        await consumer.start()
-        try:
-            result = await producer.send(Message(TOPIC, b'{"order": 1}', tags="created",
-                                                 keys="order-1"))
-            await inbox.wait_for(1)
-        finally:
-            await consumer.shutdown()  # flushes its trace records
-            await producer.shutdown()
-        return result
-
-    return cluster.call(run())
 
 
 def test_traces_of_our_producer_and_consumer_are_read_back(traced: BackgroundCluster) -> None:

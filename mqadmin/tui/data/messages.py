@@ -1,6 +1,6 @@
 """The Messages screen's data: a topic's messages newest first in pages, by key, by id (either
 kind, saying which it was), one message's detail, the clients a message can be handed to,
-its export.
+its trace as a timeline (timeline.py), its export.
 
 How this works: everything reads through the message operations (message.py, message_id.py,
 message_scan.py) and returns values; nothing here draws.  A topic page is newest first
@@ -31,6 +31,7 @@ from mqadmin.operations.message import MessageDetail
 from mqadmin.operations.message_id import StoredMessage, find_by_id
 from mqadmin.operations.message_scan import queue_bounds, read_queue, readable_queues
 from mqadmin.operations.times import format_time
+from mqadmin.tui.data.timeline import Timeline, read_timeline
 
 Row = dict[str, Any]
 #: Messages a topic page shows.
@@ -273,9 +274,20 @@ def where_stored(m: StoredMessage) -> list[tuple[str, str]]:
         ("tags", "tags"), ("keys", "keys"), ("reconsume times", "reconsumeTimes"))]
 
 
-async def read_detail(admin: MQAdmin, found: StoredMessage) -> MessageDetail:
-    """The message and, for each group consuming its topic, whether it consumed it."""
-    return await message_ops.detail(admin, found)
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """What the message screen shows: the detail and the trace timeline, read together."""
+
+    detail: MessageDetail
+    timeline: Timeline
+
+
+async def read_detail(admin: MQAdmin, found: StoredMessage) -> MessageView:
+    """The message, for each group consuming its topic whether it consumed it, and its
+    trace as a timeline."""
+    detail, steps = await asyncio.gather(message_ops.detail(admin, found),
+                                         read_timeline(admin, found.record))
+    return MessageView(detail, steps)
 
 
 @dataclass(frozen=True, slots=True)

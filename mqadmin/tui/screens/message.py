@@ -1,6 +1,7 @@
 """One message: where it is stored, its properties, its body (text, JSON pretty-printed, or
-hex), whether each group consuming its topic consumed it; consume it directly on one online
-client, resend it to a group, export it."""
+hex), whether each group consuming its topic consumed it, its trace as a timeline (sent,
+stored, each group's delivery and consumption with status, client and cost); consume it
+directly on one online client, resend it to a group, export it."""
 
 from __future__ import annotations
 
@@ -11,17 +12,18 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import message_for
-from mqadmin.operations.message import MessageDetail
 from mqadmin.operations.message_id import StoredMessage
+from mqadmin.operations.times import format_time
 from mqadmin.tui.data.changes import ConsumeDirectlyChange, ResendToGroupChange
 from mqadmin.tui.data.messages import (
     Body,
     Client,
+    MessageView,
     body_of,
     export_message,
     online_clients,
@@ -35,6 +37,8 @@ from mqadmin.tui.widgets.cells import styled
 from mqadmin.tui.widgets.dialogs import Pick, Prompt
 from mqadmin.tui.widgets.table import Col, RowTable
 
+STEP_STYLES = {"success": "green", "failed": "bold red", "COMMIT_MESSAGE": "green",
+               "ROLLBACK_MESSAGE": "yellow", "UNKNOW": "yellow"}
 TRACK_STYLES = {"CONSUMED": "green", "CONSUMED_BUT_FILTERED": "dim", "NOT_CONSUME_YET":
                 "bold yellow", "NOT_ONLINE": "dim", "PULL": "cyan", "UNKNOWN": "yellow"}
 KEYS = "h hex/text · c consume directly · r resend to a group · e export · Esc back"
@@ -88,19 +92,31 @@ class MessageScreen(DashScreen):
             with VerticalScroll(id="message-body"):
                 yield Static("", id="body-title", classes="section")
                 yield Static("", id="body-text", markup=False)
-        yield Static("Consumer groups of the topic (did each consume it?)", classes="section")
-        yield RowTable([Col("group", "group"),
-                        Col("status", "status", lambda v: styled(v, TRACK_STYLES))],
-                       key=lambda r: str(r["group"]), sort_by="group", id="tracks")
+        with Horizontal(id="message-history"):
+            with Vertical(id="tracks-pane"):
+                yield Static("Groups of the topic: consumed?", classes="section")
+                yield RowTable([Col("group", "group"),
+                                Col("status", "status", lambda v: styled(v, TRACK_STYLES))],
+                               key=lambda r: str(r["group"]), sort_by="group", id="tracks")
+            with Vertical(id="timeline-pane"):
+                yield Static("Trace", id="timeline-title", classes="section")
+                yield RowTable([Col("time", "time", sort_on="n"), Col("step", "step"),
+                                Col("group", "group"), Col("client", "client"),
+                                Col("status", "status", lambda v: styled(v, STEP_STYLES)),
+                                Col("cost", "cost ms")],
+                               key=lambda r: str(r["n"]), sort_by="time", id="timeline")
+                yield Static("", id="timeline-note", markup=False)
         yield Static(f"{found_by}{KEYS}", id="summary", classes="panel")
 
     def on_mount(self) -> None:
         self._show_body()
 
-    async def fetch(self, admin: MQAdmin) -> MessageDetail:
+    async def fetch(self, admin: MQAdmin) -> MessageView:
         return await read_detail(admin, self.found)
 
-    def present(self, data: MessageDetail) -> None:
+    def present(self, view: MessageView) -> None:
+        self._show_timeline(view)
+        data = view.detail
         tracks = data.tracks or ()
         self.groups = [t.group for t in tracks]
         self.query_one(RowTable).show([{"group": t.group, "status": t.status}
@@ -114,6 +130,17 @@ class MessageScreen(DashScreen):
             text = f"{consumed} of {len(tracks)} groups consumed it."
         found_by = f"Found by its {self.id_kind}.  " if self.id_kind else ""
         self.query_one("#summary", Static).update(f"{found_by}{text}\n{KEYS}")
+
+    def _show_timeline(self, view: MessageView) -> None:
+        steps = view.timeline.steps
+        self.query_one("#timeline", RowTable).show([
+            {"n": n, "time": format_time(s.at), "step": s.step, "group": s.group,
+             "client": s.client, "status": s.status, "cost": s.cost_ms}
+            for n, s in enumerate(steps)])
+        traced = any(s.step not in ("sent", "stored") or s.status for s in steps)
+        self.query_one("#timeline-title", Static).update(
+            "Trace" if traced else "Trace (not traced: the message's own times)")
+        self.query_one("#timeline-note", Static).update(view.timeline.note)
 
     # ------------------------------------------------------------------ body
 

@@ -18,6 +18,8 @@ from mqadmin.tui.data.access import AccessView
 from mqadmin.tui.data.cluster import ClusterView
 from mqadmin.tui.data.dlq import DlqView
 from mqadmin.tui.data.groups import GroupsView
+from mqadmin.tui.data.messages import MessageView
+from mqadmin.tui.data.timeline import timeline
 from mqadmin.tui.data.topics import TopicsView
 from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
@@ -50,8 +52,16 @@ MESSAGE = StoredMessage(MessageRecord(
 FIXED: dict[type[DashScreen], Any] = {
     MessagesScreen: ["Orders"],
     ProducersScreen: ["Orders"],
-    MessageScreen: MessageDetail(MESSAGE, (Track("billing", "NOT_CONSUME_YET"),
-                                           Track("shipping", "CONSUMED"))),
+    MessageScreen: MessageView(
+        MessageDetail(MESSAGE, (Track("billing", "NOT_CONSUME_YET"),
+                                Track("shipping", "CONSUMED"))),
+        timeline(MESSAGE.record, [
+            {"type": "Pub", "timestamp": 1767323045661, "group": "PG-orders",
+             "clientHost": "10.0.0.7", "status": "success", "costMs": 17, "retryTimes": None},
+            {"type": "SubBefore", "timestamp": 1767323045702, "group": "shipping",
+             "clientHost": "10.0.0.8", "status": None, "costMs": None, "retryTimes": 0},
+            {"type": "SubAfter", "timestamp": 1767323045702, "group": "shipping",
+             "clientHost": "10.0.0.8", "status": "success", "costMs": 3, "retryTimes": None}])),
     ClusterScreen: ClusterView(
         [{"key": M, "cluster": "C", "brokerName": "broker-a", "brokerId": 0,
           "role": "SYNC_MASTER", "addr": M, "version": "V4_9_7", "epoch": 2, "inTPS": 120.5,

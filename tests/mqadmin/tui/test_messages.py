@@ -21,6 +21,7 @@ from mqadmin.tui.screens.search_form import SearchForm
 from mqadmin.tui.widgets.dialogs import Pick, Prompt
 from tests.mqadmin.conftest import BackgroundCluster
 from tests.mqadmin.dlq_helpers import setup_group
+from tests.mqadmin.trace_helpers import TOPIC, send_and_consume
 from tests.mqadmin.tui.pilot import SIZE, dashboard, loaded, table, type_text, until
 from tests.mqadmin.tui.test_changes import finish
 
@@ -219,3 +220,42 @@ async def test_the_producers_screen_lists_a_live_producer(cluster: BackgroundClu
                     ["10.0.0.7@orders-1"], what="the producer's client")
         row = table(pilot).all_rows[0]
         assert row["language"] and row["version"] and row["clientAddr"]
+
+
+async def test_a_traced_message_shows_its_timeline(traced: BackgroundCluster) -> None:
+    """Sent (the producer's Pub: group, status, cost), stored, delivered and consumed (the
+    consumer's SubBefore and SubAfter), in that order; an untraced message shows its own two
+    steps and why there is no trace."""
+    sent = send_and_consume(traced)
+    untraced = traced.send(TOPIC, b"not traced")
+    app = dashboard(traced.ns, start="messages")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, MessagesScreen)
+        await pilot.press("i")
+        await fill(pilot, id=sent.msg_id, topic=TOPIC)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MessageScreen), what="the message")
+        detail = await loaded(pilot, MessageScreen)
+        await until(pilot, lambda: len(table(pilot, "#timeline").all_rows) == 4,
+                    what="the timeline")
+        steps = table(pilot, "#timeline").shown_rows()
+        assert [s["step"] for s in steps] == ["sent", "stored", "delivered", "consumed"]
+        assert (steps[0]["group"], steps[0]["status"]) == ("OrderPG", "success")
+        assert steps[0]["cost"] is not None and steps[0]["cost"] >= 0
+        assert steps[1]["client"] == traced.broker_addr
+        assert [(s["group"], s["status"]) for s in steps[2:]] == [("OrderCG", ""),
+                                                                 ("OrderCG", "success")]
+        assert text_of(detail, "#timeline-note") == ""
+
+        await pilot.press("escape")
+        await pilot.press("i")
+        await fill(pilot, id=untraced.msg_id, topic=TOPIC)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, MessageScreen)
+                    and app.screen is not detail, what="the untraced message")
+        await loaded(pilot, MessageScreen)
+        await until(pilot, lambda: len(table(pilot, "#timeline").all_rows) == 2,
+                    what="its own steps")
+        assert [s["step"] for s in table(pilot, "#timeline").shown_rows()] == ["sent",
+                                                                               "stored"]
+        assert "no trace of message" in text_of(app.screen, "#timeline-note")
