@@ -32,6 +32,7 @@ from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
+from engine.protocol.trace import TRACE_TOPIC
 from engine.remoting import loop
 from mqadmin.dev import access, processes
 from mqadmin.dev.processes import (
@@ -139,6 +140,7 @@ def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str,
         f"storePathRootDir={data_dir / name / 'store'}",
         f"logsDir={data_dir / 'logs' / name}", f"messageDelayLevel={DELAY_LEVELS}",
         "mappedFileSizeCommitLog=16777216", "fileReservedTime=48",
+        "traceTopicEnable=true",  # the demo clients trace: the dashboard shows timelines
         "metricsExporterType=PROM", "metricsPromExporterHost=127.0.0.1",
         f"metricsPromExporterPort={metrics_port}",
         *access.config_lines(access.existing(data_dir), broker=True), ""]))
@@ -251,7 +253,8 @@ async def create_demo(namesrv: str, keys: access.DevKeys | None = None) -> None:
         if keys is not None:
             info = await admin.namesrv.cluster_info()
             brokers = [a for d in info.broker_addr_table.values() for a in d.broker_addrs.values()]
-            await access.grant_app(admin, brokers, keys, list(DEMO_TOPICS), list(DEMO_GROUPS))
+            await access.grant_app(admin, brokers, keys, [*DEMO_TOPICS, TRACE_TOPIC],
+                                   list(DEMO_GROUPS))
 
 
 def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,

@@ -38,6 +38,7 @@ from engine.client import (
     Message,
     MessageExt,
     Producer,
+    ProducerOptions,
     PushConsumer,
 )
 from engine.client.dedupe import Dedupe
@@ -104,7 +105,7 @@ def order_consumer(namesrv: str, counts: Counts, rule: PoisonRule, *,
     """The orders consumer; with `dedupe` it runs each order key once (docs/client.md)."""
     consumer = PushConsumer(group, _config(namesrv, "demo-orders"),
                             options=ConsumerOptions(max_reconsume_times=max_retries,
-                                                    dedupe=dedupe))
+                                                    dedupe=dedupe, enable_trace=True))
 
     def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
                  ) -> ConsumeConcurrentlyStatus:
@@ -126,7 +127,7 @@ def order_consumer(namesrv: str, counts: Counts, rule: PoisonRule, *,
 
 def laggard(namesrv: str, counts: Counts) -> PushConsumer:
     consumer = PushConsumer("demo-laggard", _config(namesrv, "demo-laggard"),
-                            options=ConsumerOptions(consume_thread_max=1,
+                            options=ConsumerOptions(consume_thread_max=1, enable_trace=True,
                                                     pull_threshold_for_queue=16,
                                                     await_termination_millis=1_000))
 
@@ -155,7 +156,8 @@ async def run(namesrv: str, rate: float, stop: asyncio.Event,
     """Produce and consume until `stop` is set; with `data_dir`, the orders consumer
     records consumed order keys in `data_dir`/traffic/consumed-keys.db."""
     counts = Counts()
-    producer = Producer(PRODUCER_GROUP, _config(namesrv, "demo-producer"))
+    producer = Producer(PRODUCER_GROUP, _config(namesrv, "demo-producer"),
+                        options=ProducerOptions(enable_trace=True))
     store = None if data_dir is None else SqliteKeyStore(data_dir / "traffic" / KEYS_DB)
     consumers = [order_consumer(namesrv, counts, PoisonRule(),
                                 dedupe=None if store is None else Dedupe(store)),

@@ -78,7 +78,7 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     assert as_app.exit_code == ExitCode.REJECTED and "no rule allows" in as_app.stderr
     rules = json_rows("listAcl", "-s", keys.app.access_key, "-b", master, "--context", "dev")
     assert {r["resource"] for r in rules} == {f"Topic:{t}" for t in dev.DEMO_TOPICS} | {
-        f"Group:{g}" for g in dev.DEMO_GROUPS}
+        f"Group:{g}" for g in dev.DEMO_GROUPS} | {"Topic:RMQ_SYS_TRACE_TOPIC"}  # demo traces
     deadline = time.monotonic() + 30  # the demo traffic (another process) signs as demo-app
     while time.monotonic() < deadline:
         stats = json_rows("topicStatus", "-t", "DemoOrders", "--context", "dev")
@@ -89,6 +89,16 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
         raise AssertionError("the demo traffic sent nothing within 30 s")
     topics = {r["topic"] for r in json_rows("topicList", "-n", namesrv)}
     assert set(dev.DEMO_TOPICS) <= topics
+    # the demo clients trace: the first order's Pub record is in the trace topic
+    first = json_rows("printMsg", "-t", "DemoOrders", "--context", "dev", "--limit", "1")[0]
+    while time.monotonic() < deadline:
+        traced = invoke("queryMsgTraceById", "-i", first["msgId"], "--context", "dev",
+                        "-o", "json")
+        if traced.exit_code == 0:
+            break
+        time.sleep(0.2)
+    assert traced.exit_code == 0, traced.stderr
+    assert "Pub" in {r["type"] for r in json.loads(traced.stdout)}
 
     again = invoke("dev", "up", "--data-dir", str(data_dir), "-o", "json")
     assert again.exit_code == 0 and "already running" in again.stderr
