@@ -31,7 +31,6 @@ from mqadmin.operations.mutation import (
     Progress,
     failures_of,
 )
-from mqadmin.operations.sending import producer
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX, brokers_of, cluster_brokers
 from mqadmin.operations.times import format_time
 
@@ -356,6 +355,8 @@ async def cluster_rt(admin: MQAdmin, *, amount: int = 100, size: int = 128,
     info = await admin.namesrv.cluster_info()
     clusters = [cluster] if cluster else sorted(info.cluster_addr_table)
     targets = [(c, name) for c in clusters for name in sorted(info.cluster_addr_table.get(c, ()))]
+    from mqadmin.operations.sending import producer  # the producer stack: clusterRT only
+
     body = b"a" * size
     rows: list[Row] = []
     async with producer(admin, retries=0) as p:
