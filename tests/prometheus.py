@@ -7,7 +7,9 @@ Used through the `prometheus` fixture of tests/conftest.py, which skips when Deb
     [sample] = await server.wait_for('rocketmq_topic_number', lambda r: len(r) == 1)
 
 `wait_for` polls the HTTP API (bounded by a timeout) until the query's result satisfies the
-predicate, so tests wait for the scrape they need instead of sleeping.
+predicate, so tests wait for the scrape they need instead of sleeping; `wait_for_alerts` does
+the same with /api/v1/alerts.  More jobs than one: `jobs={"rocketmq-lag": ["127.0.0.1:5558"]}`
+beside `targets` (scraped as `job`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +83,30 @@ class PrometheusServer:
         raise TimeoutError(f"{expr!r} never matched in {timeout} s: last {result}; "
                            f"targets {targets.get('activeTargets')}")
 
+    async def alerts(self) -> Result:
+        """/api/v1/alerts: [{"labels": {...}, "state": "pending" | "firing", ...}, ...]."""
+        data = await self.api("alerts")
+        alerts: Result = data["alerts"]
+        return alerts
+
+    async def wait_for_alerts(self, predicate: Callable[[Result], bool],
+                              timeout: float = 60.0, interval: float = 0.25) -> Result:
+        """Poll /api/v1/alerts until `predicate(alerts)` holds.
+
+        Raises:
+            TimeoutError: not within `timeout` seconds (with the last alerts and the rules).
+        """
+        deadline = time.monotonic() + timeout
+        alerts: Result = []
+        while time.monotonic() < deadline:
+            alerts = await self.alerts()
+            if predicate(alerts):
+                return alerts
+            await asyncio.sleep(interval)
+        rules = await self.api("rules")
+        raise TimeoutError(f"alerts never matched in {timeout} s: last {alerts}; "
+                           f"rules {rules.get('groups')}")
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -101,8 +127,10 @@ class PrometheusLauncher:
 
     async def start(self, targets: Sequence[str], *, interval: str = "1s",
                     rule_files: Sequence[Path] = (), job: str = "rocketmq",
-                    ready_timeout: float = 60.0) -> PrometheusServer:
-        """A Prometheus scraping `targets` (host:port, path /metrics) every `interval`.
+                    ready_timeout: float = 60.0,
+                    jobs: Mapping[str, Sequence[str]] | None = None) -> PrometheusServer:
+        """A Prometheus scraping `targets` (host:port, path /metrics) as `job`, and the
+        targets of each of `jobs` as that job, every `interval`.
 
         Raises:
             RuntimeError: it exited or was not ready within `ready_timeout` (with its log).
@@ -114,8 +142,9 @@ class PrometheusLauncher:
             "global": {"scrape_interval": interval, "scrape_timeout": interval,
                        "evaluation_interval": interval},
             "rule_files": [str(p) for p in rule_files],
-            "scrape_configs": [{"job_name": job, "metrics_path": "/metrics",
-                                "static_configs": [{"targets": list(targets)}]}],
+            "scrape_configs": [{"job_name": name, "metrics_path": "/metrics",
+                                "static_configs": [{"targets": list(hosts)}]}
+                               for name, hosts in {job: targets, **(jobs or {})}.items()],
         }
         config_path = home / "prometheus.yml"
         config_path.write_text(yaml.safe_dump(config))

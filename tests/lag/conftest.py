@@ -1,6 +1,6 @@
 """Fixtures for the lag monitor: a name server and broker-a in-process (port 0, store under
-tmp_path), a producer and offset commits through the real client, mqadmin's home under
-tmp_path."""
+tmp_path; `metrics_lab`: with the broker's own /metrics), a producer and offset commits
+through the real client, mqadmin's home under tmp_path."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.broker.config import MetricsExporterType
 from engine.broker.controller import BrokerController
 from engine.client.admin import MQAdmin
 from engine.namesrv.controller import NamesrvController
@@ -37,6 +38,12 @@ class Lab:
         self.broker = broker
         self.client = RemotingClient()
         self.admin = MQAdmin(self.ns)
+
+    @property
+    def metrics_url(self) -> str:
+        """The broker's own /metrics (`metrics_lab` only)."""
+        assert self.broker.metrics is not None, "the broker serves no /metrics"
+        return f"http://127.0.0.1:{self.broker.metrics.port}/metrics"
 
     @property
     def ns(self) -> str:
@@ -73,6 +80,20 @@ class Lab:
 @pytest.fixture
 async def lab(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Lab]:
     async with running_broker(tmp_path, namesrv) as broker:
+        lab = Lab(namesrv, broker)
+        try:
+            yield lab
+        finally:
+            await lab.close()
+
+
+@pytest.fixture
+async def metrics_lab(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Lab]:
+    """The lab with the broker's /metrics on (metricsExporterType=PROM, 127.0.0.1, port 0)."""
+    async with running_broker(tmp_path, namesrv,
+                              metrics_exporter_type=MetricsExporterType.PROM,
+                              metrics_prom_exporter_host="127.0.0.1",
+                              metrics_prom_exporter_port=0) as broker:
         lab = Lab(namesrv, broker)
         try:
             yield lab

@@ -1,7 +1,7 @@
 """What deploy/ ships: the alert rules pass `promtool check rules`, each names a runbook
 action, and every metric the rules and the Grafana dashboard query is served by the lag
-collector (scraped here from a real one) or is one of the broker's Apache names
-(deploy/prometheus/broker-metrics.txt)."""
+collector or the broker (both scraped here, real ones); every broker name listed in
+deploy/prometheus/broker-metrics.txt is in the broker's scrape with its type."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
 from mqadmin.operations.lag_metrics import MetricsServer
 from tests.lag.conftest import Lab
+
+Served = dict[str, str]  # metric name as queries name it -> its family's type
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RULES = DEPLOY / "prometheus" / "rocketmq-alerts.yml"
@@ -96,6 +98,36 @@ def test_dashboard_is_grafana_json_with_unique_panels() -> None:
     assert all(t["expr"] for p in doc["panels"] for t in p.get("targets", []))
 
 
+def served(text: str) -> Served:
+    """The metric names a scrape holds as queries name them (a counter with `_total`, a
+    histogram's `_bucket`, `_sum`, `_count` too), each with its family's type; families
+    without samples count (the collector's are empty until the reads that fill them)."""
+    found: Served = {}
+    for f in text_string_to_metric_families(text):
+        found[f.name + ("_total" if f.type == "counter" else "")] = f.type
+        for sample in f.samples:
+            found.setdefault(sample.name, f.type)
+    return found
+
+
+def check_served(broker: Served, collector: Served) -> None:
+    """Every name of broker-metrics.txt is in the broker's scrape with its type, none in the
+    collector's; every metric deploy/ queries is in one of the two."""
+    listed = broker_metrics()
+    wrong = {n: (kind, broker.get(n)) for n, kind in listed.items() if broker.get(n) != kind}
+    assert not wrong, f"broker-metrics.txt (listed, served) differs from the broker: {wrong}"
+    assert not set(collector) & set(listed), "a broker name is also the collector's"
+    missing = queried() - set(collector) - set(broker) - BUILTIN
+    assert not missing, f"deploy/ queries metrics nobody serves: {sorted(missing)}"
+
+
+async def scrape_text(url: str) -> str:
+    async with httpx.AsyncClient(timeout=10) as client:
+        resp = await client.get(url)
+    resp.raise_for_status()
+    return resp.text
+
+
 async def served_text(lab: Lab, tmp_path: Path) -> str:
     """A real collector's /metrics after one cycle over a group with lag."""
     await lab.group("g1", "T1")
@@ -126,11 +158,9 @@ async def test_promtool_lints_the_collectors_exposition(lab: Lab, tmp_path: Path
     assert all("label names should be written in 'snake_case'" in x for x in problems), problems
 
 
-async def test_every_queried_metric_exists(lab: Lab, tmp_path: Path) -> None:
-    served = {f.name + ("_total" if f.type == "counter" else "")
-              for f in text_string_to_metric_families(await served_text(lab, tmp_path))}
-    broker = broker_metrics()
-    assert not served & set(broker), "a broker name is also the collector's"
-    missing = queried() - served - set(broker) - BUILTIN
-    assert not missing, f"deploy/ queries metrics nobody serves: {sorted(missing)}"
-    assert {"rocketmq_group_diff", "rocketmq_lag_verdict", "rocketmq_storage_size"} <= queried()
+async def test_every_queried_metric_exists(metrics_lab: Lab, tmp_path: Path) -> None:
+    collector = served(await served_text(metrics_lab, tmp_path))
+    broker = served(await scrape_text(metrics_lab.metrics_url))
+    check_served(broker, collector)
+    assert {"rocketmq_group_diff", "rocketmq_lag_verdict",
+            "rocketmq_storage_size_bytes"} <= queried()
