@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from engine.broker.metrics import names as n
 from engine.broker.metrics.lag import group_lags
+from engine.broker.metrics.rpc import BOUNDS, RpcLatency, request_code_name, response_code_name
 from engine.broker.state import BrokerState
 from engine.broker.stats import (
     GROUP_GET_NUMS,
@@ -40,6 +41,7 @@ from engine.protocol.codes import LanguageCode
 from engine.protocol.version import version_desc
 
 _BOUNDS = (*(str(float(b)) for b in SIZE_BUCKETS), "+Inf")
+_RPC_BOUNDS = (*(str(float(b)) for b in BOUNDS), "+Inf")
 
 
 def _retry_or_dlq(topic: str) -> bool:
@@ -56,8 +58,9 @@ def _language(code: int) -> str:
 class BrokerCollector(Collector):
     """Reads one broker's state at scrape time."""
 
-    def __init__(self, state: BrokerState) -> None:
+    def __init__(self, state: BrokerState, rpc: RpcLatency | None = None) -> None:
         self.state = state
+        self.rpc = rpc if rpc is not None else RpcLatency()
 
     def _node(self) -> list[str]:
         cfg = self.state.config
@@ -72,6 +75,7 @@ class BrokerCollector(Collector):
         yield from self._transactions(node)
         yield from self._storage(node)
         yield from self._replication(node)
+        yield self._rpc_latency(node)
 
     # ------------------------------------------------------------------ families
 
@@ -245,3 +249,18 @@ class BrokerCollector(Collector):
             for info in ha.connection_infos():
                 family.add_metric([*node, info.addr], info.diff)
         yield family
+
+    def _rpc_latency(self, node: list[str]) -> Metric:
+        family = HistogramMetricFamily(
+            n.RPC_LATENCY, "Rpc latency",
+            labels=(*n.NODE_LABELS, n.PROTOCOL_TYPE, n.REQUEST_CODE, n.RESPONSE_CODE,
+                    n.IS_LONG_POLLING, n.RESULT))
+        for (request, response, long_polling, result), counts in list(self.rpc.table.items()):
+            cumulative, buckets = 0, []
+            for bound, count in zip(_RPC_BOUNDS, counts[:-1], strict=True):
+                cumulative += count
+                buckets.append((bound, float(cumulative)))
+            family.add_metric([*node, n.PROTOCOL_TYPE_REMOTING, request_code_name(request),
+                               response_code_name(response), n.flag(long_polling), result],
+                              buckets, float(counts[-1]))
+        return family

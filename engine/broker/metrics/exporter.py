@@ -21,7 +21,9 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from engine.broker.metrics.collector import BrokerCollector
+from engine.broker.metrics.rpc import RpcLatency, TimedDispatcher
 from engine.broker.state import BrokerState
+from engine.remoting.router import Router
 from engine.remoting.server import PortInUseError
 
 log = logging.getLogger("engine.broker.metrics")
@@ -54,12 +56,19 @@ class MetricsExporter:
     """The /metrics endpoint of one broker (metricsExporterType=PROM)."""
 
     def __init__(self, state: BrokerState, host: str, port: int) -> None:
+        self.state = state
+        #: request latencies, counted by the dispatchers `timed_dispatcher` makes
+        self.rpc = RpcLatency()
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(BrokerCollector(state))
+        self.registry.register(BrokerCollector(state, self.rpc))
         self.host = host
         self.requested_port = port
         self.port = 0
         self._server: asyncio.Server | None = None
+
+    def timed_dispatcher(self, router: Router) -> TimedDispatcher:
+        """A dispatcher of `router`'s requests that counts them in `rpc` (rocketmq_rpc_latency)."""
+        return TimedDispatcher(router, self.state, self.rpc)
 
     async def start(self) -> None:
         """Listen.
