@@ -180,3 +180,34 @@ def test_disabled_metrics_never_import_prometheus_client() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_later_scrape_sees_what_changed(broker: BrokerController,
+                                                client: RemotingClient) -> None:
+    addr = broker.addr
+    for body in (b"a", b"b", b"c"):
+        assert (await client.invoke(addr, send_request("Again", body))).code == 0
+    await client.invoke(addr, pull_request("Again", 0, 0, group="CG", max_nums=1))
+    await client.invoke(addr, pull_request("Again", 0, 1, group="CG", commit_offset=1))
+    topic = {"topic": "Again", "message_type": "normal", "is_system": "false"}
+    lag = {"topic": "Again", "consumer_group": "CG", "is_retry": "false", "is_system": "false"}
+    assert value(broker, "rocketmq_messages_in_total", **topic) == 3
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 2
+    first = value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag)
+
+    assert (await client.invoke(addr, send_request("Again", b"d" * 5000))).code == 0
+    await client.invoke(addr, pull_request("Again", 0, 3, group="CG", commit_offset=3))
+    assert value(broker, "rocketmq_messages_in_total", **topic) == 4
+    assert value(broker, "rocketmq_message_size_bucket", le="4096.0", **topic) == 3
+    assert value(broker, "rocketmq_message_size_bucket", le="+Inf", **topic) == 4
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 1
+    st = broker.state
+    stored = st.store.get_message_store_timestamp("Again", 0, 3)  # the next one to consume
+    before = st.clock()
+    later = value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag)
+    assert first is not None and later is not None
+    assert before - stored <= later <= st.clock() - stored
+    # committed past every message: no lag, no latency
+    await client.invoke(addr, pull_request("Again", 0, 4, group="CG", commit_offset=4))
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 0
+    assert value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag) == 0
