@@ -48,6 +48,9 @@ def value(broker: BrokerController, name: str, **labels: str) -> float | None:
 async def test_send_and_pull_show_in_the_metrics(broker: BrokerController,
                                                  client: RemotingClient) -> None:
     addr = broker.addr
+    resp = await client.invoke(addr, heartbeat("client@1", consumer_group="CG",
+                                               topics=("Orders",)))
+    assert resp.code == ResponseCode.SUCCESS  # CG has a consumer online
     bodies = [b"a" * 100, b"b" * 200, b"c" * 2000]
     for body in bodies:
         resp = await client.invoke(addr, send_request("Orders", body, queue_id=0))
@@ -211,3 +214,18 @@ async def test_a_later_scrape_sees_what_changed(broker: BrokerController,
     await client.invoke(addr, pull_request("Again", 0, 4, group="CG", commit_offset=4))
     assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 0
     assert value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag) == 0
+
+
+async def test_a_group_without_consumers_online_shows_its_lag_only(
+        broker: BrokerController, client: RemotingClient) -> None:
+    addr = broker.addr
+    for body in (b"a", b"b"):
+        assert (await client.invoke(addr, send_request("Left", body))).code == 0
+    await client.invoke(addr, pull_request("Left", 0, 1, group="Gone", commit_offset=1))
+    lag = {"topic": "Left", "consumer_group": "Gone", "is_retry": "false", "is_system": "false"}
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 1
+    latency = value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag)
+    assert latency is not None and latency >= 0
+    for name in ("rocketmq_consumer_ready_messages", "rocketmq_consumer_inflight_messages",
+                 "rocketmq_consumer_queueing_latency_milliseconds"):
+        assert value(broker, name, **lag) is None, name

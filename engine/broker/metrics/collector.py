@@ -254,6 +254,7 @@ class BrokerCollector(Collector):
             f.samples.append for f in (lag, latency, inflight, queueing, ready))
         labels_of = self._lag_labels.get
         is_system = st.topics.is_system_topic
+        online = st.consumers.groups
         now = st.clock()
         for g in group_lags(st, self._stamp_of):
             system = is_system(g.topic) or n.is_system_group(g.group)
@@ -261,9 +262,13 @@ class BrokerCollector(Collector):
             waited = now - g.earliest_unconsumed_ms if g.earliest_unconsumed_ms else 0
             add_lag(Sample(n.CONSUMER_LAG_MESSAGES, values, g.lag))
             add_latency(Sample(n.CONSUMER_LAG_LATENCY, values, waited))
-            add_inflight(Sample(n.CONSUMER_INFLIGHT_MESSAGES, values, 0))
-            add_queueing(Sample(n.CONSUMER_QUEUEING_LATENCY, values, waited))
-            add_ready(Sample(n.CONSUMER_READY_MESSAGES, values, g.lag))
+            # 5.3 reports a group only while it has consumers online; its lag and latency
+            # are kept here for a group without any (one that stopped is the one to see),
+            # what it is consuming (in flight, ready, queueing) is not.
+            if g.group in online:
+                add_inflight(Sample(n.CONSUMER_INFLIGHT_MESSAGES, values, 0))
+                add_queueing(Sample(n.CONSUMER_QUEUEING_LATENCY, values, waited))
+                add_ready(Sample(n.CONSUMER_READY_MESSAGES, values, g.lag))
         yield from (lag, latency, inflight, queueing, ready)
 
     def _stamp_of(self, topic: str, queue_id: int, offset: int) -> int:
