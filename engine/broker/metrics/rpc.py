@@ -157,40 +157,45 @@ class TimedDispatcher(RequestDispatcher[BrokerState]):
         answered = self.answered = []
         start = perf_counter()
         super().__call__(conn, commands)
-        if not answered:
-            return
+        if answered:
+            self.count(answered, start, conn.closed)
+
+    def count(self, answered: list[tuple[RemotingCommand, Any]], start: float,
+              closed: bool) -> None:
+        """Count the answers of one read (written now; not at all if `closed`)."""
         ms = int((perf_counter() - start) * 1000)
-        bucket = bisect_left(BOUNDS, ms)
-        closed = conn.closed
-        table = self.latency.table
+        # per request only a key and a tally: (request code, response code, oneway answer)
+        tally: dict[tuple[int, int, int], int] = {}
+        get = tally.get
         for cmd, result in answered:
-            if result is None:  # no answer (yet): the handler answers itself, or never
+            kind = result.__class__
+            if kind is bytes:
+                key = (cmd.code, 0 if result.startswith(_JSON_SUCCESS, 8)
+                       else frame_code(result), cmd.flag & FLAG_ONEWAY)
+            elif result is None:  # no answer (yet): the handler answers itself, or never
                 continue
-            if isinstance(result, bytes):
-                code = frame_code(result)
             elif isinstance(result, RemotingCommand):
-                code = result.code
-            elif isinstance(result, int):  # not supported: answered even to a oneway
-                code = result
+                key = (cmd.code, result.code, cmd.flag & FLAG_ONEWAY)
+            elif kind is int:  # not supported: answered even to a oneway
+                key = (cmd.code, result, 0)
             elif isinstance(result, Exception):  # SYSTEM_ERROR, also to a oneway
-                code = _SYSTEM_ERROR
+                key = (cmd.code, _SYSTEM_ERROR, 0)
             elif inspect.isawaitable(result):
                 self._deferred[id(cmd)] = start
                 continue
             else:
                 continue
-            if cmd.flag & FLAG_ONEWAY and not isinstance(result, (int, Exception)):
-                outcome = RESULT_ONEWAY
-            elif closed:
-                outcome = RESULT_WRITE_CHANNEL_FAILED
-            else:
-                outcome = RESULT_SUCCESS
-            key = (cmd.code, code, False, outcome)
-            counts = table.get(key)
+            tally[key] = get(key, 0) + 1
+        failed = RESULT_WRITE_CHANNEL_FAILED if closed else RESULT_SUCCESS
+        bucket = bisect_left(BOUNDS, ms)
+        table = self.latency.table
+        for (request, response, oneway), n in tally.items():
+            full = (request, response, False, RESULT_ONEWAY if oneway else failed)
+            counts = table.get(full)
             if counts is None:
-                counts = table[key] = [0] * SLOTS
-            counts[bucket] += 1
-            counts[-1] += ms
+                counts = table[full] = [0] * SLOTS
+            counts[bucket] += n
+            counts[-1] += ms * n
 
     def _unsupported(self, cmd: RemotingCommand, addr: str) -> bytes:
         self.answered.append((cmd, _NOT_SUPPORTED))
