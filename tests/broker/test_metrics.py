@@ -179,7 +179,8 @@ async def test_metrics_port_in_use_fails_the_start(tmp_path: Path,
 
 def test_disabled_metrics_never_import_prometheus_client() -> None:
     code = ("import sys, engine.broker.main, engine.broker.controller\n"
-            "print('prometheus_client' in sys.modules)\n")
+            "print('prometheus_client' in sys.modules or 'engine.broker.metrics.rpc' in "
+            "sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"

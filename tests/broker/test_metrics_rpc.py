@@ -98,6 +98,20 @@ async def test_an_answer_failing_in_its_handler_is_timed_as_system_error(
     assert failed is not None and failed[2] == 1
 
 
+async def test_a_oneway_request_is_timed_as_oneway(broker: BrokerController,
+                                                   client: RemotingClient) -> None:
+    addr = broker.addr
+    assert (await client.invoke(addr, send_request("Once", b"x"))).code == 0
+    update = {"consumerGroup": "CG", "topic": "Once", "queueId": "0", "commitOffset": "1"}
+    await client.invoke_oneway(addr, request(RequestCode.UPDATE_CONSUMER_OFFSET, update))
+    # answered on the same connection after the oneway: the oneway has been handled
+    assert (await client.invoke(addr, send_request("Once", b"y"))).code == 0
+    assert broker.state.offsets.query("CG", "Once", 0) == 1
+    oneway = latency(broker, "update_consumer_offset", "success", result="oneway")
+    assert oneway is not None and oneway[2] == 1
+    assert latency(broker, "update_consumer_offset", "success") is None
+
+
 def test_frame_code_reads_json_and_binary_answers() -> None:
     cmd = request(10, {})
     for code in (0, 1, 19, 300):

@@ -43,6 +43,8 @@ RESULT_WRITE_CHANNEL_FAILED = "write_channel_failed"
 
 #: (request code, response code, is long polling, result)
 Key = tuple[int, int, bool, str]
+#: a run of requests of one code and what each was answered with
+Answered = tuple[Sequence[RemotingCommand], Sequence[Any]]
 
 _JSON_SUCCESS = b'{"code":0,'
 _ROCKETMQ = int(SerializeType.ROCKETMQ)
@@ -118,9 +120,9 @@ class _TimingRouter(Router):
             try:
                 result = handler(ctx, cmd)
             except Exception as exc:
-                dispatcher.answered.append((cmd, exc))
+                dispatcher.answered.append(((cmd,), (exc,)))
                 raise
-            dispatcher.answered.append((cmd, result))
+            dispatcher.answered.append(((cmd,), (result,)))
             return result
 
         return timed
@@ -132,9 +134,9 @@ class _TimingRouter(Router):
             try:
                 results = many(ctx, run)
             except Exception as exc:
-                dispatcher.answered.extend((cmd, exc) for cmd in run)
+                dispatcher.answered.append((run, [exc] * len(run)))
                 raise
-            dispatcher.answered.extend(zip(run, results, strict=True))
+            dispatcher.answered.append((run, results))
             return results
 
         return timed
@@ -147,9 +149,10 @@ class TimedDispatcher(RequestDispatcher[BrokerState]):
                  long_polling: frozenset[int] = frozenset({RequestCode.PULL_MESSAGE})) -> None:
         super().__init__(_TimingRouter(router, self), state)
         self.latency = latency
-        #: what the requests of the read being dispatched were answered with: a handler's
+        #: what the runs of requests (of one code) of the read being dispatched were answered
+        #: with, one result per request: a handler's
         #: result or exception, a refusal, or the code of an answer sent even to oneways
-        self.answered: list[tuple[RemotingCommand, Any]] = []
+        self.answered: list[Answered] = []
         self._long_polling = long_polling
         self._deferred: dict[int, float] = {}  # id of a request answered later: its start
 
@@ -160,32 +163,39 @@ class TimedDispatcher(RequestDispatcher[BrokerState]):
         if answered:
             self.count(answered, start, conn.closed)
 
-    def count(self, answered: list[tuple[RemotingCommand, Any]], start: float,
-              closed: bool) -> None:
+    def count(self, answered: list[Answered], start: float, closed: bool) -> None:
         """Count the answers of one read (written now; not at all if `closed`)."""
         ms = int((perf_counter() - start) * 1000)
-        # per request only a key and a tally: (request code, response code, oneway answer)
+        # (request code, response code, oneway answer) -> answers
         tally: dict[tuple[int, int, int], int] = {}
         get = tally.get
-        for cmd, result in answered:
-            kind = result.__class__
-            if kind is bytes:
-                key = (cmd.code, 0 if result.startswith(_JSON_SUCCESS, 8)
-                       else frame_code(result), cmd.flag & FLAG_ONEWAY)
-            elif result is None:  # no answer (yet): the handler answers itself, or never
-                continue
-            elif isinstance(result, RemotingCommand):
-                key = (cmd.code, result.code, cmd.flag & FLAG_ONEWAY)
-            elif kind is int:  # not supported: answered even to a oneway
-                key = (cmd.code, result, 0)
-            elif isinstance(result, Exception):  # SYSTEM_ERROR, also to a oneway
-                key = (cmd.code, _SYSTEM_ERROR, 0)
-            elif inspect.isawaitable(result):
-                self._deferred[id(cmd)] = start
-                continue
-            else:
-                continue
-            tally[key] = get(key, 0) + 1
+        for run, results in answered:
+            code = run[0].code  # a run is of one request code
+            done = 0  # the common case: encoded SUCCESS answers to requests that get them
+            for cmd, result in zip(run, results, strict=True):
+                kind = result.__class__
+                if kind is bytes:
+                    if result.startswith(_JSON_SUCCESS, 8) and not cmd.flag & FLAG_ONEWAY:
+                        done += 1
+                        continue
+                    key = (code, frame_code(result), cmd.flag & FLAG_ONEWAY)
+                elif result is None:  # no answer (yet): the handler answers itself, or never
+                    continue
+                elif isinstance(result, RemotingCommand):
+                    key = (code, result.code, cmd.flag & FLAG_ONEWAY)
+                elif kind is int:  # not supported: answered even to a oneway
+                    key = (code, result, 0)
+                elif isinstance(result, Exception):  # SYSTEM_ERROR, also to a oneway
+                    key = (code, _SYSTEM_ERROR, 0)
+                elif inspect.isawaitable(result):
+                    self._deferred[id(cmd)] = start
+                    continue
+                else:
+                    continue
+                tally[key] = get(key, 0) + 1
+            if done:
+                key = (code, 0, 0)
+                tally[key] = get(key, 0) + done
         failed = RESULT_WRITE_CHANNEL_FAILED if closed else RESULT_SUCCESS
         bucket = bisect_left(BOUNDS, ms)
         table = self.latency.table
@@ -198,14 +208,14 @@ class TimedDispatcher(RequestDispatcher[BrokerState]):
             counts[-1] += ms * n
 
     def _unsupported(self, cmd: RemotingCommand, addr: str) -> bytes:
-        self.answered.append((cmd, _NOT_SUPPORTED))
+        self.answered.append(((cmd,), (_NOT_SUPPORTED,)))
         return super()._unsupported(cmd, addr)
 
     def _check(self, guard: Guard, cmd: RemotingCommand, conn: Connection
                ) -> RemotingCommand | None:
         refusal = super()._check(guard, cmd, conn)
         if refusal is not None:
-            self.answered.append((cmd, refusal))
+            self.answered.append(((cmd,), (refusal,)))
         return refusal
 
     def _finish(self, conn: Connection, cmd: RemotingCommand, task: Any) -> None:
