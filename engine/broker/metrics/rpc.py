@@ -3,9 +3,9 @@
 How this works: with metrics on, the broker's servers dispatch through a `TimedDispatcher`
 (with DISABLE it is never installed, so no request pays anything).  It notes the time a read
 of requests arrives and which requests were answered inline, deferred or refused; when the
-read's answers have been written it takes the time once more and counts every answered request
-in plain per-label bucket counters (`RpcLatency.table`: a list of ints per label set, the bucket
-found by `bisect`).  A deferred answer (a long-polling pull, a send waiting for its group
+read's answers have been written it takes the time once more, tallies the answers by label
+set and adds them to plain bucket counters (`RpcLatency.table`: a list of ints per label set,
+the bucket found by `bisect`).  A deferred answer (a long-polling pull, a send waiting for its group
 commit) is counted when its task's answer is written.  The collector turns the table into the
 histogram at scrape time; nothing on the request path touches prometheus_client.
 
@@ -149,9 +149,9 @@ class TimedDispatcher(RequestDispatcher[BrokerState]):
                  long_polling: frozenset[int] = frozenset({RequestCode.PULL_MESSAGE})) -> None:
         super().__init__(_TimingRouter(router, self), state)
         self.latency = latency
-        #: what the runs of requests (of one code) of the read being dispatched were answered
-        #: with, one result per request: a handler's
-        #: result or exception, a refusal, or the code of an answer sent even to oneways
+        #: the runs of requests (of one code) of the read being dispatched, each with one
+        #: result per request: a handler's result or exception, a refusal, or the code of an
+        #: answer sent even to oneways
         self.answered: list[Answered] = []
         self._long_polling = long_polling
         self._deferred: dict[int, float] = {}  # id of a request answered later: its start
