@@ -88,8 +88,7 @@ class RequestDispatcher(Generic[S]):
             code = cmd.code
             route = lookup(code)
             if route is None:
-                log.debug("request code %d from %s not supported", code, addr)
-                out.append(encode(not_supported(cmd)))
+                out.append(self._unsupported(cmd, addr))
                 i += 1
                 continue
             j = i + 1
@@ -136,6 +135,11 @@ class RequestDispatcher(Generic[S]):
                     task.add_done_callback(functools.partial(self._finish, conn, cmd))
         if out and not conn.closed:
             conn.write_frames(out)
+
+    def _unsupported(self, cmd: RemotingCommand, addr: str) -> bytes:
+        """The encoded REQUEST_CODE_NOT_SUPPORTED answer to a request no route handles."""
+        log.debug("request code %d from %s not supported", cmd.code, addr)
+        return encode(not_supported(cmd))
 
     def _check(self, guard: Guard, cmd: RemotingCommand, conn: Connection
                ) -> RemotingCommand | None:

@@ -58,6 +58,18 @@ class RemotingServer(Generic[S]):
         """Check every request with `guard` before its handler (access control), or stop."""
         self._dispatcher.guard = guard
 
+    @property
+    def dispatcher(self) -> RequestDispatcher[S]:
+        return self._dispatcher
+
+    def set_dispatcher(self, dispatcher: RequestDispatcher[S]) -> None:
+        """Dispatch requests through `dispatcher` (e.g. one that times them); before `start`.
+
+        Connections keep the dispatcher they were made with; the access guard carries over.
+        """
+        dispatcher.guard = self._dispatcher.guard
+        self._dispatcher = dispatcher
+
     def _make_connection(self) -> Connection:
         conn = Connection(self._dispatcher, max_frame=self.max_frame, on_close=self._closed)
         self.connections.add(conn)

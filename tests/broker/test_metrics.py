@@ -48,6 +48,9 @@ def value(broker: BrokerController, name: str, **labels: str) -> float | None:
 async def test_send_and_pull_show_in_the_metrics(broker: BrokerController,
                                                  client: RemotingClient) -> None:
     addr = broker.addr
+    resp = await client.invoke(addr, heartbeat("client@1", consumer_group="CG",
+                                               topics=("Orders",)))
+    assert resp.code == ResponseCode.SUCCESS  # CG has a consumer online
     bodies = [b"a" * 100, b"b" * 200, b"c" * 2000]
     for body in bodies:
         resp = await client.invoke(addr, send_request("Orders", body, queue_id=0))
@@ -176,7 +179,54 @@ async def test_metrics_port_in_use_fails_the_start(tmp_path: Path,
 
 def test_disabled_metrics_never_import_prometheus_client() -> None:
     code = ("import sys, engine.broker.main, engine.broker.controller\n"
-            "print('prometheus_client' in sys.modules)\n")
+            "print('prometheus_client' in sys.modules or 'engine.broker.metrics.rpc' in "
+            "sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
+
+
+async def test_a_later_scrape_sees_what_changed(broker: BrokerController,
+                                                client: RemotingClient) -> None:
+    addr = broker.addr
+    for body in (b"a", b"b", b"c"):
+        assert (await client.invoke(addr, send_request("Again", body))).code == 0
+    await client.invoke(addr, pull_request("Again", 0, 0, group="CG", max_nums=1))
+    await client.invoke(addr, pull_request("Again", 0, 1, group="CG", commit_offset=1))
+    topic = {"topic": "Again", "message_type": "normal", "is_system": "false"}
+    lag = {"topic": "Again", "consumer_group": "CG", "is_retry": "false", "is_system": "false"}
+    assert value(broker, "rocketmq_messages_in_total", **topic) == 3
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 2
+    first = value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag)
+
+    assert (await client.invoke(addr, send_request("Again", b"d" * 5000))).code == 0
+    await client.invoke(addr, pull_request("Again", 0, 3, group="CG", commit_offset=3))
+    assert value(broker, "rocketmq_messages_in_total", **topic) == 4
+    assert value(broker, "rocketmq_message_size_bucket", le="4096.0", **topic) == 3
+    assert value(broker, "rocketmq_message_size_bucket", le="+Inf", **topic) == 4
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 1
+    st = broker.state
+    stored = st.store.get_message_store_timestamp("Again", 0, 3)  # the next one to consume
+    before = st.clock()
+    later = value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag)
+    assert first is not None and later is not None
+    assert before - stored <= later <= st.clock() - stored
+    # committed past every message: no lag, no latency
+    await client.invoke(addr, pull_request("Again", 0, 4, group="CG", commit_offset=4))
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 0
+    assert value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag) == 0
+
+
+async def test_a_group_without_consumers_online_shows_its_lag_only(
+        broker: BrokerController, client: RemotingClient) -> None:
+    addr = broker.addr
+    for body in (b"a", b"b"):
+        assert (await client.invoke(addr, send_request("Left", body))).code == 0
+    await client.invoke(addr, pull_request("Left", 0, 1, group="Gone", commit_offset=1))
+    lag = {"topic": "Left", "consumer_group": "Gone", "is_retry": "false", "is_system": "false"}
+    assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 1
+    latency = value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag)
+    assert latency is not None and latency >= 0
+    for name in ("rocketmq_consumer_ready_messages", "rocketmq_consumer_inflight_messages",
+                 "rocketmq_consumer_queueing_latency_milliseconds"):
+        assert value(broker, name, **lag) is None, name

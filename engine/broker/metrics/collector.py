@@ -6,6 +6,11 @@ and message size buckets, the topic, group, client and offset tables, the store'
 the HA connections) and builds 5.3's metric families from them.  Every sample carries 5.3's
 node labels (cluster, node_type="broker", node_id=brokerName).  Retry and DLQ topics are left
 out of messages/throughput in and out, as 5.3 does.  Names: `engine.broker.metrics.names`.
+
+A large broker has some 20,000 samples, so the big families (topics, group-topic pairs) are
+built lean: their samples are appended to the family directly, with label dicts made once per
+series and kept between scrapes (`Kept`, shared by the families of one series), and the store
+time of a consumer's next message is read once per committed offset.
 """
 
 from __future__ import annotations
@@ -13,17 +18,22 @@ from __future__ import annotations
 import shutil
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
+    Sample,
 )
 from prometheus_client.registry import Collector
 
 from engine.broker.metrics import names as n
+from engine.broker.metrics.kept import Kept
 from engine.broker.metrics.lag import group_lags
+from engine.broker.metrics.rpc import BOUNDS, RpcLatency, request_code_name, response_code_name
 from engine.broker.state import BrokerState
 from engine.broker.stats import (
     GROUP_GET_NUMS,
@@ -40,6 +50,47 @@ from engine.protocol.codes import LanguageCode
 from engine.protocol.version import version_desc
 
 _BOUNDS = (*(str(float(b)) for b in SIZE_BUCKETS), "+Inf")
+_RPC_BOUNDS = (*(str(float(b)) for b in BOUNDS), "+Inf")
+# sample names as prometheus_client's families name them
+_MESSAGES_IN = n.MESSAGES_IN + "_total"
+_THROUGHPUT_IN = n.THROUGHPUT_IN + "_total"
+_MESSAGES_OUT = n.MESSAGES_OUT + "_total"
+_THROUGHPUT_OUT = n.THROUGHPUT_OUT + "_total"
+_SIZE_BUCKET = n.MESSAGE_SIZE + "_bucket"
+_SIZE_COUNT = n.MESSAGE_SIZE + "_count"
+_SIZE_SUM = n.MESSAGE_SIZE + "_sum"
+
+#: label values of a series, node labels first
+Node = tuple[str, ...]
+Labels = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _LabelNames:
+    names: tuple[str, ...]
+
+    def of(self, values: Node) -> Labels:
+        # in name order: the writer sorts every sample's labels, which is cheapest when sorted
+        return dict(sorted(zip(self.names, values, strict=True)))
+
+
+_IN_LABELS = _LabelNames((*n.NODE_LABELS, n.TOPIC, n.MESSAGE_TYPE, n.IS_SYSTEM))
+_OUT_LABELS = _LabelNames((*n.NODE_LABELS, n.TOPIC, n.CONSUMER_GROUP, n.IS_SYSTEM))
+_LAG_LABELS = _LabelNames((*n.NODE_LABELS, n.CONSUMER_GROUP, n.TOPIC, n.IS_RETRY, n.IS_SYSTEM))
+
+
+@dataclass(frozen=True, slots=True)
+class _InSeries:
+    """The label dicts of one topic's messages in, throughput in and size histogram."""
+
+    labels: Labels
+    buckets: tuple[Labels, ...]  # the histogram's, one per bound ("le")
+
+    @staticmethod
+    def of(values: Node) -> _InSeries:
+        labels = _IN_LABELS.of(values)
+        return _InSeries(labels, tuple(dict(sorted({**labels, "le": bound}.items()))
+                                       for bound in _BOUNDS))
 
 
 def _retry_or_dlq(topic: str) -> bool:
@@ -56,12 +107,21 @@ def _language(code: int) -> str:
 class BrokerCollector(Collector):
     """Reads one broker's state at scrape time."""
 
-    def __init__(self, state: BrokerState) -> None:
+    def __init__(self, state: BrokerState, rpc: RpcLatency | None = None) -> None:
         self.state = state
+        self.rpc = rpc if rpc is not None else RpcLatency()
+        # what one scrape derives per series, kept for the next (see `Kept`)
+        self._in_series: Kept[Node, _InSeries] = Kept(_InSeries.of)
+        self._out_labels: Kept[Node, Labels] = Kept(_OUT_LABELS.of)
+        self._lag_labels: Kept[Node, Labels] = Kept(_LAG_LABELS.of)
+        self._stamps: Kept[tuple[str, int, int], int] = Kept(
+            lambda key: state.store.get_message_store_timestamp(*key))
+        self._kept: tuple[Kept[Any, Any], ...] = (
+            self._in_series, self._out_labels, self._lag_labels, self._stamps)
 
-    def _node(self) -> list[str]:
+    def _node(self) -> Node:
         cfg = self.state.config
-        return [cfg.broker_cluster_name, n.NODE_TYPE_BROKER, cfg.broker_name]
+        return cfg.broker_cluster_name, n.NODE_TYPE_BROKER, cfg.broker_name
 
     def collect(self) -> Iterator[Metric]:
         node = self._node()
@@ -72,10 +132,13 @@ class BrokerCollector(Collector):
         yield from self._transactions(node)
         yield from self._storage(node)
         yield from self._replication(node)
+        yield self._rpc_latency(node)
+        for kept in self._kept:
+            kept.turn()
 
     # ------------------------------------------------------------------ families
 
-    def _broker(self, node: list[str]) -> Iterator[Metric]:
+    def _broker(self, node: Node) -> Iterator[Metric]:
         st = self.state
         for name, doc, value in (
                 (n.BROKER_PERMISSION, "Broker permission", st.config.broker_permission),
@@ -86,7 +149,7 @@ class BrokerCollector(Collector):
             family.add_metric(node, value)
             yield family
 
-    def _traffic(self, node: list[str]) -> Iterator[Metric]:
+    def _traffic(self, node: Node) -> Iterator[Metric]:
         st = self.state
         stats = st.stats
         in_labels = (*n.NODE_LABELS, n.TOPIC, n.MESSAGE_TYPE, n.IS_SYSTEM)
@@ -96,22 +159,31 @@ class BrokerCollector(Collector):
                                        labels=in_labels)
         sizes = HistogramMetricFamily(n.MESSAGE_SIZE, "Incoming messages size",
                                       labels=in_labels)
+        add_in, add_bytes, add_size = (msgs_in.samples.append, bytes_in.samples.append,
+                                       sizes.samples.append)
         # 5.x refuses normal sends to a TRANSACTION topic: a topic with half messages is one.
         transactional = stats.sets.get(TRANS_HALF_PUT, {})
+        put_nums = stats.sets.get(TOPIC_PUT_NUMS, {})
+        put_size = stats.sets.get(TOPIC_PUT_SIZE, {})
+        is_system = st.topics.is_system_topic
+        series_of = self._in_series.get
         for topic in stats.put_topics():
             if _retry_or_dlq(topic):
                 continue
             kind = "transaction" if topic in transactional else "normal"
-            labels = [*node, topic, kind, n.flag(st.topics.is_system_topic(topic))]
-            msgs_in.add_metric(labels, stats.total(TOPIC_PUT_NUMS, topic))
-            bytes_in.add_metric(labels, stats.total(TOPIC_PUT_SIZE, topic))
+            series = series_of((*node, topic, kind, n.flag(is_system(topic))))
+            labels = series.labels
+            nums, size = put_nums.get(topic), put_size.get(topic)
+            add_in(Sample(_MESSAGES_IN, labels, nums.total if nums is not None else 0))
+            add_bytes(Sample(_THROUGHPUT_IN, labels, size.total if size is not None else 0))
             histogram = stats.size_histogram(topic)
             if histogram is not None:
-                cumulative, buckets = 0, []
-                for bound, count in zip(_BOUNDS, histogram[:-1], strict=True):
+                cumulative = 0
+                for bucket, count in zip(series.buckets, histogram[:-1], strict=True):
                     cumulative += count
-                    buckets.append((bound, float(cumulative)))
-                sizes.add_metric(labels, buckets, float(histogram[-1]))
+                    add_size(Sample(_SIZE_BUCKET, bucket, cumulative))
+                add_size(Sample(_SIZE_COUNT, labels, cumulative))
+                add_size(Sample(_SIZE_SUM, labels, histogram[-1]))
         yield from (msgs_in, bytes_in, sizes)
 
         out_labels = (*n.NODE_LABELS, n.TOPIC, n.CONSUMER_GROUP, n.IS_SYSTEM)
@@ -119,28 +191,30 @@ class BrokerCollector(Collector):
                                        labels=out_labels)
         bytes_out = CounterMetricFamily(n.THROUGHPUT_OUT, "Total traffic of outgoing messages",
                                         labels=out_labels)
+        add_out, add_out_bytes = msgs_out.samples.append, bytes_out.samples.append
+        labels_of = self._out_labels.get
         get_sizes = stats.sets.get(GROUP_GET_SIZE, {})
         for key, counter in list(stats.sets.get(GROUP_GET_NUMS, {}).items()):
             topic, _, group = key.partition("@")
             if _retry_or_dlq(topic):
                 continue
-            system = st.topics.is_system_topic(topic) or n.is_system_group(group)
-            labels = [*node, topic, group, n.flag(system)]
-            msgs_out.add_metric(labels, counter.total)
+            system = is_system(topic) or n.is_system_group(group)
+            labels = labels_of((*node, topic, group, n.flag(system)))
+            add_out(Sample(_MESSAGES_OUT, labels, counter.total))
             size = get_sizes.get(key)
-            bytes_out.add_metric(labels, size.total if size is not None else 0)
+            add_out_bytes(Sample(_THROUGHPUT_OUT, labels, size.total if size is not None else 0))
         yield from (msgs_out, bytes_out)
 
         dlq = CounterMetricFamily(n.SEND_TO_DLQ_MESSAGES, "Consumer send to DLQ messages",
                                   labels=(*n.NODE_LABELS, n.CONSUMER_GROUP, n.TOPIC, n.IS_SYSTEM))
-        for topic, counter in list(stats.sets.get(TOPIC_PUT_NUMS, {}).items()):
+        for topic, counter in list(put_nums.items()):
             if topic.startswith(DLQ_PREFIX):
                 group = topic[len(DLQ_PREFIX):]
                 dlq.add_metric([*node, group, topic, n.flag(n.is_system_group(group))],
                                counter.total)
         yield dlq
 
-    def _connections(self, node: list[str]) -> Iterator[Metric]:
+    def _connections(self, node: Node) -> Iterator[Metric]:
         st = self.state
         producers: Counter[tuple[str, str]] = Counter()
         for channels in st.producers.groups.values():
@@ -167,7 +241,7 @@ class BrokerCollector(Collector):
                                n.flag(n.is_system_group(group))], count)
         yield family
 
-    def _lag(self, node: list[str]) -> Iterator[Metric]:
+    def _lag(self, node: Node) -> Iterator[Metric]:
         st = self.state
         labels = (*n.NODE_LABELS, n.CONSUMER_GROUP, n.TOPIC, n.IS_RETRY, n.IS_SYSTEM)
         lag = GaugeMetricFamily(n.CONSUMER_LAG_MESSAGES, "Consumer lag messages", labels=labels)
@@ -178,19 +252,34 @@ class BrokerCollector(Collector):
                                      labels=labels)
         ready = GaugeMetricFamily(n.CONSUMER_READY_MESSAGES, "Consumer ready messages",
                                   labels=labels)
+        add_lag, add_latency, add_inflight, add_queueing, add_ready = (
+            f.samples.append for f in (lag, latency, inflight, queueing, ready))
+        labels_of = self._lag_labels.get
+        is_system = st.topics.is_system_topic
+        online = st.consumers.groups
         now = st.clock()
-        for g in group_lags(st):
-            system = st.topics.is_system_topic(g.topic) or n.is_system_group(g.group)
-            values = [*node, g.group, g.topic, n.flag(g.is_retry), n.flag(system)]
+        for g in group_lags(st, self._stamp_of):
+            system = is_system(g.topic) or n.is_system_group(g.group)
+            values = labels_of((*node, g.group, g.topic, n.flag(g.is_retry), n.flag(system)))
             waited = now - g.earliest_unconsumed_ms if g.earliest_unconsumed_ms else 0
-            lag.add_metric(values, g.lag)
-            latency.add_metric(values, waited)
-            inflight.add_metric(values, 0)
-            queueing.add_metric(values, waited)
-            ready.add_metric(values, g.lag)
+            add_lag(Sample(n.CONSUMER_LAG_MESSAGES, values, g.lag))
+            add_latency(Sample(n.CONSUMER_LAG_LATENCY, values, waited))
+            # 5.3 reports a group only while it has consumers online; its lag and latency
+            # are kept here for a group without any (one that stopped is the one to see),
+            # what it is consuming (in flight, ready, queueing) is not.
+            if g.group in online:
+                add_inflight(Sample(n.CONSUMER_INFLIGHT_MESSAGES, values, 0))
+                add_queueing(Sample(n.CONSUMER_QUEUEING_LATENCY, values, waited))
+                add_ready(Sample(n.CONSUMER_READY_MESSAGES, values, g.lag))
         yield from (lag, latency, inflight, queueing, ready)
 
-    def _transactions(self, node: list[str]) -> Iterator[Metric]:
+    def _stamp_of(self, topic: str, queue_id: int, offset: int) -> int:
+        """Store time of a message, read once while it is in the store (it never changes)."""
+        if offset < self.state.store.get_min_offset_in_queue(topic, queue_id):
+            return -1
+        return self._stamps.get((topic, queue_id, offset))
+
+    def _transactions(self, node: Node) -> Iterator[Metric]:
         stats = self.state.stats
         labels = (*n.NODE_LABELS, n.TOPIC)
         commits = CounterMetricFamily(n.COMMIT_MESSAGES, "Total number of commit messages",
@@ -209,7 +298,7 @@ class BrokerCollector(Collector):
             half.add_metric([*node, topic], max(counter.total - ended, 0))
         yield from (commits, rollbacks, half)
 
-    def _storage(self, node: list[str]) -> Iterator[Metric]:
+    def _storage(self, node: Node) -> Iterator[Metric]:
         st = self.state
         store = st.store
         labels = [*node, *n.STORAGE_VALUES]
@@ -236,7 +325,7 @@ class BrokerCollector(Collector):
             family.add_metric(labels, max(st.clock() - earliest, 0))
             yield family
 
-    def _replication(self, node: list[str]) -> Iterator[Metric]:
+    def _replication(self, node: Node) -> Iterator[Metric]:
         family = GaugeMetricFamily(
             n.HA_SLAVE_FALL_BEHIND, "Commit-log bytes a slave has not acknowledged",
             labels=(*n.NODE_LABELS, n.SLAVE_ADDR))
@@ -245,3 +334,18 @@ class BrokerCollector(Collector):
             for info in ha.connection_infos():
                 family.add_metric([*node, info.addr], info.diff)
         yield family
+
+    def _rpc_latency(self, node: Node) -> Metric:
+        family = HistogramMetricFamily(
+            n.RPC_LATENCY, "Rpc latency",
+            labels=(*n.NODE_LABELS, n.PROTOCOL_TYPE, n.REQUEST_CODE, n.RESPONSE_CODE,
+                    n.IS_LONG_POLLING, n.RESULT))
+        for (request, response, long_polling, result), counts in list(self.rpc.table.items()):
+            cumulative, buckets = 0, []
+            for bound, count in zip(_RPC_BOUNDS, counts[:-1], strict=True):
+                cumulative += count
+                buckets.append((bound, float(cumulative)))
+            family.add_metric([*node, n.PROTOCOL_TYPE_REMOTING, request_code_name(request),
+                               response_code_name(response), n.flag(long_polling), result],
+                              buckets, float(counts[-1]))
+        return family

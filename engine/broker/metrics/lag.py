@@ -11,6 +11,7 @@ lag latency.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from engine.broker.state import BrokerState
@@ -26,9 +27,18 @@ class GroupLag:
     earliest_unconsumed_ms: int  # store time of the oldest unconsumed message, 0 if none
 
 
-def group_lags(st: BrokerState) -> list[GroupLag]:
-    """The lag of every (group, topic) with committed offsets on this broker."""
+#: (topic, queue id, offset) -> store time of the message there (<= 0: none)
+StampOf = Callable[[str, int, int], int]
+
+
+def group_lags(st: BrokerState, stamp_of: StampOf | None = None) -> list[GroupLag]:
+    """The lag of every (group, topic) with committed offsets on this broker.
+
+    `stamp_of` reads a message's store time (default: from the store each time).
+    """
     store = st.store
+    if stamp_of is None:
+        stamp_of = store.get_message_store_timestamp
     out = []
     for topic, group, queues in st.offsets.entries():
         lag = 0
@@ -40,7 +50,7 @@ def group_lags(st: BrokerState) -> list[GroupLag]:
             if behind <= 0:
                 continue
             lag += behind
-            stamp = store.get_message_store_timestamp(topic, queue_id, committed)
+            stamp = stamp_of(topic, queue_id, committed)
             if stamp > 0 and (earliest == 0 or stamp < earliest):
                 earliest = stamp
         out.append(GroupLag(group, topic, topic.startswith(RETRY_PREFIX), lag, earliest))

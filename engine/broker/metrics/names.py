@@ -36,6 +36,8 @@ STORAGE_SIZE = "rocketmq_storage_size_bytes"  # unit "bytes"
 STORAGE_FLUSH_BEHIND = "rocketmq_storage_flush_behind_bytes"  # name holds the unit already
 STORAGE_DISPATCH_BEHIND = "rocketmq_storage_dispatch_behind_bytes"
 STORAGE_MESSAGE_RESERVE_TIME = "rocketmq_storage_message_reserve_time_milliseconds"
+# ------------------------------------------------------------------ RemotingMetricsConstant
+RPC_LATENCY = "rocketmq_rpc_latency_milliseconds"  # histogram, unit "milliseconds"
 # ------------------------------------------------------------------ this engine (no 5.3 metric)
 HA_SLAVE_FALL_BEHIND = "rocketmq_ha_slave_fall_behind_bytes"
 
@@ -57,6 +59,10 @@ PROTOCOL_TYPE_REMOTING = "remoting"
 STORAGE_TYPE = "storage_type"
 STORAGE_MEDIUM = "storage_medium"
 SLAVE_ADDR = "slave_addr"
+REQUEST_CODE = "request_code"
+RESPONSE_CODE = "response_code"
+IS_LONG_POLLING = "is_long_polling"
+RESULT = "result"
 
 NODE_LABELS = (CLUSTER, NODE_TYPE, NODE_ID)
 STORAGE_LABELS = (*NODE_LABELS, STORAGE_TYPE, STORAGE_MEDIUM)
