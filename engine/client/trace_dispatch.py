@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from engine.client.message import Message
 from engine.protocol.trace import (
+    KEY_SEPARATOR,
     TRACE_GROUP_PREFIX,
     TRACE_TOPIC,
     TraceRecord,
@@ -29,8 +30,9 @@ from engine.protocol.trace import (
     record_keys,
 )
 
-#: A record already encoded, with its keys (`trace.pub_text`, `trace.keys_of`).
-Encoded = tuple[str, list[str]]
+#: A record already encoded (`trace.pub_text`), with its message id and KEYS value (None
+#: without keys), from which `_take` makes its keys as `trace.keys_of` does.
+Encoded = tuple[str, str, str | None]
 
 if TYPE_CHECKING:
     from engine.client.instance import ClientInstance
@@ -94,9 +96,20 @@ class TraceDispatcher:
             if len(queue) >= self.batch_records:
                 self._full.set()
 
-    def append_encoded(self, text: str, keys: list[str]) -> None:
-        """`append` of one encoded record: the cheap path of a traced send."""
-        self.append(((text, keys),))
+    def append_encoded(self, text: str, msg_id: str, keys: str | None) -> None:
+        """`append` of one encoded record with its message id and KEYS value: the cheap
+        path of a traced send (its keys are split when its batch is taken)."""
+        queue = self._queue
+        queued = len(queue)
+        if queued >= self.queue_size:
+            self._drop()
+            return
+        queue.append((text, msg_id, keys))
+        if queued == 0:
+            self._idle.clear()
+            self._arrived.set()
+        if queued + 1 >= self.batch_records:
+            self._full.set()
 
     def _drop(self) -> None:
         self.dropped += 1
@@ -160,11 +173,14 @@ class TraceDispatcher:
         while queue and len(texts) < self.batch_records and size < BATCH_BYTES:
             record = queue.popleft()
             if isinstance(record, tuple):
-                text, its_keys = record
+                text, msg_id, its_keys = record
+                keys.append(msg_id)
+                if its_keys:
+                    keys.extend(k for k in its_keys.split(KEY_SEPARATOR) if k)
             else:
-                text, its_keys = encode(record), record_keys(record)
+                text = encode(record)
+                keys.extend(record_keys(record))
             texts.append(text)
-            keys.extend(its_keys)
             size += len(text)
         return texts, keys
 
