@@ -56,10 +56,6 @@ def message_type(msg: Message) -> MessageType:
     return MessageType.NORMAL
 
 
-def _keys(keys: tuple[str, ...]) -> str | None:
-    return " ".join(keys) if keys else None
-
-
 class SendTracer:
     """The Pub and EndTransaction records of one producer group."""
 
@@ -72,11 +68,12 @@ class SendTracer:
         if not result.trace_on or msg.topic.startswith(self.dispatcher.topic):
             return
         # encoded at once, without a PubRecord, its keys split later: once per send
-        keys = _keys(msg.keys)
+        keys = " ".join(msg.keys) if msg.keys else None
         msg_id = result.msg_id
+        cost = int(time.time() * 1000) - begin_ms
         self.dispatcher.append_encoded(pub_text(
             begin_ms, result.region_id, self.group, msg.topic, msg_id, msg.tags, keys,
-            store_host or "", len(msg.body), max(now_ms() - begin_ms, 0), message_type(msg),
+            store_host or "", len(msg.body), cost if cost > 0 else 0, message_type(msg),
             result.offset_msg_id, result.status is SendStatus.SEND_OK), msg_id, keys)
 
     def ended(self, *, topic: str, tags: str | None, keys: str | None, msg_id: str,
