@@ -1,8 +1,8 @@
-"""Traces across an Apache 4.9.8 cluster (opt-in: needs the Apache build named by
+"""Traces and printMsg on an Apache 4.9.8 cluster (opt-in: needs the Apache build named by
 APACHE_RMQ_HOME, see docs, and a JDK): what Apache's Java producer and consumer trace
 (enableMsgTrace) is read by our queryMsgTraceById, under either id; what ours trace is read by
-Apache's `mqadmin queryMsgTraceById`.  Apache's name server and broker (traceTopicEnable)
-run as processes for the module."""
+Apache's `mqadmin queryMsgTraceById`; printMsg keeps to its time range.  Apache's name server
+and broker (traceTopicEnable) run as processes for the module."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ from engine.client.push_consumer import PushConsumer
 from engine.client.results import ConsumeConcurrentlyStatus
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.trace import TRACE_TOPIC
+from mqadmin.operations.message_id import find_by_id
+from mqadmin.operations.message_scan import print_msg
 from mqadmin.operations.trace import query_trace
 from tests.ports import free_port
 
@@ -200,3 +202,32 @@ async def test_apache_s_query_reads_the_traces_of_our_clients(apache: str) -> No
     assert ["Pub", "PyTracePG"] in [row[:2] for row in rows], out
     assert ["Sub", "PyTraceCG"] in [row[:2] for row in rows], out
     assert all(row[-1] == "success" for row in rows if row[:1] in (["Pub"], ["Sub"])), out
+
+
+async def test_print_msg_keeps_to_the_time_range_on_apache_s_broker(apache: str) -> None:
+    """Apache's broker answers SEARCH_OFFSET_BY_TIMESTAMP with the offset stored nearest the
+    time: a range starting just after one message and ending just after another is found by
+    the messages' store times, not by those offsets alone."""
+    producer = Producer("PyPrintPG", ClientConfig(namesrv_addr=apache))
+    await producer.start()
+    try:
+        first = await producer.send(Message("PyPrinted", b"a"))
+        mq = first.message_queue
+
+        async def stored(body: bytes) -> tuple[str, int]:
+            result = await producer.send_to_queue(Message("PyPrinted", body), mq)
+            async with MQAdmin(apache) as admin:
+                [found] = await find_by_id(admin, result.offset_msg_id)
+            return result.msg_id, found.record.store_timestamp
+
+        _, a_time = await stored(b"before")
+        await asyncio.sleep(1.5)
+        inside = [await stored(b"in-1"), await stored(b"in-2")]
+        await asyncio.sleep(1.5)
+        await stored(b"after")
+    finally:
+        await producer.shutdown()
+    begin, end = a_time + 100, inside[-1][1] + 100  # each nearest the message before it
+    async with MQAdmin(apache) as admin:
+        page = await print_msg(admin, "PyPrinted", begin=begin, end=end)
+    assert [m.record.msg_id for m in page.messages] == [msg_id for msg_id, _ in inside]
