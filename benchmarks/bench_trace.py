@@ -10,7 +10,9 @@ indexing the trace messages), and the trace records dropped or failed (none expe
 
 from __future__ import annotations
 
+import argparse
 import functools
+import os
 import statistics
 
 from benchmarks.bench_client import measure, namesrv_process, prepare, sends
@@ -24,7 +26,8 @@ SENDS = 8_192
 IN_FLIGHT = 64
 
 
-async def bench(namesrv: str, broker: str) -> None:
+async def bench(namesrv: str, broker: str, runs: int = RUNS, sends_per_run: int = SENDS
+                ) -> None:
     await prepare(namesrv, broker)
     config = ClientConfig(namesrv_addr=namesrv)
     plain = Producer("TraceBenchPlainPG", config)
@@ -39,14 +42,14 @@ async def bench(namesrv: str, broker: str) -> None:
         for producer in (plain, traced):  # warm-up: routes, connections, the trace topic
             await sends(producer, IN_FLIGHT, 2000)
         order = [("off", plain), ("on", traced)]
-        for run_no in range(RUNS):  # the order flips every round: neither pays the other's tail
+        for run_no in range(runs):  # the order flips every round: neither pays the other's tail
             for label, producer in (order if run_no % 2 == 0 else order[::-1]):
                 before = cpu_seconds(pid)
-                results[label].append(await measure(SENDS, functools.partial(
-                    sends, producer, IN_FLIGHT, SENDS)))
+                results[label].append(await measure(sends_per_run, functools.partial(
+                    sends, producer, IN_FLIGHT, sends_per_run)))
                 if producer.tracer is not None:
                     await producer.tracer.dispatcher.flush()  # its trace messages count too
-                broker_cpu[label].append((cpu_seconds(pid) - before) / SENDS * 1e6)
+                broker_cpu[label].append((cpu_seconds(pid) - before) / sends_per_run * 1e6)
         assert traced.tracer is not None
         dispatcher = traced.tracer.dispatcher
         await dispatcher.flush()
@@ -56,21 +59,25 @@ async def bench(namesrv: str, broker: str) -> None:
             print(f"trace {label}: median {rates[label]:,.0f} msgs/s, "
                   f"{cpus[label]:.1f} us client CPU/msg, "
                   f"{statistics.median(broker_cpu[label]):.1f} us broker CPU/msg "
-                  f"({RUNS} runs of {SENDS:,}, "
+                  f"({runs} runs of {sends_per_run:,}, "
                   f"{IN_FLIGHT} in flight, 1 KiB)")
         print(f"throughput lost to tracing: {100 * (1 - rates['on'] / rates['off']):.1f}% "
               f"(records sent {dispatcher.sent:,}, dropped {dispatcher.dropped:,}, "
-              f"failed {dispatcher.failed:,})")
+              f"failed {dispatcher.failed:,}); load average {os.getloadavg()[0]:.1f}")
     finally:
         await traced.shutdown()
         await plain.shutdown()
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help="rounds of both")
+    parser.add_argument("--sends", type=int, default=SENDS, help="messages a run")
+    args = parser.parse_args()
     print(machine())
     with namesrv_process() as namesrv, broker_process(namesrvAddr=namesrv,
                                                       traceTopicEnable="true") as broker:
-        run(bench(namesrv, broker))
+        run(bench(namesrv, broker, args.runs, args.sends))
 
 
 if __name__ == "__main__":
