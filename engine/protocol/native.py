@@ -79,8 +79,9 @@ def load() -> bool:
     dispatch_values = _ext.dispatch_values
     strip_wait = _ext.strip_wait
     write_record = _ext.write_record
-    key_hashes = _ext.key_hashes
-    index_put = _ext.index_put
+    # an extension built before these two existed leaves them to Python
+    key_hashes = getattr(_ext, "key_hashes", None)
+    index_put = getattr(_ext, "index_put", None)
     return True
 
 
