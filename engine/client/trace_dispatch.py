@@ -1,14 +1,15 @@
 """`TraceDispatcher`: trace records queued by the hooks, sent in batches as trace messages.
 
-How this works (Apache's `AsyncTraceDispatcher`): the hooks call `append`, which never waits:
-a record goes into a bounded queue, or, when the queue is full, is dropped and counted.  One
-asyncio task wakes when the queue stops being empty, waits until `batch_records` records are
-queued or `linger` seconds have passed, and sends up to that many (at most 118 KB of text)
-as one message to the trace topic (`trace.encode`, KEYS = every traced message id and key,
-as `encode_batch` builds them) with its own
-producer, group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>``, on the host's client
-instance.  A send that fails is logged and counted; nothing reaches the business send.
-`stop()` sends what is queued (waiting at most `flush_timeout`), then stops the task.
+How this works (Apache's `AsyncTraceDispatcher`): the hooks call `append` (or
+`append_encoded` with a record they encoded), which never waits: a record goes, encoded
+(`trace.encode`), into a bounded queue with its message id and KEYS, or, when the queue is
+full, is dropped and counted.  One asyncio task wakes when the queue stops being empty,
+waits until `batch_records` records are queued or `linger` seconds have passed, and sends up
+to that many (at most 118 KB of text) as one message to the trace topic (KEYS = every traced
+message id and key, the keys `encode_batch` gives) with its own producer, group
+``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>``, on the host's client instance.  A
+send that fails is logged and counted; nothing reaches the business send.  `stop()` sends
+what is queued (waiting at most `flush_timeout`), then stops the task.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from typing import TYPE_CHECKING
 
 from engine.client.message import Message
 from engine.protocol.trace import (
+    KEY_SEPARATOR,
     TRACE_GROUP_PREFIX,
     TRACE_TOPIC,
     TraceRecord,
     encode,
-    record_keys,
 )
 
-#: A record already encoded, with its keys (`trace.pub_text`, `trace.keys_of`).
-Encoded = tuple[str, list[str]]
+#: A record encoded (`trace.encode`, `trace.pub_text`), with its message id and KEYS value
+#: (None without keys), from which `_take` makes its keys as `trace.keys_of` does.
+Encoded = tuple[str, str, str | None]
 
 if TYPE_CHECKING:
     from engine.client.instance import ClientInstance
@@ -63,7 +65,7 @@ class TraceDispatcher:
         self.failed = 0  # records whose trace message could not be sent
         # a deque and two events rather than an asyncio.Queue: appending wakes the task once
         # per batch, not once per record
-        self._queue: deque[TraceRecord | Encoded] = deque()
+        self._queue: deque[Encoded] = deque()
         self._arrived = asyncio.Event()  # the queue is no longer empty
         self._full = asyncio.Event()  # a batch is waiting (or a flush wants everything)
         self._idle = asyncio.Event()  # nothing queued, nothing being sent
@@ -79,24 +81,26 @@ class TraceDispatcher:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def append(self, records: Iterable[TraceRecord | Encoded]) -> None:
-        """Queue records (or encoded ones) without waiting; a full queue drops them (counted
-        in `dropped`)."""
-        queue = self._queue
+    def append(self, records: Iterable[TraceRecord]) -> None:
+        """Queue records, encoded, without waiting; a full queue drops them (counted in
+        `dropped`)."""
         for record in records:
-            if len(queue) >= self.queue_size:
-                self._drop()
-                continue
-            queue.append(record)
-            if len(queue) == 1:
-                self._idle.clear()
-                self._arrived.set()
-            if len(queue) >= self.batch_records:
-                self._full.set()
+            self.append_encoded(encode(record), record.msg_id, getattr(record, "keys", None))
 
-    def append_encoded(self, text: str, keys: list[str]) -> None:
-        """`append` of one encoded record: the cheap path of a traced send."""
-        self.append(((text, keys),))
+    def append_encoded(self, text: str, msg_id: str, keys: str | None) -> None:
+        """Queue one encoded record with its message id and KEYS value (its keys are split
+        when its batch is taken): the cheap path of a traced send."""
+        queue = self._queue
+        queued = len(queue)
+        if queued >= self.queue_size:
+            self._drop()
+            return
+        queue.append((text, msg_id, keys))
+        if queued == 0:
+            self._idle.clear()
+            self._arrived.set()
+        if queued + 1 >= self.batch_records:
+            self._full.set()
 
     def _drop(self) -> None:
         self.dropped += 1
@@ -152,20 +156,23 @@ class TraceDispatcher:
                 await self._send(batch)
 
     def _take(self) -> tuple[list[str], list[str]]:
-        """Up to `batch_records` records, or 118 KB of them, encoded, with their keys."""
-        texts: list[str] = []
-        keys: list[str] = []
-        size = 0
+        """Up to `batch_records` records, or 118 KB of them (the last one passing it), with
+        their keys: each message id, then each of their KEYS."""
         queue = self._queue
-        while queue and len(texts) < self.batch_records and size < BATCH_BYTES:
-            record = queue.popleft()
-            if isinstance(record, tuple):
-                text, its_keys = record
-            else:
-                text, its_keys = encode(record), record_keys(record)
-            texts.append(text)
-            keys.extend(its_keys)
-            size += len(text)
+        popleft = queue.popleft
+        taken = [popleft() for _ in range(min(len(queue), self.batch_records))]
+        texts = [t for t, _, _ in taken]
+        if sum(map(len, texts)) >= BATCH_BYTES:
+            size = end = 0
+            while size < BATCH_BYTES:
+                size += len(texts[end])
+                end += 1
+            queue.extendleft(reversed(taken[end:]))  # back in front, in their order
+            del taken[end:], texts[end:]
+        keys = [msg_id for _, msg_id, _ in taken]
+        joined = KEY_SEPARATOR.join([k for _, _, k in taken if k])
+        if joined:
+            keys.extend([k for k in joined.split(KEY_SEPARATOR) if k])
         return texts, keys
 
     async def _send(self, batch: tuple[list[str], list[str]]) -> None:

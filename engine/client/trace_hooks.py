@@ -29,7 +29,6 @@ from engine.protocol.trace import (
     MessageType,
     SubAfterRecord,
     SubBeforeRecord,
-    keys_of,
     pub_text,
 )
 
@@ -49,15 +48,12 @@ def message_type(msg: Message) -> MessageType:
     """`sendKernelImpl`'s message type: half, delayed or normal."""
     if msg.is_transactional:
         return MessageType.TRANS_HALF
-    if msg.delay_time_level or any(
-            PROPERTY_START_DELIVER_TIME in props or PROPERTY_DELAY_TIME_LEVEL in props
-            for props in (msg.properties, msg.system_properties)):
+    props, system = msg.properties, msg.system_properties
+    if (msg.delay_time_level
+            or PROPERTY_START_DELIVER_TIME in props or PROPERTY_DELAY_TIME_LEVEL in props
+            or PROPERTY_START_DELIVER_TIME in system or PROPERTY_DELAY_TIME_LEVEL in system):
         return MessageType.DELAY
     return MessageType.NORMAL
-
-
-def _keys(keys: tuple[str, ...]) -> str | None:
-    return " ".join(keys) if keys else None
 
 
 class SendTracer:
@@ -69,15 +65,16 @@ class SendTracer:
 
     def sent(self, msg: Message, result: SendResult, store_host: str | None,
              begin_ms: int) -> None:
-        if msg.topic.startswith(self.dispatcher.topic) or not result.trace_on:
+        if not result.trace_on or msg.topic.startswith(self.dispatcher.topic):
             return
-        # encoded at once, without a PubRecord: this runs once per send
-        keys = _keys(msg.keys)
+        # encoded at once, without a PubRecord, its keys split later: once per send
+        keys = " ".join(msg.keys) if msg.keys else None
+        msg_id = result.msg_id
+        cost = int(time.time() * 1000) - begin_ms
         self.dispatcher.append_encoded(pub_text(
-            begin_ms, result.region_id, self.group, msg.topic, result.msg_id, msg.tags, keys,
-            store_host or "", len(msg.body), max(now_ms() - begin_ms, 0), message_type(msg),
-            result.offset_msg_id, result.status is SendStatus.SEND_OK),
-            keys_of(result.msg_id, keys))
+            begin_ms, result.region_id, self.group, msg.topic, msg_id, msg.tags, keys,
+            store_host or "", len(msg.body), cost if cost > 0 else 0, message_type(msg),
+            result.offset_msg_id, result.status is SendStatus.SEND_OK), msg_id, keys)
 
     def ended(self, *, topic: str, tags: str | None, keys: str | None, msg_id: str,
               transaction_id: str | None, state: str, broker_addr: str,

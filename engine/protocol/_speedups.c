@@ -533,6 +533,155 @@ static PyObject *write_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     return PyUnicode_FromStringAndSize(id, 16);
 }
 
+/* ----------------------------------------------------------------------- index entries */
+
+/* index_put(buf, entries_at, slot_num, count, begin, entries) -> new slots | None
+ * The loop of engine.store.index_file.IndexFile.put_keys (`_put_entries`, its reference):
+ * appends the (keyHash, physical offset, store time) `entries` to an index file mapped in
+ * `buf` from entry number `count` on, each chained to its slot's newest entry and made its
+ * slot's head; returns how many slots were empty before.  None (nothing written) leaves
+ * anything unusual to Python: an entry that is not a tuple of three ints in range, or one
+ * past the buffer. */
+static PyObject *index_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyList_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "index_put(buf, entries_at, slot_num, count, begin, entries: list)");
+        return NULL;
+    }
+    int64_t entries_at, slot_num, count, begin;
+    if (as_i64(args[1], &entries_at) < 0 || as_i64(args[2], &slot_num) < 0 ||
+        as_i64(args[3], &count) < 0 || as_i64(args[4], &begin) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *entries = args[5];
+    Py_ssize_t n = PyList_GET_SIZE(entries);
+    if (slot_num <= 0 || slot_num > INT32_MAX || count < 1 || entries_at < 40 ||
+        count + n > INT32_MAX)
+        Py_RETURN_NONE;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0) return NULL;
+    PyObject *result = NULL;
+    int64_t *vals = n ? PyMem_Malloc((size_t)n * 3 * sizeof(int64_t)) : NULL;
+    if (n && vals == NULL) { PyErr_NoMemory(); goto done; }
+    if (entries_at + (count + n) * 20 > view.len || 40 + slot_num * 4 > entries_at) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) { /* everything checked before anything is written */
+        PyObject *e = PyList_GET_ITEM(entries, i);
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        for (int j = 0; j < 3; j++) {
+            PyObject *v = PyTuple_GET_ITEM(e, j);
+            if (!PyLong_CheckExact(v) || as_i64(v, &vals[i * 3 + j]) < 0) {
+                PyErr_Clear();
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+        }
+        if (vals[i * 3] < 0 || vals[i * 3] > INT32_MAX) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    unsigned char *buf = view.buf;
+    unsigned char *at = buf + entries_at + count * 20;
+    int64_t new_slots = 0, diff_ts = -1, diff = -1;
+    for (Py_ssize_t i = 0; i < n; i++, count++, at += 20) {
+        int64_t khash = vals[i * 3], phy = vals[i * 3 + 1], ts = vals[i * 3 + 2];
+        unsigned char *slot = buf + 40 + (khash % slot_num) * 4;
+        int64_t prev = (int32_t)be32(slot);
+        if (prev <= 0 || prev > count) {
+            prev = 0;
+            new_slots++;
+        }
+        if (ts != diff_ts) { /* the keys of a batch share one store time */
+            diff_ts = ts;
+            if (begin > 0) {
+                int64_t d = ts - begin;
+                diff = d < 0 ? 0 : d / 1000;
+                if (diff > INT32_MAX) diff = INT32_MAX;
+            } else {
+                diff = 0;
+            }
+        }
+        put32(put32(put64(put32(at, (uint32_t)khash), (uint64_t)phy), (uint32_t)diff),
+              (uint32_t)prev);
+        put32(slot, (uint32_t)count);
+    }
+    result = PyLong_FromLongLong(new_slots);
+done:
+    PyMem_Free(vals);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* Java's String.hashCode over the UTF-16 units of text[start:stop], from h; -1 (as a flag
+ * in *bad) for a lone surrogate, which the pure-Python hash refuses. */
+static uint32_t java_hash_span(int kind, const void *data, Py_ssize_t start, Py_ssize_t stop,
+                               uint32_t h, int *bad) {
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *u = (const Py_UCS1 *)data;
+        for (Py_ssize_t i = start; i < stop; i++) h = 31u * h + u[i];
+        return h;
+    }
+    for (Py_ssize_t i = start; i < stop; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 0xD800 && c <= 0xDFFF) { *bad = 1; return 0; }
+        if (c > 0xFFFF) {
+            c -= 0x10000;
+            h = 31u * h + (0xD800u + (c >> 10));
+            h = 31u * h + (0xDC00u + (c & 0x3FF));
+        } else {
+            h = 31u * h + c;
+        }
+    }
+    return h;
+}
+
+/* [abs(String.hashCode(prefix + key)) (0 for Integer.MIN_VALUE) for each non-empty key of
+ * keys.split(" ")], the index's key hashes of one record; None leaves a string with a lone
+ * surrogate to Python. */
+static PyObject *key_hashes(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "key_hashes(prefix: str, keys: str)");
+        return NULL;
+    }
+    PyObject *prefix = args[0], *keys = args[1];
+    int bad = 0;
+    uint32_t h0 = java_hash_span(PyUnicode_KIND(prefix), PyUnicode_DATA(prefix), 0,
+                                 PyUnicode_GET_LENGTH(prefix), 0, &bad);
+    if (bad) Py_RETURN_NONE;
+    int kind = PyUnicode_KIND(keys);
+    const void *data = PyUnicode_DATA(keys);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(keys);
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    Py_ssize_t at = 0;
+    while (at <= n) {
+        Py_ssize_t stop = at;
+        while (stop < n && PyUnicode_READ(kind, data, stop) != ' ') stop++;
+        if (stop > at) {
+            uint32_t h = java_hash_span(kind, data, at, stop, h0, &bad);
+            if (bad) { Py_DECREF(out); Py_RETURN_NONE; }
+            int32_t s = (int32_t)h;
+            long v = s == INT32_MIN ? 0 : (s < 0 ? -(long)s : (long)s);
+            PyObject *item = PyLong_FromLong(v);
+            if (item == NULL || PyList_Append(out, item) < 0) {
+                Py_XDECREF(item);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(item);
+        }
+        at = stop + 1;
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the command class and lookups (once)."},
     {"split_frames", split_frames, METH_VARARGS,
@@ -546,6 +695,10 @@ static PyMethodDef methods[] = {
      "(properties without WAIT, wait), or None to leave an unusual WAIT value to Python."},
     {"write_record", (PyCFunction)(void (*)(void))write_record, METH_FASTCALL,
      "Write one commit-log record into a writable buffer; returns the offset's 16 hex digits."},
+    {"index_put", (PyCFunction)(void (*)(void))index_put, METH_FASTCALL,
+     "Append (keyHash, offset, store time) entries to a mapped index file, or None."},
+    {"key_hashes", (PyCFunction)(void (*)(void))key_hashes, METH_FASTCALL,
+     "The index's hashes of prefix + each key of a KEYS value, or None (lone surrogate)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_speedups",

@@ -36,12 +36,20 @@ StripWait = Callable[[str], tuple[str, bool] | None]
 #: the layout of engine.protocol.message (`HEADS`, body, topic, properties), written into
 #: `buf`; returns the 16 upper-case hex digits of `physical_offset` (the message id's end).
 RecordWriter = Callable[..., str]
+#: `key_hashes(prefix, keys) -> [key_hash(prefix + k) for k in keys.split(" ") if k] | None`
+#: (engine.store.index_file.key_hash): None leaves a lone surrogate to Python.
+KeyHashes = Callable[[str, str], list[int] | None]
+#: `index_put(buf, entries_at, slot_num, count, begin, entries) -> new slots | None`
+#: (engine.store.index_file.put_entries): None, nothing written, leaves it to Python.
+IndexPut = Callable[[Any, int, int, int, int, list[tuple[int, int, int]]], int | None]
 
 split_frames: Splitter | None = None
 send_header_v2: SendHeaderReader | None = None
 dispatch_values: DispatchValues | None = None
 strip_wait: StripWait | None = None
 write_record: RecordWriter | None = None
+key_hashes: KeyHashes | None = None
+index_put: IndexPut | None = None
 _ext: ModuleType | None = None
 
 
@@ -58,7 +66,8 @@ def _import() -> ModuleType | None:
 
 def load() -> bool:
     """Use the extension if it is built and not disabled; returns whether it is in use."""
-    global _ext, split_frames, send_header_v2, dispatch_values, strip_wait, write_record
+    global _ext, split_frames, send_header_v2, dispatch_values, strip_wait, write_record, \
+        key_hashes, index_put
     unload()
     if os.environ.get("MQ_PURE_PYTHON", "") not in ("", "0"):
         return False
@@ -70,13 +79,18 @@ def load() -> bool:
     dispatch_values = _ext.dispatch_values
     strip_wait = _ext.strip_wait
     write_record = _ext.write_record
+    # an extension built before these two existed leaves them to Python
+    key_hashes = getattr(_ext, "key_hashes", None)
+    index_put = getattr(_ext, "index_put", None)
     return True
 
 
 def unload() -> None:
     """Use the pure-Python paths (tests compare the two)."""
-    global split_frames, send_header_v2, dispatch_values, strip_wait, write_record
+    global split_frames, send_header_v2, dispatch_values, strip_wait, write_record, \
+        key_hashes, index_put
     split_frames = send_header_v2 = dispatch_values = strip_wait = write_record = None
+    key_hashes = index_put = None
 
 
 def register_send_header(cls: type) -> None:

@@ -173,10 +173,12 @@ def pub_text(timestamp: int, region_id: str, group: str, topic: str, msg_id: str
              success: bool) -> str:
     """`encode` of the PubRecord with these fields, without making the record (a traced
     producer writes one per send)."""
-    c = CONTENT_SPLITOR
-    return (f"Pub{c}{timestamp}{c}{region_id}{c}{group}{c}{topic}{c}{msg_id}{c}{_o(tags)}{c}"
-            f"{_o(keys)}{c}{store_host}{c}{body_length}{c}{cost_ms}{c}{int(msg_type)}{c}"
-            f"{_o(offset_msg_id)}{c}{_b(success)}{FIELD_SPLITOR}")
+    c = CONTENT_SPLITOR  # _o and _b written out: a traced producer runs this once per send
+    return (f"Pub{c}{timestamp}{c}{region_id}{c}{group}{c}{topic}{c}{msg_id}{c}"
+            f"{_NULL if tags is None else tags}{c}{_NULL if keys is None else keys}{c}"
+            f"{store_host}{c}{body_length}{c}{cost_ms}{c}{int(msg_type)}{c}"
+            f"{_NULL if offset_msg_id is None else offset_msg_id}{c}"
+            f"{'true' if success else 'false'}{FIELD_SPLITOR}")
 
 
 def encode(record: TraceRecord) -> str:

@@ -15,9 +15,11 @@ Files are named by their creation time, `yyyyMMddHHmmssSSS` in local time.
 
 from __future__ import annotations
 
+import mmap
 import struct
 import time
 
+from engine.protocol import native
 from engine.protocol.message import java_string_hash
 from engine.store.mapped_file import MappedFile
 
@@ -56,6 +58,44 @@ def key_hash(key: str) -> int:
     """abs(String.hashCode(key)), 0 for Integer.MIN_VALUE."""
     h = abs(java_string_hash(key))
     return 0 if h > _INT_MAX else h
+
+
+def key_hashes(prefix: str, keys: str) -> list[int]:
+    """`key_hash(prefix + k)` of each key of a KEYS value (space-separated, empties skipped):
+    the reference of the native `key_hashes` (engine.protocol.native)."""
+    return [key_hash(prefix + k) for k in keys.split(" ") if k]
+
+
+def put_entries(mm: mmap.mmap | bytearray, entries_at: int, slots: int, count: int, begin: int,
+                entries: list[tuple[int, int, int]]) -> int:
+    """Append (hash, offset, time) entries from entry number `count` on, each chained to its
+    slot's newest entry and made its slot's head; returns how many slots were empty.
+
+    The caller checks they fit.  The reference of the native `index_put`
+    (engine.protocol.native).
+    """
+    new_slots = 0
+    unpack_slot = INDEX_SLOT.unpack_from
+    pack_slot = INDEX_SLOT.pack_into
+    pack_entry = INDEX_ENTRY.pack_into
+    at = entries_at + count * INDEX_ENTRY_SIZE
+    diff_ts = diff = -1  # timeDiff of store time diff_ts: the keys of a batch share one
+    for khash, phy, ts in entries:
+        slot_pos = INDEX_HEADER_SIZE + (khash % slots) * HASH_SLOT_SIZE
+        (prev,) = unpack_slot(mm, slot_pos)
+        if prev <= 0 or prev > count:
+            prev = 0
+            new_slots += 1
+        if ts != diff_ts:
+            diff_ts = ts
+            diff = (ts - begin) // 1000 if begin > 0 else 0
+            if diff < 0 or diff > _INT_MAX:
+                diff = 0 if diff < 0 else _INT_MAX
+        pack_entry(mm, at, khash, phy, diff, prev)
+        pack_slot(mm, slot_pos, count)
+        count += 1
+        at += INDEX_ENTRY_SIZE
+    return new_slots
 
 
 class IndexFile:
@@ -151,35 +191,18 @@ class IndexFile:
         todo = entries[done : done + max(0, self.index_num - count)]
         if not todo:
             return done
-        mm = self.mf.mm
-        slots = self.hash_slot_num
-        at = self._entries_at + count * INDEX_ENTRY_SIZE
-        begin = self.begin_timestamp
-        new_slots = 0
-        unpack_slot = INDEX_SLOT.unpack_from
-        pack_slot = INDEX_SLOT.pack_into
-        pack_entry = INDEX_ENTRY.pack_into
-        phy = ts = 0
-        diff_ts = diff = -1  # timeDiff of store time diff_ts: the keys of a batch share one
-        for khash, phy, ts in todo:
-            slot_pos = INDEX_HEADER_SIZE + (khash % slots) * HASH_SLOT_SIZE
-            (prev,) = unpack_slot(mm, slot_pos)
-            if prev <= 0 or prev > count:
-                prev = 0
-                new_slots += 1
-            if ts != diff_ts:
-                diff_ts = ts
-                diff = (ts - begin) // 1000 if begin > 0 else 0
-                if diff < 0 or diff > _INT_MAX:
-                    diff = 0 if diff < 0 else _INT_MAX
-            pack_entry(mm, at, khash, phy, diff, prev)
-            pack_slot(mm, slot_pos, count)
-            count += 1
-            at += INDEX_ENTRY_SIZE
+        _h, phy, ts = todo[-1]
+        put = native.index_put
+        new_slots = None if put is None else put(self.mf.mm, self._entries_at,
+                                                 self.hash_slot_num, count, self.begin_timestamp,
+                                                 todo)
+        if new_slots is None:
+            new_slots = put_entries(self.mf.mm, self._entries_at, self.hash_slot_num, count,
+                                    self.begin_timestamp, todo)
         self.end_phy_offset = phy
         self.end_timestamp = ts
         self.hash_slot_count += new_slots
-        self.index_count = count
+        self.index_count = count + len(todo)
         return done + len(todo)
 
     def truncate(self, phy_offset: int) -> int:

@@ -6,12 +6,13 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 
+from engine.protocol import native
 from engine.protocol.message import (
     TRANSACTION_ROLLBACK_TYPE,
     TRANSACTION_TYPE_MASK,
     java_string_hash,
 )
-from engine.store.index_file import IndexFile, index_file_name, key_hash
+from engine.store.index_file import IndexFile, index_file_name, key_hash, key_hashes
 from engine.store.results import DispatchRequest
 
 _U32 = 0xFFFFFFFF
@@ -140,9 +141,10 @@ class IndexService:
         if uniq:
             entries.append((self._uniq_hash(prefix, uniq), phy, ts))
         if keys:
-            for k in keys.split(" "):
-                if k:
-                    entries.append((key_hash(prefix + k), phy, ts))
+            hashes = native.key_hashes(prefix, keys) if native.key_hashes is not None else None
+            if hashes is None:
+                hashes = key_hashes(prefix, keys)
+            entries.extend([(h, phy, ts) for h in hashes])
 
     def _put_entries(self, entries: list[tuple[int, int, int]]) -> None:
         """Append (hash, offset, time) entries, rolling to a new index file when full."""

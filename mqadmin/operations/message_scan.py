@@ -3,7 +3,11 @@
 How this works: a queue is read with pulls (`read_queue`: 32 messages a pull, group
 TOOLS_CONSUMER, nothing committed), or entry by entry through its consume queue and the
 commit log when the topic may not be read (a dead-letter queue made write-only by an older
-broker).  A time range becomes offsets with SEARCH_OFFSET_BY_TIMESTAMP per queue.  A page is
+broker).  A time range becomes offsets with SEARCH_OFFSET_BY_TIMESTAMP per queue, and the
+messages read are kept when stored within it (`Stored`): Apache's brokers answer the offset
+stored *nearest* a time (ours the first stored at or after it), so the offsets found for
+the ends may lie one message outside the range or inside it, and a queue is read from the
+offset found for the beginning up to the one past the offset found for the end.  A page is
 at most `limit` messages in queue order (broker name, queue id, offset); one message more is
 read to know whether the range goes on, and then `MessagePage.next` is the last message's
 queue and offset, from which the next page starts (`--after`), so a large topic never floods
@@ -75,13 +79,28 @@ class MessagePage:
 
 
 @dataclass(frozen=True, slots=True)
+class Stored:
+    """Store times kept: from `begin` (inclusive) up to `end` (exclusive), in ms; None: open."""
+
+    begin: int | None = None
+    end: int | None = None
+
+    def __contains__(self, record: MessageRecord) -> bool:
+        t = record.store_timestamp
+        return (self.begin is None or t >= self.begin) and (self.end is None or t < self.end)
+
+
+ANY_TIME = Stored()
+
+
+@dataclass(frozen=True, slots=True)
 class TagCount:
     tag: str
     count: int
 
 
 async def _read_entries(admin: MQAdmin, addr: str, mq: MessageQueue, offset: int, end: int,
-                        subscription: str) -> tuple[list[MessageRecord], int]:
+                        subscription: str, stored: Stored) -> tuple[list[MessageRecord], int]:
     """Messages by their consume-queue entries and commit-log offsets: admin requests, which
     a topic's permission does not forbid (older brokers made dead-letter topics write-only)."""
     body = await admin.broker.query_consume_queue(addr, mq.topic, mq.queue_id, offset,
@@ -89,7 +108,7 @@ async def _read_entries(admin: MQAdmin, addr: str, mq: MessageQueue, offset: int
     records = [await admin.broker.view_message_at(addr, entry.physic_offset)
                for entry in body.queue_data if entry.physic_size > 0]
     wanted = _tags(subscription)
-    return ([r for r in records if wanted is None or (r.tags or "") in wanted],
+    return ([r for r in records if (wanted is None or (r.tags or "") in wanted) and r in stored],
             offset + len(body.queue_data))
 
 
@@ -100,16 +119,18 @@ def _tags(subscription: str) -> frozenset[str] | None:
 
 
 async def read_queue(admin: MQAdmin, addr: str, mq: MessageQueue, start: int, end: int, *,
-                     subscription: str = "*", limit: int | None = None) -> list[MessageRecord]:
-    """The messages of one queue from offset `start` up to (not including) `end`: pulled,
-    or read entry by entry when the topic may not be read (a dead-letter queue made
-    write-only by an older broker)."""
+                     subscription: str = "*", limit: int | None = None,
+                     stored: Stored = ANY_TIME) -> list[MessageRecord]:
+    """The messages of one queue from offset `start` up to (not including) `end`, stored
+    within `stored`: pulled, or read entry by entry when the topic may not be read (a
+    dead-letter queue made write-only by an older broker)."""
     offset = start
     out: list[MessageRecord] = []
     readable = True
     while offset < end and (limit is None or len(out) < limit):
         if not readable:
-            records, after = await _read_entries(admin, addr, mq, offset, end, subscription)
+            records, after = await _read_entries(admin, addr, mq, offset, end, subscription,
+                                                 stored)
             if after <= offset:
                 break
             out.extend(r for r in records if r.queue_offset < end)
@@ -123,7 +144,7 @@ async def read_queue(admin: MQAdmin, addr: str, mq: MessageQueue, start: int, en
             readable = False
             continue
         if result.status is PullStatus.FOUND:
-            out.extend(m for m in result.records if m.queue_offset < end)
+            out.extend(m for m in result.records if m.queue_offset < end and m in stored)
         elif result.status is not PullStatus.NO_MATCHED_MSG:
             break
         if result.next_begin_offset <= offset:
@@ -134,10 +155,12 @@ async def read_queue(admin: MQAdmin, addr: str, mq: MessageQueue, start: int, en
 
 async def queue_bounds(admin: MQAdmin, addr: str, mq: MessageQueue, begin: int | None,
                        end: int | None) -> tuple[int, int]:
-    """The offsets to read between: the queue's min and max, or those of the times given."""
+    """The offsets to read between: the queue's min and max, or around those of the times
+    given (the one past the end's: an Apache broker may answer the last message before it;
+    what lies outside the times is left out with `Stored`)."""
     low = (await admin.broker.search_offset(addr, mq.topic, mq.queue_id, begin)
            if begin is not None else await admin.broker.min_offset(addr, mq.topic, mq.queue_id))
-    high = (await admin.broker.search_offset(addr, mq.topic, mq.queue_id, end)
+    high = (await admin.broker.search_offset(addr, mq.topic, mq.queue_id, end) + 1
             if end is not None else await admin.broker.max_offset(addr, mq.topic, mq.queue_id))
     return low, high
 
@@ -174,12 +197,14 @@ async def _page(admin: MQAdmin, topic: str, queues: list[tuple[MessageQueue, str
     """Up to `limit` messages of the queues in order, one more read to know whether the
     range goes on (then `next` is where this page ended)."""
     found: list[StoredMessage] = []
+    stored = Stored(begin, end)
     for i, (mq, addr, start) in enumerate(queues):
         if len(found) > limit:
             break
         low, high = await queue_bounds(admin, addr, mq, begin, end)
         records = await read_queue(admin, addr, mq, max(low, start), high,
-                                   subscription=subscription, limit=limit + 1 - len(found))
+                                   subscription=subscription, limit=limit + 1 - len(found),
+                                   stored=stored)
         found += [StoredMessage(r, addr, mq.broker_name) for r in records]
         if on_progress is not None:
             on_progress(i + 1, len(queues))
@@ -243,12 +268,13 @@ async def count_tags(admin: MQAdmin, topic: str, broker_name: str, queue_id: int
     addr = await broker_addr_by_name(admin, broker_name)
     mq = MessageQueue(topic, broker_name, queue_id)
     low, high = await queue_bounds(admin, addr, mq, begin, end)
+    stored = Stored(begin, end)
     counts: Counter[str] = Counter()
     offset = low
     while offset < high:
         upto = min(high, offset + COUNT_CHUNK)
         counts.update(r.tags for r in await read_queue(admin, addr, mq, offset, upto,
-                                                       subscription=subscription)
+                                                       subscription=subscription, stored=stored)
                       if r.tags and r.tags.strip())
         offset = upto
     return [TagCount(t, n) for t, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))]
@@ -279,7 +305,8 @@ async def consume_message(admin: MQAdmin, topic: str, *, broker_name: str | None
         low, high = await queue_bounds(admin, addr, mq, begin, end)
         if offset is not None:
             low = max(low, offset)
-        records = await read_queue(admin, addr, mq, low, high, limit=count - len(found))
+        records = await read_queue(admin, addr, mq, low, high, limit=count - len(found),
+                                   stored=Stored(begin, end))
         found += [StoredMessage(r, addr, mq.broker_name) for r in records]
     return found
 

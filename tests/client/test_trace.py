@@ -10,6 +10,7 @@ from typing import Any
 from engine.client.broker_admin import BrokerAdmin
 from engine.client.client_config import ClientConfig
 from engine.client.consumer_options import ConsumerOptions
+from engine.client.instance import ClientInstance
 from engine.client.message import Message, MessageExt
 from engine.client.producer import Producer
 from engine.client.producer_options import ProducerOptions
@@ -214,3 +215,24 @@ async def test_a_traced_transaction_records_its_half_message_and_its_end(
     assert (end.transaction_state, end.from_transaction_check) == ("COMMIT_MESSAGE", False)
     assert (end.store_host, end.msg_type) == (broker.addr, MessageType.TRANS_COMMIT)
     assert end.transaction_id == sent.transaction_id
+
+
+async def test_a_batch_takes_records_up_to_its_size_and_their_keys_in_order() -> None:
+    """At most `batch_records` records, or 118 KB of text (the record passing it included);
+    the rest stay queued in their order; the keys are each record's message id and KEYS."""
+    dispatcher = TraceDispatcher(ClientInstance(), "G", "PRODUCER", batch_records=3)
+    big = "x" * 50_000
+    for i in range(4):
+        dispatcher.append_encoded(f"{i}{big}", f"ID{i}", None if i % 2 else f"k{i} a  b")
+    texts, keys = dispatcher._take()
+    assert [t[0] for t in texts] == ["0", "1", "2"]
+    assert keys == ["ID0", "ID1", "ID2", "k0", "a", "b", "k2", "a", "b"]
+    dispatcher.append_encoded("small", "ID4", "k4")
+    texts, keys = dispatcher._take()
+    assert [t[0] for t in texts] == ["3", "s"] and keys == ["ID3", "ID4", "k4"]
+    dispatcher.batch_records = 100
+    for i in range(5):
+        dispatcher.append_encoded(f"{i}{big}", f"ID{i}", None)
+    texts, keys = dispatcher._take()  # 0, 50 and 100 KB queued before: the third passes 118
+    assert [t[0] for t in texts] == ["0", "1", "2"] and keys == ["ID0", "ID1", "ID2"]
+    assert [t[0] for t, _, _ in dispatcher._queue] == ["3", "4"]

@@ -25,6 +25,7 @@ from engine.protocol.frame import FrameDecoder
 from engine.protocol.header.broker import decode_send_header_v2
 from engine.protocol.message import BrokerMessage
 from engine.store.commit_log import CommitLog, _dispatch_values
+from engine.store.index_file import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, key_hashes, put_entries
 
 T = TypeVar("T")
 
@@ -53,6 +54,7 @@ def both(fn: Callable[[], T]) -> tuple[Any, Any]:
 def test_the_extension_is_built_by_the_install() -> None:
     assert os.environ.get("MQ_PURE_PYTHON", "") in ("", "0")
     assert native.split_frames is not None and native.send_header_v2 is not None
+    assert native.key_hashes is not None
 
 
 # ------------------------------------------------------------------------------ frames
@@ -185,6 +187,75 @@ def test_property_scans_are_the_same(props: str) -> None:
 def test_wait_values(props: str) -> None:
     fast, pure = both(lambda: _strip_wait(props))
     assert fast == pure
+
+
+# ------------------------------------------------------------------------- index key hashes
+
+key_text = st.lists(st.sampled_from(
+    ["a", "K", " ", "  ", "7F0000010F2C18B4AAC2", "é", "中", "\U0001f600", "\x00", "\uffff",
+     "\U0010ffff", "#", "\ud800", "\udfff"]), max_size=16).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.sampled_from(["T#", "", "中文#", "\U0001f600#", "%RETRY%g#", "\udc80#"]), key_text)
+def test_key_hashes_are_the_same(prefix: str, keys: str) -> None:
+    fast = native.key_hashes
+    assert fast is not None
+    hashes = fast(prefix, keys)
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in prefix + keys):
+        assert hashes is None  # a lone surrogate: left to Python
+    else:
+        assert hashes == key_hashes(prefix, keys)
+
+
+def test_key_hashes_of_java_values() -> None:
+    """String.hashCode values from Java, as abs() the index takes (0 for MIN_VALUE)."""
+    fast = native.key_hashes
+    assert fast is not None
+    # "polygenelubricants".hashCode() == Integer.MIN_VALUE; "Aa" and "BB" collide (2112)
+    assert fast("", "polygenelubricants Aa BB") == [0, 2112, 2112]
+    assert fast("T#", "x") == key_hashes("T#", "x") == [abs((ord("T") * 31 + ord("#")) * 31
+                                                               + ord("x"))]
+    assert fast("", "\U0001f600") == [0xD83D * 31 + 0xDE00]  # its two UTF-16 units
+
+
+index_entry = st.tuples(st.integers(0, 2**31 - 1) | st.sampled_from([0, 7, 14, 2**31 - 1]),
+                        st.integers(-(2**63), 2**63 - 1) | st.integers(0, 1 << 40),
+                        st.sampled_from([-1, 0, 999, 1_700_000_000_000, 1_700_000_999_999,
+                                         2**62]) | st.integers(-(2**40), 2**45))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 5),
+       st.sampled_from([0, 1, 1_700_000_000_000, 2**62]),
+       st.lists(index_entry, max_size=24), st.binary(min_size=36, max_size=36))
+def test_index_entries_are_written_the_same(slots: int, count: int, begin: int,
+                                            entries: list[tuple[int, int, int]],
+                                            old_slots: bytes) -> None:
+    """The same entries and slot heads from any slot table (stale heads included)."""
+    entries_at = INDEX_HEADER_SIZE + slots * 4
+    size = entries_at + (count + len(entries)) * INDEX_ENTRY_SIZE
+    fast_buf, pure_buf = bytearray(size), bytearray(size)
+    for buf in (fast_buf, pure_buf):
+        buf[INDEX_HEADER_SIZE:entries_at] = old_slots[: slots * 4]
+    put = native.index_put
+    assert put is not None
+    fast = put(fast_buf, entries_at, slots, count, begin, entries)
+    assert fast == put_entries(pure_buf, entries_at, slots, count, begin, entries)
+    assert fast_buf == pure_buf
+
+
+def test_index_entries_left_to_python() -> None:
+    """None, nothing written: an entry past the buffer, a negative or too large hash, a
+    value that is not an int, an entry that is not a 3-tuple."""
+    put = native.index_put
+    assert put is not None
+    buf = bytearray(INDEX_HEADER_SIZE + 4 + 3 * INDEX_ENTRY_SIZE)
+    for entries in ([(1, 2, 3)] * 3, [(-1, 0, 0)], [(2**31, 0, 0)], [(1, 2**63, 0)],
+                    [(1, 2.0, 0)], [(1, 2)], [[1, 2, 3]]):
+        assert put(buf, INDEX_HEADER_SIZE + 4, 1, 1, 0, entries) is None
+        assert not any(buf)
+    assert put(buf, INDEX_HEADER_SIZE + 4, 1, 1, 0, [(1, 2, 3)] * 2) == 1
 
 
 # ----------------------------------------------------------------------- commit-log records
