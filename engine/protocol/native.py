@@ -51,7 +51,7 @@ def _import() -> ModuleType | None:
     except ImportError:
         return None
     _speedups.configure(RemotingCommand, orjson.loads, dict(_LANGUAGE_BY_NAME),
-                        SerializeType.JSON)
+                        SerializeType.JSON, SerializeType.ROCKETMQ)
     module: ModuleType = _speedups
     return module
 

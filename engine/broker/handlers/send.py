@@ -207,14 +207,15 @@ def _answer(st: BrokerState, cmd: RemotingCommand, result: PutMessageResult, top
         return cmd.response(*_failure(st, result))
     st.stats.on_put(topic, nums, size)
     cfg = st.config
-    if code == ResponseCode.SUCCESS and cmd.serialize_type is SerializeType.JSON:
-        return send_answer(cfg.region_id, cfg.trace_on).encode(
-            cmd.opaque, result.msg_id, queue_id, result.queue_offset)
+    if code == ResponseCode.SUCCESS:
+        answer = send_answer(cfg.region_id, cfg.trace_on)
+        if cmd.serialize_type is SerializeType.JSON:
+            return answer.encode(cmd.opaque, result.msg_id, queue_id, result.queue_offset)
+        return answer.encode_binary(cmd.opaque, result.msg_id, queue_id, result.queue_offset)
     ext = to_ext(SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset))
     ext["MSG_REGION"] = cfg.region_id
     ext["TRACE_ON"] = "true" if cfg.trace_on else "false"
-    return cmd.response(code, None if code == ResponseCode.SUCCESS else result.status.value,
-                        ext_fields=ext)
+    return cmd.response(code, result.status.value, ext_fields=ext)
 
 
 def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
