@@ -6,7 +6,8 @@ change only with its config).  `SendAnswer` renders that header with one `%` for
 frame prefix with one `struct` pack, instead of building a `SendMessageResponseHeader`, its
 extFields, a `RemotingCommand` and a JSON document per send.  The bytes are exactly those of
 `encode(cmd.response(SUCCESS, ext_fields=...))` (tests/protocol compare them).  Requests with
-ROCKETMQ binary headers (Java clients' sends since 4.9) get the same answer in that form
+ROCKETMQ binary headers (Java clients run with rocketmq.serialize.type=ROCKETMQ, as
+Apache's benchmark tools set it) get the same answer in that form
 (`encode_binary`): the frame prefix, command.py's BINARY_FIXED part and the extFields length
 in one pack, the three per-send entries, and the broker's two entries as precomputed bytes.
 """
