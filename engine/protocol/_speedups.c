@@ -7,8 +7,9 @@
  * or an object of strings; or a well-formed ROCKETMQ binary header (the layout of
  * command.py's BINARY_FIXED, then the extFields map) whose strings are UTF-8 (what Apache's
  * benchmark Producer and Consumer send: they set rocketmq.serialize.type=ROCKETMQ).  It
- * appends their `RemotingCommand`s to `out` and returns the position of the first byte it did not consume: the end of the data, the start of an
- * incomplete frame, or the start of a frame it leaves to the pure-Python decoder (anything
+ * appends their `RemotingCommand`s to `out` and returns the position of the first byte it
+ * did not consume: the end of the data, the start of an incomplete frame, or the start of a
+ * frame it leaves to the pure-Python decoder (anything
  * else, including every malformed frame, so that errors and lenient conversions have one
  * implementation).  The result is the pure-Python decoder's, command for command.
  *
