@@ -625,8 +625,42 @@ static PyObject *write_record(PyObject *self, PyObject *const *args, Py_ssize_t 
     return PyUnicode_FromStringAndSize(id, 16);
 }
 
+/* ---------------------------------------------------------------- string_hash */
+
+/* Java's String.hashCode() of a str (over its UTF-16 code units) as a signed int32; None
+ * for a str holding a lone surrogate (Python's UTF-16 encoder refuses it: Python answers). */
+static PyObject *string_hash(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "string_hash takes a str");
+        return NULL;
+    }
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    uint32_t h = 0;
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const Py_UCS1 *p = data;
+        for (Py_ssize_t i = 0; i < n; i++) h = h * 31 + p[i];
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c >= 0x10000) {
+                c -= 0x10000;
+                h = h * 31 + (0xD800 + (c >> 10));
+                h = h * 31 + (0xDC00 + (c & 0x3FF));
+            } else if (c >= 0xD800 && c <= 0xDFFF) {
+                Py_RETURN_NONE;
+            } else {
+                h = h * 31 + c;
+            }
+        }
+    }
+    return PyLong_FromLong((int32_t)h);
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the command class and lookups (once)."},
+    {"string_hash", string_hash, METH_O, "Java's String.hashCode() of a str, or None."},
     {"split_frames", split_frames, METH_VARARGS,
      "Decode the common-case frames of data from pos into out; returns where it stopped."},
     {"configure_send_header", configure_send_header, METH_O, "Set the SendHeader class."},

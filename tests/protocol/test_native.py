@@ -23,7 +23,7 @@ from engine.protocol.command import FRAME_PREFIX, RemotingCommand, encode
 from engine.protocol.errors import FrameError, HeaderError
 from engine.protocol.frame import FrameDecoder
 from engine.protocol.header.broker import decode_send_header_v2
-from engine.protocol.message import BrokerMessage
+from engine.protocol.message import BrokerMessage, java_string_hash
 from engine.store.commit_log import CommitLog, _dispatch_values
 
 T = TypeVar("T")
@@ -257,3 +257,17 @@ def test_records_are_written_the_same(tmp_path_factory: pytest.TempPathFactory,
             native.load()
     assert results[0] == results[1]
     assert segments[0] == segments[1]
+
+
+# ------------------------------------------------------------------------- string hash
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=60) | st.sampled_from(["", "UNIQ_KEY", "\U0001F600x", "é中", "\uffff"]))
+def test_java_string_hashes_are_the_same(text: str) -> None:
+    fast, pure = both(lambda: java_string_hash(text))
+    assert fast == pure
+
+
+def test_a_lone_surrogate_is_left_to_python() -> None:
+    assert native.string_hash is not None
+    assert native.string_hash("a\ud800") is None
