@@ -262,8 +262,9 @@ async def _stored(st: BrokerState, put: Coroutine[Any, Any, PutMessageResult]
     return result
 
 
-Prepared = tuple[BrokerMessage, str, int]
-"""A message ready for the store, with the topic and queue id its answer names."""
+Prepared = tuple[BrokerMessage, str, int, bool]
+"""A message ready for the store, with the topic and queue id its answer names, and whether
+its answer waits for the flush and/or the slave (`_must_wait`)."""
 
 
 def _prepare(ctx: Ctx, cmd: RemotingCommand) -> Prepared | Answer:
@@ -297,12 +298,13 @@ def _prepare(ctx: Ctx, cmd: RemotingCommand) -> Prepared | Answer:
                         header.born_timestamp, _born_host(peer), st.store_host, reconsume_times)
     if half:
         msg = half_message(st, msg)
-    if _must_wait(st, wait):
-        async def stored() -> RemotingCommand | bytes:
-            result = await _stored(st, st.store.put_message(msg))
-            return _answer(st, cmd, result, topic, queue_id, 1, len(body))
-        return stored()
-    return msg, topic, queue_id
+    return msg, topic, queue_id, _must_wait(st, wait)
+
+
+async def _answer_stored(st: BrokerState, cmd: RemotingCommand,
+                         put: Coroutine[Any, Any, PutMessageResult], topic: str, queue_id: int,
+                         size: int) -> RemotingCommand | bytes:
+    return _answer(st, cmd, await _stored(st, put), topic, queue_id, 1, size)
 
 
 @router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
@@ -310,15 +312,18 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
     prepared = _prepare(ctx, cmd)
     if not isinstance(prepared, tuple):
         return prepared
-    msg, topic, queue_id = prepared
+    msg, topic, queue_id, wait = prepared
     st = ctx.state
+    if wait:
+        return _answer_stored(st, cmd, st.store.put_message(msg), topic, queue_id, len(msg.body))
     return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(msg.body))
 
 
 @router.handles_many(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
 def send_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[Answer | Exception]:
     """Sends read together: each prepared as `send_message` does, the messages ready to
-    store appended with one `append_many`, answers in order."""
+    store appended with one `append_many`, answers in order (those that wait for a flush or
+    a slave as awaitables of the appended result: one group commit serves them all)."""
     answers: list[Answer | Exception] = []
     ready: list[tuple[int, RemotingCommand, Prepared]] = []
     for cmd in cmds:
@@ -335,8 +340,12 @@ def send_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[Answer | Except
     if ready:
         st = ctx.state
         results = st.store.append_many([prepared[0] for _, _, prepared in ready])
-        for (i, cmd, (msg, topic, queue_id)), result in zip(ready, results, strict=True):
-            answers[i] = _answer(st, cmd, result, topic, queue_id, 1, len(msg.body))
+        for (i, cmd, (msg, topic, queue_id, wait)), result in zip(ready, results, strict=True):
+            if wait:
+                answers[i] = _answer_stored(st, cmd, st.store.flushed(result), topic, queue_id,
+                                            len(msg.body))
+            else:
+                answers[i] = _answer(st, cmd, result, topic, queue_id, 1, len(msg.body))
     return answers
 
 
