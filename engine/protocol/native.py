@@ -54,8 +54,13 @@ def _import() -> ModuleType | None:
         from engine.protocol import _speedups  # type: ignore[attr-defined]
     except ImportError:
         return None
-    _speedups.configure(RemotingCommand, orjson.loads, dict(_LANGUAGE_BY_NAME),
-                        SerializeType.JSON, SerializeType.ROCKETMQ)
+    try:
+        _speedups.configure(RemotingCommand, orjson.loads, dict(_LANGUAGE_BY_NAME),
+                            SerializeType.JSON, SerializeType.ROCKETMQ)
+    except TypeError:  # built from an older _speedups.c: rebuild it (pip install)
+        return None
+    if not hasattr(_speedups, "string_hash"):
+        return None
     module: ModuleType = _speedups
     return module
 
