@@ -4,15 +4,18 @@
  * from `pos` on while each one is the common case: a well-formed JSON header whose
  * code/opaque/flag/version are ints within Java's int range, whose language is absent or a
  * known name, whose remark is absent, null or a string and whose extFields are absent, null
- * or an object of strings.  It appends their `RemotingCommand`s to `out` and returns the
- * position of the first byte it did not consume: the end of the data, the start of an
- * incomplete frame, or the start of a frame it leaves to the pure-Python decoder (anything
+ * or an object of strings; or a well-formed ROCKETMQ binary header (the layout of
+ * command.py's BINARY_FIXED, then the extFields map) whose strings are UTF-8 (what Apache's
+ * benchmark Producer and Consumer send: they set rocketmq.serialize.type=ROCKETMQ).  It
+ * appends their `RemotingCommand`s to `out` and returns the position of the first byte it
+ * did not consume: the end of the data, the start of an incomplete frame, or the start of a
+ * frame it leaves to the pure-Python decoder (anything
  * else, including every malformed frame, so that errors and lenient conversions have one
  * implementation).  The result is the pure-Python decoder's, command for command.
  *
- * configure(command_type, loads, languages, json_type) must be called once first:
- * the RemotingCommand class (a slots dataclass), orjson.loads, {language name: LanguageCode}
- * and SerializeType.JSON.
+ * configure(command_type, loads, languages, json_type, rocketmq_type) must be called once
+ * first: the RemotingCommand class (a slots dataclass), orjson.loads, {language name:
+ * LanguageCode}, SerializeType.JSON and SerializeType.ROCKETMQ.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,12 +30,13 @@ static const char *const FIELD_NAMES[N_FIELDS] = {
 
 static PyTypeObject *command_type;
 static Py_ssize_t offsets[N_FIELDS];
-static PyObject *loads, *languages, *json_type, *java_language;
+static PyObject *loads, *languages, *json_type, *rocketmq_type, *java_language;
 static PyObject *k_code, *k_opaque, *k_flag, *k_version, *k_language, *k_remark, *k_ext;
 
 static PyObject *configure(PyObject *self, PyObject *args) {
-    PyObject *cls, *ld, *langs, *jt;
-    if (!PyArg_ParseTuple(args, "O!OO!O", &PyType_Type, &cls, &ld, &PyDict_Type, &langs, &jt))
+    PyObject *cls, *ld, *langs, *jt, *rt;
+    if (!PyArg_ParseTuple(args, "O!OO!OO", &PyType_Type, &cls, &ld, &PyDict_Type, &langs, &jt,
+                          &rt))
         return NULL;
     for (int i = 0; i < N_FIELDS; i++) {
         PyObject *descr = PyObject_GetAttrString(cls, FIELD_NAMES[i]);
@@ -61,6 +65,7 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     Py_XSETREF(loads, Py_NewRef(ld));
     Py_XSETREF(languages, Py_NewRef(langs));
     Py_XSETREF(json_type, Py_NewRef(jt));
+    Py_XSETREF(rocketmq_type, Py_NewRef(rt));
     Py_RETURN_NONE;
 }
 
@@ -152,6 +157,92 @@ done:
     return NULL;
 }
 
+static inline int32_t be32s(const unsigned char *p) { return (int32_t)be32(p); }
+
+/* A UTF-8 string of the binary header; NULL with no error set = not UTF-8 (Python's). */
+static PyObject *utf8(const unsigned char *p, Py_ssize_t n) {
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+    if (s == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) PyErr_Clear();
+    return s;
+}
+
+/* The command of one ROCKETMQ binary frame, as command.py's decode_binary_header reads it:
+ *   int16 code | int8 language | int16 version | int32 opaque | int32 flag
+ *   | int32 remarkLen, remark | int32 extLen, entries (int16 keyLen, key, int32 valLen, value)
+ * zero-length strings read as null (an entry with either empty is skipped).  NULL with no
+ * error set = leave it to Python (every malformed header). */
+static PyObject *binary_command(const char *buf, Py_ssize_t start, Py_ssize_t end) {
+    const unsigned char *u = (const unsigned char *)buf;
+    Py_ssize_t header_len = be32(u + start) & 0x00FFFFFF;
+    Py_ssize_t h = start + 4, body_at = h + header_len;
+    if (header_len < 21) return NULL;
+    const unsigned char *p = u + h;
+    int32_t remark_len = be32s(p + 13);
+    if (remark_len < 0 || 17 + (Py_ssize_t)remark_len + 4 > header_len) return NULL;
+    Py_ssize_t at = h + 17 + remark_len;
+    int32_t ext_len = be32s(u + at);
+    at += 4;
+    if (ext_len < 0 || at + ext_len > body_at) return NULL;
+    PyObject *fields[N_FIELDS] = {NULL};
+    PyObject *cmd = NULL;
+    int ok = 0;
+    if (remark_len) {
+        if ((fields[F_REMARK] = utf8(p + 17, remark_len)) == NULL) goto done;
+    } else {
+        fields[F_REMARK] = Py_NewRef(Py_None);
+    }
+    if (ext_len) {
+        PyObject *ext = fields[F_EXT] = PyDict_New();
+        if (ext == NULL) goto done;
+        Py_ssize_t map_end = at + ext_len;
+        while (at < map_end) {
+            if (map_end - at < 6) goto done;
+            Py_ssize_t key_len = ((Py_ssize_t)u[at] << 8) | u[at + 1];
+            if (key_len & 0x8000 || map_end - at - 6 < key_len) goto done;
+            Py_ssize_t key_at = at + 2;
+            int32_t val_len = be32s(u + key_at + key_len);
+            Py_ssize_t val_at = key_at + key_len + 4;
+            if (val_len < 0 || map_end - val_at < val_len) goto done;
+            at = val_at + val_len;
+            if (key_len && val_len) {
+                PyObject *key = utf8(u + key_at, key_len);
+                if (key == NULL) goto done;
+                PyObject *value = utf8(u + val_at, val_len);
+                if (value == NULL) { Py_DECREF(key); goto done; }
+                int r = PyDict_SetItem(ext, key, value);
+                Py_DECREF(key);
+                Py_DECREF(value);
+                if (r < 0) goto done;
+            }
+        }
+    } else {
+        fields[F_EXT] = Py_NewRef(Py_None);
+    }
+    if (PyErr_Occurred()) goto done;
+    if ((fields[F_CODE] = PyLong_FromLong((int16_t)((p[0] << 8) | p[1]))) == NULL) goto done;
+    if ((fields[F_LANGUAGE] = PyLong_FromLong(p[2])) == NULL) goto done;
+    if ((fields[F_VERSION] = PyLong_FromLong((int16_t)((p[3] << 8) | p[4]))) == NULL) goto done;
+    if ((fields[F_OPAQUE] = PyLong_FromLong(be32s(p + 5))) == NULL) goto done;
+    if ((fields[F_FLAG] = PyLong_FromLong(be32s(p + 9))) == NULL) goto done;
+    if (end > body_at) {
+        if ((fields[F_BODY] = PyBytes_FromStringAndSize(buf + body_at, end - body_at)) == NULL)
+            goto done;
+    } else {
+        fields[F_BODY] = Py_NewRef(Py_None);
+    }
+    fields[F_SERIALIZE] = Py_NewRef(rocketmq_type);
+    cmd = command_type->tp_alloc(command_type, 0);
+    if (cmd == NULL) goto done;
+    for (int i = 0; i < N_FIELDS; i++) {
+        *(PyObject **)((char *)cmd + offsets[i]) = fields[i];
+        fields[i] = NULL;
+    }
+    ok = 1;
+done:
+    for (int i = 0; i < N_FIELDS; i++) Py_XDECREF(fields[i]);
+    return ok ? cmd : NULL;
+}
+
 static PyObject *split_frames(PyObject *self, PyObject *args) {
     PyObject *data, *out;
     Py_ssize_t pos, max_frame, max_header;
@@ -175,9 +266,10 @@ static PyObject *split_frames(PyObject *self, PyObject *args) {
         uint32_t word = be32((const unsigned char *)buf + start);
         Py_ssize_t header_len = word & 0x00FFFFFF;
         if (header_len > max_header || header_len > length - 4) break;
-        if ((word >> 24) != 0) break; /* not JSON */
+        if ((word >> 24) > 1) break; /* neither JSON nor ROCKETMQ */
         if (end - start < length) break; /* incomplete */
-        PyObject *cmd = json_command(buf, start, start + length);
+        PyObject *cmd = (word >> 24) == 0 ? json_command(buf, start, start + length)
+                                          : binary_command(buf, start, start + length);
         if (cmd == NULL) {
             if (PyErr_Occurred()) return NULL;
             break;
@@ -682,8 +774,25 @@ static PyObject *key_hashes(PyObject *self, PyObject *const *args, Py_ssize_t na
     return out;
 }
 
+/* ---------------------------------------------------------------- string_hash */
+
+/* Java's String.hashCode() of a str (over its UTF-16 code units) as a signed int32; None
+ * for a str holding a lone surrogate (Python's UTF-16 encoder refuses it: Python answers). */
+static PyObject *string_hash(PyObject *self, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "string_hash takes a str");
+        return NULL;
+    }
+    int bad = 0;
+    uint32_t h = java_hash_span(PyUnicode_KIND(text), PyUnicode_DATA(text), 0,
+                                PyUnicode_GET_LENGTH(text), 0, &bad);
+    if (bad) Py_RETURN_NONE;
+    return PyLong_FromLong((int32_t)h);
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "Set the command class and lookups (once)."},
+    {"string_hash", string_hash, METH_O, "Java's String.hashCode() of a str, or None."},
     {"split_frames", split_frames, METH_VARARGS,
      "Decode the common-case frames of data from pos into out; returns where it stopped."},
     {"configure_send_header", configure_send_header, METH_O, "Set the SendHeader class."},

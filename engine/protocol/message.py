@@ -44,6 +44,7 @@ from functools import lru_cache
 from operator import mul
 from typing import Any, NamedTuple
 
+from engine.protocol import native
 from engine.protocol.errors import BodyError
 
 CRC32: Callable[..., int] = zlib.crc32
@@ -363,6 +364,11 @@ def _powers(n: int) -> tuple[int, ...]:
 
 def java_string_hash(text: str) -> int:
     """Java `String.hashCode()` (over UTF-16 code units) as a signed int32."""
+    fast = native.string_hash
+    if fast is not None:
+        code = fast(text)
+        if code is not None:
+            return code
     units: bytes | array[int]
     if text.isascii():
         units = text.encode()

@@ -29,6 +29,9 @@ SendHeaderReader = Callable[[Mapping[str, str]], Any]
 DispatchValues = Callable[[str], tuple[str | None, str, str | None]]
 #: `strip_wait(props) -> (props without WAIT, wait) | None`: None leaves WAIT to Python.
 StripWait = Callable[[str], tuple[str, bool] | None]
+#: `string_hash(text) -> int | None`: Java's `String.hashCode()`; None (a lone surrogate)
+#: leaves it to Python.
+StringHash = Callable[[str], int | None]
 
 #: `write_record(buf, pos, total, magic, crc, queue_id, flag, queue_offset, physical_offset,
 #: sysflag, born_ts, born_ip, born_port, store_ts, store_ip, store_port, reconsume_times,
@@ -47,6 +50,7 @@ split_frames: Splitter | None = None
 send_header_v2: SendHeaderReader | None = None
 dispatch_values: DispatchValues | None = None
 strip_wait: StripWait | None = None
+string_hash: StringHash | None = None
 write_record: RecordWriter | None = None
 key_hashes: KeyHashes | None = None
 index_put: IndexPut | None = None
@@ -58,8 +62,13 @@ def _import() -> ModuleType | None:
         from engine.protocol import _speedups  # type: ignore[attr-defined]
     except ImportError:
         return None
-    _speedups.configure(RemotingCommand, orjson.loads, dict(_LANGUAGE_BY_NAME),
-                        SerializeType.JSON)
+    try:
+        _speedups.configure(RemotingCommand, orjson.loads, dict(_LANGUAGE_BY_NAME),
+                            SerializeType.JSON, SerializeType.ROCKETMQ)
+    except TypeError:  # built from an older _speedups.c: rebuild it (pip install)
+        return None
+    if not all(hasattr(_speedups, f) for f in ("string_hash", "key_hashes", "index_put")):
+        return None  # built from an older _speedups.c: rebuild it (pip install)
     module: ModuleType = _speedups
     return module
 
@@ -67,7 +76,7 @@ def _import() -> ModuleType | None:
 def load() -> bool:
     """Use the extension if it is built and not disabled; returns whether it is in use."""
     global _ext, split_frames, send_header_v2, dispatch_values, strip_wait, write_record, \
-        key_hashes, index_put
+        key_hashes, index_put, string_hash
     unload()
     if os.environ.get("MQ_PURE_PYTHON", "") not in ("", "0"):
         return False
@@ -78,19 +87,19 @@ def load() -> bool:
     send_header_v2 = _ext.send_header_v2
     dispatch_values = _ext.dispatch_values
     strip_wait = _ext.strip_wait
+    string_hash = _ext.string_hash
     write_record = _ext.write_record
-    # an extension built before these two existed leaves them to Python
-    key_hashes = getattr(_ext, "key_hashes", None)
-    index_put = getattr(_ext, "index_put", None)
+    key_hashes = _ext.key_hashes
+    index_put = _ext.index_put
     return True
 
 
 def unload() -> None:
     """Use the pure-Python paths (tests compare the two)."""
     global split_frames, send_header_v2, dispatch_values, strip_wait, write_record, \
-        key_hashes, index_put
+        key_hashes, index_put, string_hash
     split_frames = send_header_v2 = dispatch_values = strip_wait = write_record = None
-    key_hashes = index_put = None
+    key_hashes = index_put = string_hash = None
 
 
 def register_send_header(cls: type) -> None:

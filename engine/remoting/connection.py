@@ -7,7 +7,11 @@ requests).  Every call has a timeout (a timer handle, cheaper than `wait_for`); 
 connection fails every pending call with `RemotingClosedError`.  A malformed frame closes only
 this connection.  A close lets the connection send what it holds for a grace period, then
 aborts it: a peer that reads nothing cannot keep a closed connection (and its file
-descriptor) for ever.
+descriptor) for ever.  Single frames (`write`, `write_bytes`: requests, and answers finished
+by tasks, e.g. every send waiting for a SYNC_FLUSH group commit) are gathered until the event
+loop's next turn and written with one `writelines`: the answers a group commit releases
+together leave in one syscall instead of one each; `write_frames` and `close` write what is
+gathered first, so the order on the wire is the order of the calls.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ class Connection(asyncio.Protocol):
         self.last_activity = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._abort_timer: asyncio.TimerHandle | None = None
+        self._gathered: list[bytes] = []  # single frames written at the loop's next turn
 
     # -------------------------------------------------------------- asyncio.Protocol
 
@@ -143,13 +148,22 @@ class Connection(asyncio.Protocol):
         self.write_bytes(encode(cmd))
 
     def write_bytes(self, data: bytes) -> None:
+        """Write one encoded frame, with the others written before the loop's next turn."""
         if self.closed:
             raise RemotingSendError(f"connection to {self.remote_addr} is closed",
                                     self.remote_addr)
-        assert self._transport is not None
-        self._transport.write(data)
-        if self._loop is not None:
-            self.last_activity = self._loop.time()
+        loop = self._loop
+        assert self._transport is not None and loop is not None
+        gathered = self._gathered
+        if not gathered:
+            loop.call_soon(self._write_gathered)
+        gathered.append(data)
+        self.last_activity = loop.time()
+
+    def _write_gathered(self) -> None:
+        frames, self._gathered = self._gathered, []
+        if frames and self._transport is not None and not self.closed:
+            self._transport.writelines(frames)
 
     def write_frames(self, frames: list[bytes]) -> None:
         """Write encoded frames with one `writelines` (one syscall when the socket takes it)."""
@@ -157,6 +171,8 @@ class Connection(asyncio.Protocol):
             raise RemotingSendError(f"connection to {self.remote_addr} is closed",
                                     self.remote_addr)
         assert self._transport is not None
+        if self._gathered:  # written first: the wire keeps the order of the calls
+            frames, self._gathered = self._gathered + frames, []
         self._transport.writelines(frames)
         if self._loop is not None:
             self.last_activity = self._loop.time()
@@ -206,6 +222,7 @@ class Connection(asyncio.Protocol):
         if transport is None or self._closed:
             return
         if not transport.is_closing():
+            self._write_gathered()
             transport.close()
         if self._abort_timer is None and self._loop is not None:  # also when asyncio closed it
             self._abort_timer = self._loop.call_later(grace, self._abort_unsent, grace)

@@ -370,6 +370,16 @@ class MessageStore:
     put_message = _flushed(append_message, "Append one message")
     put_messages = _flushed(append_messages, "Append a batch")
 
+    async def flushed(self, result: PutMessageResult) -> PutMessageResult:
+        """The result of an `append_*` once its bytes are on disk under SYNC_FLUSH (what
+        `put_message` returns for the same append); at once otherwise."""
+        gc = self.group_commit
+        if gc is None or result.status is not PutMessageStatus.PUT_OK:
+            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
+                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
+            return result
+        return await self._await_flush(result, gc)
+
     async def _await_flush(
         self, result: PutMessageResult, gc: GroupCommitService
     ) -> PutMessageResult:

@@ -24,8 +24,8 @@ from engine.protocol.wire import to_ext
 
 
 def generic(opaque: int, msg_id: str, queue_id: int, queue_offset: int, region: str,
-            trace_on: bool) -> bytes:
-    cmd = request(310).with_opaque(opaque)
+            trace_on: bool, serialize_type: SerializeType = SerializeType.JSON) -> bytes:
+    cmd = request(310, serialize_type=serialize_type).with_opaque(opaque)
     ext = to_ext(SendMessageResponseHeader(msg_id, queue_id, queue_offset))
     ext["MSG_REGION"] = region
     ext["TRACE_ON"] = "true" if trace_on else "false"
@@ -44,11 +44,16 @@ def test_same_bytes_as_the_generic_encoding(region: str, trace_on: bool, opaque:
     [cmd] = FrameDecoder().feed(got)
     assert cmd.is_response and cmd.opaque == opaque and cmd.code == ResponseCode.SUCCESS
     assert cmd.ext_fields is not None and cmd.ext_fields["MSG_REGION"] == region
+    binary = SendAnswer(region, trace_on).encode_binary(opaque, msg_id, queue_id, offset)
+    assert binary == generic(opaque, msg_id, queue_id, offset, region, trace_on,
+                             SerializeType.ROCKETMQ)
 
 
 def test_batch_ids_and_shared_encoders() -> None:
     ids = "7F00000100002A9F00000000000004D2,7F00000100002A9F00000000000008D2"
     assert send_answer("R", True).encode(9, ids, 1, 2) == generic(9, ids, 1, 2, "R", True)
+    assert send_answer("R", False).encode_binary(9, ids, 1, 2) == generic(
+        9, ids, 1, 2, "R", False, SerializeType.ROCKETMQ)
     assert send_answer("R", True) is send_answer("R", True)
 
 

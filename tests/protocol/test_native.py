@@ -23,7 +23,7 @@ from engine.protocol.command import FRAME_PREFIX, RemotingCommand, encode
 from engine.protocol.errors import FrameError, HeaderError
 from engine.protocol.frame import FrameDecoder
 from engine.protocol.header.broker import decode_send_header_v2
-from engine.protocol.message import BrokerMessage
+from engine.protocol.message import BrokerMessage, java_string_hash
 from engine.store.commit_log import CommitLog, _dispatch_values
 from engine.store.index_file import INDEX_ENTRY_SIZE, INDEX_HEADER_SIZE, key_hashes, put_entries
 
@@ -133,9 +133,44 @@ def test_a_frame_limit_or_header_limit_is_refused_the_same() -> None:
                                                                                 FrameError)
 
 
-def test_binary_headers_and_other_inputs_are_left_to_python() -> None:
+binary_command = st.builds(
+    RemotingCommand, code=st.integers(-(2**15), 2**15 - 1), opaque=st.integers(-(2**31), 2**31 - 1),
+    flag=st.integers(-(2**31), 2**31 - 1), language=st.integers(0, 127),
+    version=st.integers(-(2**15), 2**15 - 1), remark=st.none() | st.text(max_size=10),
+    ext_fields=st.none() | st.dictionaries(st.text(max_size=6), st.text(max_size=12), max_size=6),
+    body=st.none() | st.binary(min_size=1, max_size=40),
+    serialize_type=st.just(SerializeType.ROCKETMQ))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(binary_command | st.tuples(header_doc, st.binary(max_size=40)), min_size=1,
+                max_size=5), st.integers(1, 400))
+def test_binary_and_json_frames_decode_the_same(frames: list[Any], chunk: int) -> None:
+    data = b"".join(encode(f) if isinstance(f, RemotingCommand) else frame_of(*f) for f in frames)
+    fast, pure = both(lambda: decode_all(data, chunk))
+    assert fast == pure
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_mutated_binary_frames_decode_the_same(seed: int) -> None:
+    rnd = random.Random(seed)
+    cmd = RemotingCommand(code=310, opaque=5, remark="é", ext_fields={"a": "g", "b": "T", "d": ""},
+                          body=b"x" * 30, serialize_type=SerializeType.ROCKETMQ)
+    good = encode(cmd)
+    for _ in range(200):
+        data = bytearray(good * 3)
+        for _ in range(rnd.randint(1, 4)):
+            data[rnd.randrange(len(data))] = rnd.randrange(256)
+        fast, pure = both(lambda data=bytes(data): decode_all(data, 50))
+        assert fast == pure
+
+
+def test_binary_headers_decode_natively_and_other_inputs_are_left_to_python() -> None:
     cmd = RemotingCommand(code=11, opaque=3, remark="r", ext_fields={"a": "b"}, body=b"q")
     rocketmq = encode(dataclasses.replace(cmd, serialize_type=SerializeType.ROCKETMQ))
+    assert native.split_frames is not None
+    decoded: list[RemotingCommand] = []
+    assert native.split_frames(rocketmq, 0, 1 << 20, 4096, decoded) == len(rocketmq)
     for data in (rocketmq, bytearray(encode(cmd)), memoryview(encode(cmd))):
         fast, pure = both(lambda data=data: FrameDecoder().feed(data))  # type: ignore[arg-type]
         assert fast == pure == [dataclasses.replace(cmd, serialize_type=fast[0].serialize_type)]
@@ -293,3 +328,17 @@ def test_records_are_written_the_same(tmp_path_factory: pytest.TempPathFactory,
             native.load()
     assert results[0] == results[1]
     assert segments[0] == segments[1]
+
+
+# ------------------------------------------------------------------------- string hash
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=60) | st.sampled_from(["", "UNIQ_KEY", "\U0001F600x", "é中", "\uffff"]))
+def test_java_string_hashes_are_the_same(text: str) -> None:
+    fast, pure = both(lambda: java_string_hash(text))
+    assert fast == pure
+
+
+def test_a_lone_surrogate_is_left_to_python() -> None:
+    assert native.string_hash is not None
+    assert native.string_hash("a\ud800") is None

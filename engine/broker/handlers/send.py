@@ -207,14 +207,15 @@ def _answer(st: BrokerState, cmd: RemotingCommand, result: PutMessageResult, top
         return cmd.response(*_failure(st, result))
     st.stats.on_put(topic, nums, size)
     cfg = st.config
-    if code == ResponseCode.SUCCESS and cmd.serialize_type is SerializeType.JSON:
-        return send_answer(cfg.region_id, cfg.trace_on).encode(
-            cmd.opaque, result.msg_id, queue_id, result.queue_offset)
+    if code == ResponseCode.SUCCESS:
+        answer = send_answer(cfg.region_id, cfg.trace_on)
+        if cmd.serialize_type is SerializeType.JSON:
+            return answer.encode(cmd.opaque, result.msg_id, queue_id, result.queue_offset)
+        return answer.encode_binary(cmd.opaque, result.msg_id, queue_id, result.queue_offset)
     ext = to_ext(SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset))
     ext["MSG_REGION"] = cfg.region_id
     ext["TRACE_ON"] = "true" if cfg.trace_on else "false"
-    return cmd.response(code, None if code == ResponseCode.SUCCESS else result.status.value,
-                        ext_fields=ext)
+    return cmd.response(code, result.status.value, ext_fields=ext)
 
 
 def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
@@ -261,8 +262,9 @@ async def _stored(st: BrokerState, put: Coroutine[Any, Any, PutMessageResult]
     return result
 
 
-Prepared = tuple[BrokerMessage, str, int]
-"""A message ready for the store, with the topic and queue id its answer names."""
+Prepared = tuple[BrokerMessage, str, int, bool]
+"""A message ready for the store, with the topic and queue id its answer names, and whether
+its answer waits for the flush and/or the slave (`_must_wait`)."""
 
 
 def _prepare(ctx: Ctx, cmd: RemotingCommand) -> Prepared | Answer:
@@ -296,12 +298,13 @@ def _prepare(ctx: Ctx, cmd: RemotingCommand) -> Prepared | Answer:
                         header.born_timestamp, _born_host(peer), st.store_host, reconsume_times)
     if half:
         msg = half_message(st, msg)
-    if _must_wait(st, wait):
-        async def stored() -> RemotingCommand | bytes:
-            result = await _stored(st, st.store.put_message(msg))
-            return _answer(st, cmd, result, topic, queue_id, 1, len(body))
-        return stored()
-    return msg, topic, queue_id
+    return msg, topic, queue_id, _must_wait(st, wait)
+
+
+async def _answer_stored(st: BrokerState, cmd: RemotingCommand,
+                         put: Coroutine[Any, Any, PutMessageResult], topic: str, queue_id: int,
+                         size: int) -> RemotingCommand | bytes:
+    return _answer(st, cmd, await _stored(st, put), topic, queue_id, 1, size)
 
 
 @router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
@@ -309,15 +312,18 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
     prepared = _prepare(ctx, cmd)
     if not isinstance(prepared, tuple):
         return prepared
-    msg, topic, queue_id = prepared
+    msg, topic, queue_id, wait = prepared
     st = ctx.state
+    if wait:
+        return _answer_stored(st, cmd, st.store.put_message(msg), topic, queue_id, len(msg.body))
     return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(msg.body))
 
 
 @router.handles_many(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
 def send_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[Answer | Exception]:
     """Sends read together: each prepared as `send_message` does, the messages ready to
-    store appended with one `append_many`, answers in order."""
+    store appended with one `append_many`, answers in order (those that wait for a flush or
+    a slave as awaitables of the appended result: one group commit serves them all)."""
     answers: list[Answer | Exception] = []
     ready: list[tuple[int, RemotingCommand, Prepared]] = []
     for cmd in cmds:
@@ -334,8 +340,12 @@ def send_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[Answer | Except
     if ready:
         st = ctx.state
         results = st.store.append_many([prepared[0] for _, _, prepared in ready])
-        for (i, cmd, (msg, topic, queue_id)), result in zip(ready, results, strict=True):
-            answers[i] = _answer(st, cmd, result, topic, queue_id, 1, len(msg.body))
+        for (i, cmd, (msg, topic, queue_id, wait)), result in zip(ready, results, strict=True):
+            if wait:
+                answers[i] = _answer_stored(st, cmd, st.store.flushed(result), topic, queue_id,
+                                            len(msg.body))
+            else:
+                answers[i] = _answer(st, cmd, result, topic, queue_id, 1, len(msg.body))
     return answers
 
 
