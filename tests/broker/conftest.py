@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from engine.broker.config import BrokerConfig
+from engine.broker.config import BrokerConfig, MetricsExporterType
 from engine.broker.controller import BrokerController
 from engine.broker.state import wall_clock_ms
 from engine.namesrv.controller import NamesrvController
@@ -55,6 +55,17 @@ async def running_broker(tmp_path: Path, namesrv: NamesrvController, *,
 @pytest.fixture
 async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
     async with running_broker(tmp_path, namesrv) as controller:
+        yield controller
+
+
+@pytest.fixture
+async def prom_broker(tmp_path: Path, namesrv: NamesrvController
+                      ) -> AsyncIterator[BrokerController]:
+    """A broker serving /metrics (metricsExporterType=PROM) on a port of the OS's choosing."""
+    async with running_broker(tmp_path, namesrv,
+                              metrics_exporter_type=MetricsExporterType.PROM,
+                              metrics_prom_exporter_host="127.0.0.1",
+                              metrics_prom_exporter_port=0) as controller:
         yield controller
 
 

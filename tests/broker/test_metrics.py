@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -14,12 +13,11 @@ import pytest
 from engine.broker.config import MetricsExporterType
 from engine.broker.controller import BrokerController
 from engine.broker.metrics.exporter import MetricsExporter, MetricsPortInUseError
-from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import ResponseCode
 from engine.protocol.message import TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from engine.remoting.client import RemotingClient
 
-from .conftest import broker_configs, running_broker
+from .conftest import broker_configs
 from .helpers import heartbeat, pull_request, send_request
 from .test_transaction import PGROUP, TOPIC, Producer, checker, end, send_half
 
@@ -28,12 +26,8 @@ NODE = {"cluster": "DefaultCluster", "node_type": "broker", "node_id": "broker-a
 
 
 @pytest.fixture
-async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
-    async with running_broker(tmp_path, namesrv,
-                              metrics_exporter_type=MetricsExporterType.PROM,
-                              metrics_prom_exporter_host="127.0.0.1",
-                              metrics_prom_exporter_port=0) as controller:
-        yield controller
+def broker(prom_broker: BrokerController) -> BrokerController:
+    return prom_broker
 
 
 def exporter(broker: BrokerController) -> MetricsExporter:

@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from engine.broker.config import MetricsExporterType
 from engine.broker.controller import BrokerController
-from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import ResponseCode
 from engine.remoting.client import RemotingClient
 from tests.prometheus import PrometheusLauncher, Result
 
-from .conftest import running_broker
 from .helpers import pull_request, send_request
 
 
 @pytest.fixture
-async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
-    async with running_broker(tmp_path, namesrv,
-                              metrics_exporter_type=MetricsExporterType.PROM,
-                              metrics_prom_exporter_host="127.0.0.1",
-                              metrics_prom_exporter_port=0) as controller:
-        yield controller
+def broker(prom_broker: BrokerController) -> BrokerController:
+    return prom_broker
 
 
 def values(result: Result) -> list[float]:

@@ -4,12 +4,10 @@ request code; and with DISABLE no request is timed at all."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from engine.broker.config import MetricsExporterType
 from engine.broker.controller import BrokerController
 from engine.broker.metrics.rpc import TimedDispatcher, frame_code
 from engine.namesrv.controller import NamesrvController
@@ -27,12 +25,8 @@ BOUNDS = ("1.0", "3.0", "5.0", "7.0", "10.0", "100.0", "1000.0", "2000.0", "3000
 
 
 @pytest.fixture
-async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[BrokerController]:
-    async with running_broker(tmp_path, namesrv,
-                              metrics_exporter_type=MetricsExporterType.PROM,
-                              metrics_prom_exporter_host="127.0.0.1",
-                              metrics_prom_exporter_port=0) as controller:
-        yield controller
+def broker(prom_broker: BrokerController) -> BrokerController:
+    return prom_broker
 
 
 def latency(broker: BrokerController, request_code: str, response_code: str, *,
