@@ -213,6 +213,24 @@ async def status_of(admin: MQAdmin, broker_names: list[str] | None) -> list[Row]
     return [row for group in found.values() for row in status_rows(group)]
 
 
+async def broker_name_of(admin: MQAdmin, name_or_addr: str) -> tuple[str, str | None]:
+    """The broker name meant by a broker name or a registered broker's address (Apache 5's
+    haStatus takes `-b` as an address), with that address (None for a name).
+
+    Raises:
+        TargetNotFound: neither a registered broker name nor a registered address.
+    """
+    info = await admin.namesrv.cluster_info()
+    if name_or_addr in info.broker_addr_table:
+        return name_or_addr, None
+    for name, data in info.broker_addr_table.items():
+        if name_or_addr in data.broker_addrs.values():
+            return name, name_or_addr
+    known = ", ".join(sorted(info.broker_addr_table)) or "none"
+    raise TargetNotFound(f"'{name_or_addr}' is neither a registered broker name (known: {known})"
+                         " nor a registered broker address. Check it with `mqadmin clusterList`.")
+
+
 async def cluster_broker_names(admin: MQAdmin, cluster: str) -> list[str]:
     info = await admin.namesrv.cluster_info()
     names = sorted(info.cluster_addr_table.get(cluster, ()))
