@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.mqadmin.cli import invoke
 from tests.ports import free_port
 
 HOME = os.environ.get("APACHE_RMQ_HOME", "")
@@ -56,6 +57,16 @@ def _until_booted(log: Path, proc: subprocess.Popen[bytes]) -> None:
     raise AssertionError(f"{log.name}: no boot within {BOOT_TIMEOUT} s")
 
 
+def _first_message(ns: str) -> None:
+    """A topic with a message in it, which also lets the brokers' first second pass: until
+    its stats service has sampled once, 4.9.8 answers GET_BROKER_RUNTIME_INFO with
+    SYSTEM_ERROR (NoSuchElementException from StoreStatsService's empty sample list)."""
+    made = invoke("updateTopic", "-c", CLUSTER, "-t", "Check", "-n", ns, "--yes")
+    assert made.exit_code == 0, made.stderr
+    sent = invoke("sendMessage", "-t", "Check", "-p", "first", "-n", ns)
+    assert sent.exit_code == 0, sent.stderr
+
+
 @pytest.fixture(scope="module")
 def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
     """A name server, an ASYNC_MASTER and its SLAVE, registered; stopped after the module."""
@@ -87,6 +98,7 @@ def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheCluster]:
                                  "-c", str(root / name / "broker.conf")], root / f"{name}.out"))
         for name, proc in zip("ms", procs[1:], strict=True):
             _until_booted(root / f"{name}.out", proc)
+        _first_message(f"127.0.0.1:{ns_port}")
         yield ApacheCluster(f"127.0.0.1:{ns_port}", f"127.0.0.1:{ports['m']}",
                             f"127.0.0.1:{ports['s']}")
     finally:
