@@ -8,6 +8,7 @@ import asyncio
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import ExitCode
 from mqadmin.operations import ha_legacy
+from mqadmin.tui.data.access import ACL_V1_ONLY, AccessView, read_access
 from mqadmin.tui.data.cluster import read_cluster
 from tests.mqadmin.apache_cluster import BROKER, ApacheCluster, apache, needs_apache
 from tests.mqadmin.cli import invoke, json_rows
@@ -49,3 +50,13 @@ def test_dashboard_cluster_shows_the_4x_roles(apache: ApacheCluster) -> None:
         "ASYNC_MASTER", "1 slave(s)")
     assert rows[apache.slave]["role"] == "SLAVE"
     assert rows[apache.master]["epoch"] is None
+
+
+def test_dashboard_access_says_a_4x_broker_keeps_acl_1(apache: ApacheCluster) -> None:
+    async def read() -> AccessView:
+        async with MQAdmin(apache.ns) as admin:
+            return await read_access(admin)
+
+    view = asyncio.run(read())
+    assert (view.users, view.rules) == ([], [])
+    assert view.failures == [f"{apache.master}: {ACL_V1_ONLY}", f"{apache.slave}: {ACL_V1_ONLY}"]
