@@ -60,3 +60,12 @@ def test_dashboard_access_says_a_4x_broker_keeps_acl_1(apache: ApacheCluster) ->
     view = asyncio.run(read())
     assert (view.users, view.rules) == ([], [])
     assert view.failures == [f"{apache.master}: {ACL_V1_ONLY}", f"{apache.slave}: {ACL_V1_ONLY}"]
+
+
+def test_acl_1_version_of_a_broker_with_acl_off_says_so(apache: ApacheCluster) -> None:
+    """4.9.8 with aclEnable=false never answers ACL requests (a NullPointerException in the
+    broker): that is said, not 'unreachable, check that the broker is running'."""
+    result = invoke("clusterAclConfigVersion", "-b", apache.master, "-n", apache.ns)
+    assert result.exit_code == ExitCode.ERROR, result.stderr
+    assert "access control off (aclEnable=false)" in result.stderr
+    assert "unreachable" not in result.stderr
