@@ -30,7 +30,9 @@ SlaveOpt = Annotated[str | None, typer.Option(
 @app.command("haStatus", rich_help_panel=PANEL)
 def ha_status(
     broker_name: Annotated[str | None, typer.Option(
-        "-b", "--brokerName", help="Only this broker name.")] = None,
+        "-b", "--brokerName",
+        help="Only this broker name, or only the broker at this address (Apache 5's -b).")
+    ] = None,
     cluster: Annotated[str | None, typer.Option(
         "-c", "--clusterName", help="Only the brokers of this cluster.")] = None,
     namesrv: NamesrvOpt = None,
@@ -46,9 +48,11 @@ def ha_status(
         where = endpoint(namesrv, context)
 
         async def work(admin: MQAdmin) -> list[ops.Row]:
-            names = [broker_name.strip()] if broker_name else None
-            if cluster and names is None:
-                names = await ops.cluster_broker_names(admin, cluster.strip())
+            if broker_name:
+                name, addr = await ops.broker_name_of(admin, broker_name.strip())
+                rows = await ops.status_of(admin, [name])
+                return [r for r in rows if r["addr"] == addr] if addr else rows
+            names = await ops.cluster_broker_names(admin, cluster.strip()) if cluster else None
             return await ops.status_of(admin, names)
 
         rows = with_admin(where, work)

@@ -20,7 +20,11 @@ from mqadmin.commands import endpoint, guarded, with_admin
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations import lag_status as st
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW
+from mqadmin.operations.lag_verdict import (
+    COMMIT_INTERVAL_MS,
+    DEFAULT_ALLOWED_LAG,
+    DEFAULT_WINDOW,
+)
 from mqadmin.operations.report_schedule import ReportDuty
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
 from mqadmin.render import OutputFormat
@@ -232,7 +236,8 @@ def _report(namesrv: str | None, context: str | None, group: str | None, window:
 
     async def work(admin: MQAdmin) -> st.LagReport:
         return await st.sample_report(admin, keys[0], group=group, window=window,
-                                      allowed_lag=allowed_lag or DEFAULT_ALLOWED_LAG)
+                                      allowed_lag=allowed_lag or DEFAULT_ALLOWED_LAG,
+                                      min_span_ms=COMMIT_INTERVAL_MS)
 
     return with_admin(where, work)
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from engine.client.admin import MQAdmin
+from engine.client.errors import ClientError, UnreachableError
 from engine.protocol.body.auth import PlainAccessConfig
 from mqadmin.operations.mutation import Gathered, Mutation, failures_of, outcome_of
 from mqadmin.operations.targets import brokers_of
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]
+T = TypeVar("T")
 
 VERSION_COLUMNS = ("cluster", "brokerName", "brokerAddr", "aclFile", "counter", "updated")
 
@@ -25,7 +28,7 @@ async def version_rows(admin: MQAdmin, *, broker_addr: str | None = None,
                        cluster: str | None = None) -> Gathered:
     """One row per ACL file of each broker with its data version (clusterAclConfigVersion)."""
     async def read(addr: str) -> list[Row]:
-        header = await admin.broker.acl_config_version(addr)
+        header = await acl_off_said(admin, addr, admin.broker.acl_config_version(addr))
         files = json.loads(header.all_acl_file_version or "{}") or {"": json.loads(
             header.version or "{}")}
         return [{"cluster": header.cluster_name, "brokerName": header.broker_name,
@@ -39,8 +42,33 @@ async def version_rows(admin: MQAdmin, *, broker_addr: str | None = None,
     return Gathered(rows, failures_of(outcomes), len(outcomes), noun="brokers")
 
 
+class AclOff(ClientError):
+    """A broker with access control off, which does not answer ACL 1.0 requests."""
+
+
+async def acl_off_said(admin: MQAdmin, addr: str, call: Awaitable[T]) -> T:
+    """`call`'s answer; when it never comes, `AclOff` if the broker has access control off
+    (a 4.9 broker with aclEnable=false fails these requests without answering).
+
+    Raises:
+        AclOff: no answer, and the broker's aclEnable is false.
+        ClientError: any other failure of `call`.
+    """
+    try:
+        return await call
+    except UnreachableError:
+        try:
+            enabled = (await admin.broker.broker_config(addr)).get("aclEnable")
+        except ClientError:
+            enabled = None
+        if enabled == "false":
+            raise AclOff(f"{addr} has access control off (aclEnable=false) and does not "
+                         "answer ACL requests; enable it in its broker.conf first") from None
+        raise
+
+
 async def _account(admin: MQAdmin, addr: str, access_key: str) -> PlainAccessConfig | None:
-    config = await admin.broker.acl_config(addr)
+    config = await acl_off_said(admin, addr, admin.broker.acl_config(addr))
     return next((a for a in config.plain_access_configs if a.access_key == access_key), None)
 
 

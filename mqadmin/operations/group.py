@@ -215,7 +215,8 @@ def reset_offset(admin: MQAdmin, group: str, topic: str, timestamp: int, *, forc
         try:
             moved = await admin.broker.reset_offset(addr, topic, group, timestamp, force=force,
                                                     cpp_clients=cpp_clients)
-            return f"reset {len(moved)} queues, consumers told"
+            return (f"reset {len(moved)} queues, consumers told (a Java consumer pauses 10 s "
+                    "before it moves; its offsets show the move once it commits)")
         except ConsumerNotOnlineError:
             state = await read(addr)
             for queue_id, offset in state.planned.items():

@@ -31,7 +31,7 @@ from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.broker_call import BrokerCalls, decode_header
-from engine.client.errors import ClientError
+from engine.client.errors import ClientError, RequestCodeNotSupportedError
 from engine.ha.status import HARuntimeInfo, messages_in
 from engine.protocol.body.route import MASTER_ID, ClusterInfo
 from engine.protocol.codes import RequestCode
@@ -44,6 +44,7 @@ from engine.protocol.header.ha import (
 from engine.protocol.wire import to_ext
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
+from mqadmin.operations import ha_legacy
 from mqadmin.operations.change import Outcome, Planned, Progress
 
 Row = dict[str, Any]
@@ -94,6 +95,7 @@ class Member:
     broker_id: int  # as registered
     status: HARuntimeInfo | None
     error: str | None = None
+    note: str | None = None  # how the status was had, when not by the HA status request
 
     @property
     def max_offset(self) -> int:
@@ -117,13 +119,29 @@ async def members(admin: MQAdmin, broker_name: str, *,
                              " Check it with `mqadmin clusterList`.")
     calls = HACalls(admin.client, admin.broker.timeout)
 
-    async def one(broker_id: int, addr: str) -> Member:
+    async def one(broker_id: int, addr: str) -> Member | None:
+        """The member, or None for a broker without the HA status request (Apache 4.x)."""
         try:
             return Member(broker_name, addr, broker_id, await calls.ha_status(addr))
+        except RequestCodeNotSupportedError:
+            return None
         except ClientError as exc:
             return Member(broker_name, addr, broker_id, None, str(exc).splitlines()[0])
 
-    return list(await asyncio.gather(*(one(i, a) for i, a in sorted(data.broker_addrs.items()))))
+    addrs = sorted(data.broker_addrs.items())
+    found = await asyncio.gather(*(one(i, a) for i, a in addrs))
+    if all(m is not None for m in found):
+        return [m for m in found if m is not None]
+    derived = await ha_legacy.derived_status(admin, broker_name, dict(addrs))
+    out: list[Member] = []
+    for (broker_id, addr), m in zip(addrs, found, strict=True):
+        if m is None:
+            got = derived[addr]
+            m = (Member(broker_name, addr, broker_id, None, str(got).splitlines()[0])
+                 if isinstance(got, ClientError)
+                 else Member(broker_name, addr, broker_id, got, note=ha_legacy.DERIVED_NOTE))
+        out.append(m)
+    return out
 
 
 def status_rows(found: list[Member]) -> list[Row]:
@@ -137,13 +155,17 @@ def status_rows(found: list[Member]) -> list[Row]:
                          "role": f"unreachable: {m.error}"})
             continue
         base = {"brokerName": m.name, "addr": m.addr, "brokerId": s.broker_id,
-                "role": s.broker_role, "epoch": s.epoch, "maxOffset": s.commit_log_max_offset,
+                "role": s.broker_role, "epoch": None if m.note else s.epoch,
+                "maxOffset": s.commit_log_max_offset,
                 "writable": s.master and s.writes_refused is None}
+        if m.note:
+            base["note"] = m.note
         if s.master:
             rows += [{**base, "peer": c.addr, "peerOffset": c.slave_ack_offset,
                       "behindBytes": c.diff, "behindMessages": c.estimated_messages_behind,
-                      "behindSeconds": c.estimated_seconds_behind,
-                      "connectionAgeMs": c.connection_age_ms} for c in s.ha_connection_info]
+                      "behindSeconds": None if m.note else c.estimated_seconds_behind,
+                      "connectionAgeMs": None if m.note else c.connection_age_ms}
+                     for c in s.ha_connection_info]
             if not s.ha_connection_info:
                 rows.append({**base, "note": no_slave_note(s.broker_role)})
         else:
@@ -189,6 +211,24 @@ async def status_of(admin: MQAdmin, broker_names: list[str] | None) -> list[Row]
     """haStatus's rows of the broker names (every one by default), in their order."""
     found = await read_members(admin, broker_names)
     return [row for group in found.values() for row in status_rows(group)]
+
+
+async def broker_name_of(admin: MQAdmin, name_or_addr: str) -> tuple[str, str | None]:
+    """The broker name meant by a broker name or a registered broker's address (Apache 5's
+    haStatus takes `-b` as an address), with that address (None for a name).
+
+    Raises:
+        TargetNotFound: neither a registered broker name nor a registered address.
+    """
+    info = await admin.namesrv.cluster_info()
+    if name_or_addr in info.broker_addr_table:
+        return name_or_addr, None
+    for name, data in info.broker_addr_table.items():
+        if name_or_addr in data.broker_addrs.values():
+            return name, name_or_addr
+    known = ", ".join(sorted(info.broker_addr_table)) or "none"
+    raise TargetNotFound(f"'{name_or_addr}' is neither a registered broker name (known: {known})"
+                         " nor a registered broker address. Check it with `mqadmin clusterList`.")
 
 
 async def cluster_broker_names(admin: MQAdmin, cluster: str) -> list[str]:
@@ -255,6 +295,14 @@ def _pick(slaves: list[Member], slave_addr: str | None) -> Member:
     return max(slaves, key=lambda m: m.max_offset)
 
 
+def _switchable(found: list[Member], broker_name: str) -> None:
+    """Raises: CliError when a member has no HA requests (an Apache 4.x broker)."""
+    old = [m.addr for m in found if m.note]
+    if old:
+        raise CliError(f"{broker_name} runs brokers without role change requests (Apache 4.x: "
+                       f"{', '.join(old)}); switch them by restarting with another brokerRole.")
+
+
 def _epoch_after(found: list[Member]) -> int:
     return max((m.status.epoch for m in found if m.status is not None), default=0) + 1
 
@@ -262,6 +310,7 @@ def _epoch_after(found: list[Member]) -> int:
 async def plan_switchover(admin: MQAdmin, broker_name: str, slave_addr: str | None) -> SwitchPlan:
     """Raises: CliError (no live master, no usable slave), TargetNotFound."""
     found = await members(admin, broker_name)
+    _switchable(found, broker_name)
     master = next((m for m in found if m.status is not None and m.status.master), None)
     if master is None or master.status is None:
         raise CliError(f"{broker_name} has no reachable master: use `mqadmin failover -b "
@@ -284,6 +333,7 @@ async def plan_failover(admin: MQAdmin, broker_name: str, slave_addr: str | None
                         role: str) -> SwitchPlan:
     """Raises: CliError (a live master, no slave), TargetNotFound."""
     found = await members(admin, broker_name)
+    _switchable(found, broker_name)
     alive = next((m for m in found if m.status is not None and m.status.master), None)
     if alive is not None:
         raise CliError(f"the master {alive.addr} of {broker_name} is alive: use `mqadmin "

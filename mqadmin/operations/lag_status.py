@@ -81,8 +81,10 @@ class LagReport:
 
 def build_report(cluster: str, series: Sequence[Series], risks: Sequence[Risk], *,
                  source: str, ts: int, interval_ms: int, window: int = DEFAULT_WINDOW,
-                 allowed_lag: int = DEFAULT_ALLOWED_LAG, gaps: int = 0) -> LagReport:
-    """Judge `series` (their last `window` samples) and attach risks and sparklines."""
+                 allowed_lag: int = DEFAULT_ALLOWED_LAG, gaps: int = 0,
+                 min_span_ms: int = 0) -> LagReport:
+    """Judge `series` (their last `window` samples; see `queue_verdict` for `min_span_ms`)
+    and attach risks and sparklines."""
     by_key: dict[QueueKey, Risk] = {r.key: r for r in risks}
     totals: dict[str, dict[int, int]] = {}
     for s in series:
@@ -92,7 +94,7 @@ def build_report(cluster: str, series: Sequence[Series], risks: Sequence[Risk], 
     groups = tuple(
         GroupReport(v, tuple(by_key[q.key] for q in v.queues if q.key in by_key),
                     tuple(lag for _, lag in sorted(totals.get(v.group, {}).items())))
-        for v in judge(series, allowed_lag, window))
+        for v in judge(series, allowed_lag, window, min_span_ms))
     return LagReport(cluster, source, ts, interval_ms, groups, gaps)
 
 
@@ -124,8 +126,11 @@ def report_from_window(cluster: str, *, group: str | None = None,
 async def sample_report(admin: MQAdmin, cluster: str, *, group: str | None = None,
                         samples: int = QUICK_SAMPLES, spacing: float = QUICK_SPACING,
                         window: int = DEFAULT_WINDOW,
-                        allowed_lag: int = DEFAULT_ALLOWED_LAG) -> LagReport:
-    """Sample the cluster `samples` times, `spacing` seconds apart, and judge that."""
+                        allowed_lag: int = DEFAULT_ALLOWED_LAG,
+                        min_span_ms: int = 0) -> LagReport:
+    """Sample the cluster `samples` times, `spacing` seconds apart, and judge that (with
+    `min_span_ms`, see `queue_verdict`: e.g. `COMMIT_INTERVAL_MS`, a stuck offset over
+    less than a client's commit interval is UNKNOWN, not STALL)."""
     sampler = Sampler(cluster, int(spacing * 1000))
     groups = [group] if group is not None else None
     found: dict[QueueKey, list[Any]] = {}
@@ -149,7 +154,7 @@ async def sample_report(admin: MQAdmin, cluster: str, *, group: str | None = Non
     ts = max((s.last.ts for s in series), default=now_ms())
     return build_report(cluster, series, risks, source="sampled", ts=ts,
                         interval_ms=int(spacing * 1000), window=window,
-                        allowed_lag=allowed_lag, gaps=gaps)
+                        allowed_lag=allowed_lag, gaps=gaps, min_span_ms=min_span_ms)
 
 
 async def lag_report(admin: MQAdmin, cluster: str, *, group: str | None = None,

@@ -27,6 +27,11 @@ from mqadmin.reports.contract import (
 
 DEFAULT_WINDOW = 10
 DEFAULT_ALLOWED_LAG = 0
+#: How long a client may go between offset commits: Apache's Java client and this engine's
+#: persist consumer offsets every 5 s (persistConsumerOffsetInterval).
+COMMIT_INTERVAL_MS = 5_000
+#: The rules a window shorter than that cannot fire honestly.
+SHORT_WINDOW_RULES = frozenset({Rule.OFFSET_STUCK, Rule.NOT_DECREASING})
 #: A lagging queue is "keeping up" (no ETA needed) when the lag was within the allowed lag
 #: in one of its last this many samples: a busy group whose lag flickers.
 KEEPING_UP_SAMPLES = 2
@@ -82,10 +87,17 @@ def eta(lag: int, rate: float | None, allowed_lag: int = DEFAULT_ALLOWED_LAG) ->
 
 
 def queue_verdict(series: Series, allowed_lag: int = DEFAULT_ALLOWED_LAG,
-                  window: int = DEFAULT_WINDOW) -> QueueVerdict:
-    """The verdict on the last `window` samples of one queue."""
+                  window: int = DEFAULT_WINDOW, min_span_ms: int = 0) -> QueueVerdict:
+    """The verdict on the last `window` samples of one queue.  A stuck offset or a lag
+    that never fell over samples spanning less than `min_span_ms` is UNKNOWN: a consumer
+    that commits every few seconds looks stuck between two of its commits."""
     samples = series.samples[-window:]
     found = contract.judge(samples, allowed_lag)
+    span = samples[-1].ts - samples[0].ts
+    if found.rule in SHORT_WINDOW_RULES and span < min_span_ms:
+        found = contract.Judgement(Status.UNKNOWN, Rule.ONE_SAMPLE, (
+            f"too short to judge: samples over {span / 1000:g} s, less than the "
+            f"{min_span_ms / 1000:g} s a client may wait between commits (see lag watch)"))
     last = samples[-1]
     rate = drain(samples)
     keeping_up = last.lag > allowed_lag and any(s.lag <= allowed_lag
@@ -117,11 +129,12 @@ def group_verdict(group: str, verdicts: Sequence[QueueVerdict],
 
 
 def judge(series: Sequence[Series], allowed_lag: int = DEFAULT_ALLOWED_LAG,
-          window: int = DEFAULT_WINDOW) -> list[GroupVerdict]:
+          window: int = DEFAULT_WINDOW, min_span_ms: int = 0) -> list[GroupVerdict]:
     """Every group's verdict, worst first (then by lag)."""
     by_group: dict[str, list[QueueVerdict]] = {}
     for s in series:
-        by_group.setdefault(s.key[0], []).append(queue_verdict(s, allowed_lag, window))
+        by_group.setdefault(s.key[0], []).append(
+            queue_verdict(s, allowed_lag, window, min_span_ms))
     found = [group_verdict(g, vs, allowed_lag) for g, vs in by_group.items()]
     return sorted(found, key=lambda v: (-GROUP_SEVERITY[v.status], -v.lag, v.group))
 

@@ -56,6 +56,19 @@ def test_status_samples_when_no_collector_runs(cluster: BackgroundCluster) -> No
     assert missing.exit_code == ExitCode.USAGE and "no samples of group" in missing.stderr
 
 
+def test_status_does_not_call_an_online_group_stalled_between_its_commits(
+        cluster: BackgroundCluster) -> None:
+    """An online group whose offset did not move over the quick sampling's second may be
+    between two of its commits (clients commit every 5 s): UNKNOWN, not ERROR STALL."""
+    lagging_group(cluster)
+    cluster.consumer_online("laggard", ("Orders",))
+    result = invoke("lag", "status", "-n", cluster.ns, "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    [row] = json.loads(result.stdout)
+    assert (row["group"], row["verdict"], row["lag"]) == ("laggard", "UNKNOWN", 3)
+    assert "too short to judge" in row["rule"] and "5 s" in row["rule"]
+
+
 def test_bad_options_are_usage_errors() -> None:
     bad = invoke("lag", "collect", "-n", "127.0.0.1:9", "--interval", "10 parsecs")
     assert bad.exit_code == ExitCode.USAGE and "500ms, 10s, 1m" in bad.stderr

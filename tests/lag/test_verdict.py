@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from mqadmin.operations.lag_model import QueueSample, Series
 from mqadmin.operations.lag_verdict import (
+    COMMIT_INTERVAL_MS,
     GroupStatus,
     Status,
     eta_text,
@@ -114,3 +115,24 @@ def test_keeping_up_only_when_the_lag_was_down_a_sample_ago() -> None:
     growing = queue_verdict(series([0, 1, 2, 3, 4], [0, 3, 6, 9, 12]))
     assert growing.status is Status.OK and not growing.keeping_up  # lag 0 only long ago
     assert eta_text(growing.eta_s, growing.keeping_up) == "never at the current rate"
+
+
+
+def quick(commit: int | None = None) -> Series:
+    """Three samples half a second apart, offset stuck at 5 with lag 4; committed at `commit`
+    (an offline group) or, as the sampler assumes of an online one, at each sample."""
+    return Series(KEY, tuple(QueueSample(ts, *KEY, 9, 5, 4, 0, None, None,
+                                         ts if commit is None else commit)
+                             for ts in range(1_000_000, 1_001_500, 500)))
+
+
+def test_a_quick_sampling_shorter_than_a_commit_interval_does_not_call_a_stall() -> None:
+    """Three samples half a second apart see a healthy consumer between two of its commits
+    (Apache's Java client and ours commit every 5 s): too short to say STALL."""
+    assert queue_verdict(quick()).status is Status.STALL  # the contract alone
+    v = queue_verdict(quick(), min_span_ms=COMMIT_INTERVAL_MS)
+    assert v.status is Status.UNKNOWN and "too short to judge" in v.rule
+    long_enough = queue_verdict(series([5] * 3, [9] * 3), min_span_ms=COMMIT_INTERVAL_MS)
+    assert long_enough.status is Status.STALL  # 20 s of samples
+    stopped = queue_verdict(quick(1_000), min_span_ms=COMMIT_INTERVAL_MS)
+    assert stopped.status is Status.STOP  # no commit for far longer than the window: STOP

@@ -123,3 +123,13 @@ def test_cluster_rt(cluster: BackgroundCluster) -> None:
 def test_json_of_every_read_is_one_document(cluster: BackgroundCluster) -> None:
     result = invoke("clusterList", "-n", cluster.ns, "-o", "json")
     assert isinstance(json.loads(result.stdout), list)
+
+
+def test_ha_status_takes_a_broker_name_or_an_address(cluster: BackgroundCluster) -> None:
+    by_name = json_rows("haStatus", "-b", "broker-a", "-n", cluster.ns)
+    by_addr = json_rows("haStatus", "-b", cluster.broker_addr, "-n", cluster.ns)  # Apache 5's
+    assert [r["addr"] for r in by_addr] == [cluster.broker_addr]
+    assert [r["role"] for r in by_addr] == [r["role"] for r in by_name] == ["ASYNC_MASTER"]
+    unknown = invoke("haStatus", "-b", "127.0.0.1:1", "-n", cluster.ns)
+    assert unknown.exit_code == ExitCode.NOT_FOUND
+    assert "neither a registered broker name (known: broker-a)" in unknown.stderr

@@ -9,9 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.client.admin import MQAdmin
+from engine.client.errors import RequestCodeNotSupportedError
 from mqadmin.operations import acl
 
 Row = dict[str, Any]
+#: Why a broker without ACL 2.0's requests has no users and rules to show.
+ACL_V1_ONLY = ("no users or ACL 2.0 rules (an Apache 4.x broker: its ACL 1.0 accounts are in "
+               "plain_acl.yml, see mqadmin clusterAclConfigVersion / updateAclConfig)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +23,13 @@ class AccessView:
     users: list[Row]
     rules: list[Row]
     failures: list[str] = field(default_factory=list)
+
+
+def _failure(addr: str, err: BaseException) -> str:
+    """One line per broker and cause (a 4.x broker refuses both reads the same way)."""
+    if isinstance(err, RequestCodeNotSupportedError):
+        return f"{addr}: {ACL_V1_ONLY}"
+    return f"{addr}: {str(err).splitlines()[0]}"
 
 
 async def read_access(admin: MQAdmin) -> AccessView:
@@ -32,7 +43,7 @@ async def read_access(admin: MQAdmin) -> AccessView:
             acl.user_rows(admin, cluster=cluster), acl.acl_rows(admin, cluster=cluster))
         users += found_users.rows
         rules += found_rules.rows
-        failures += sorted({f"{addr}: {str(err).splitlines()[0]}"
+        failures += sorted({_failure(addr, err)
                             for addr, err in found_users.failures + found_rules.failures})
     for i, row in enumerate(rules):
         row["key"] = f"{i}"

@@ -52,13 +52,14 @@ def _replication(found: dict[str, list[ha.Member]]) -> dict[str, Row]:
             out[m.addr] = {"role": f"unreachable: {m.error}", "epoch": None, "slaves": 0,
                            "behindBytes": None, "behindMessages": None}
         elif "SLAVE" not in s.broker_role:
-            out[m.addr] = {"role": s.broker_role, "epoch": s.epoch,
+            out[m.addr] = {"role": s.broker_role, "epoch": None if m.note else s.epoch,
                            "slaves": sum(1 for c in s.ha_connection_info if c.addr),
                            "behindBytes": None,
                            "behindMessages": None}
         else:
             link = s.ha_client_runtime_info
-            out[m.addr] = {"role": s.broker_role, "epoch": s.epoch, "slaves": 0,
+            out[m.addr] = {"role": s.broker_role, "epoch": None if m.note else s.epoch,
+                           "slaves": 0,
                            "behindBytes": link.estimated_loss_bytes,
                            "behindMessages": link.estimated_loss_messages}
     return out
