@@ -8,6 +8,7 @@ import asyncio
 from engine.client.admin import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.operations import lag_status as st
+from mqadmin.operations.lag_verdict import COMMIT_INTERVAL_MS
 
 #: Without a collector: samples taken, and seconds between them, on each refresh.
 SAMPLES = 2
@@ -28,5 +29,7 @@ async def lag_report(admin: MQAdmin, endpoint: Endpoint,
     found = await asyncio.to_thread(collector_report, endpoint, group)
     if found is not None:
         return found
+    # a sampling this short cannot tell a stuck offset from one committed every few seconds
+    # (Java's and ours: every 5 s): such a queue is UNKNOWN, not STALL
     return await st.sample_report(admin, endpoint.cluster_key, group=group, samples=SAMPLES,
-                                  spacing=SPACING)
+                                  spacing=SPACING, min_span_ms=COMMIT_INTERVAL_MS)

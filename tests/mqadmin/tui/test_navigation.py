@@ -96,8 +96,9 @@ async def test_drill_down_into_a_topic_and_a_group_and_back(
         await loaded(pilot, GroupsScreen)
         row = table(pilot).row_by_key("billing")
         assert row is not None and row["lag"] == 2 and row["state"] == "ONLINE"
-        # the lag monitor's verdict (a quick sampling: no collector runs here)
-        assert row["verdict"] in ("OK", "WARNING", "ERROR") and row["rule"] is not None
+        # the lag monitor's verdict (a quick sampling: no collector runs here; a stuck
+        # offset over the sampling's half second is too short to judge)
+        assert row["verdict"] in ("OK", "WARNING", "ERROR", "UNKNOWN") and row["rule"] is not None
         assert len(row["history"]) == 2
         table(pilot).move_cursor(row=keys_of(pilot).index("billing"))
         await pilot.press("enter")
