@@ -30,6 +30,9 @@ from mqadmin.render import OutputFormat
 
 app = typer.Typer()
 
+#: Where a message id (UNIQ_KEY) is looked up (an offset message id names its broker).
+IdTopicOpt = Annotated[str | None, typer.Option(
+    "-t", "--topic", help="Look a message id (UNIQ_KEY) up in this topic only.")]
 PANEL = "Messages"
 
 ConsumerGroupOpt = Annotated[str | None, typer.Option(
@@ -181,8 +184,7 @@ def consume_message_directly(
     msg_id: Annotated[str, typer.Option(
         "-i", "--msgId", help="Message id(s), comma-separated: message ids (UNIQ_KEY) or "
                               "offset message ids.")],
-    topic: Annotated[str | None, typer.Option(
-        "-t", "--topic", help="Look a message id (UNIQ_KEY) up in this topic only.")] = None,
+    topic: IdTopicOpt = None,
     yes: YesOpt = False,
     dry_run: DryRunOpt = False,
     namesrv: NamesrvOpt = None,
@@ -208,8 +210,7 @@ def resend_message(
         "-i", "--msgId", help="Message id (UNIQ_KEY) or offset message id.")],
     group: Annotated[str, typer.Option("-g", "--consumerGroup",
                                        help="The group to deliver it to again.")],
-    topic: Annotated[str | None, typer.Option(
-        "-t", "--topic", help="Look a message id (UNIQ_KEY) up in this topic only.")] = None,
+    topic: IdTopicOpt = None,
     yes: YesOpt = False,
     dry_run: DryRunOpt = False,
     namesrv: NamesrvOpt = None,
