@@ -130,6 +130,14 @@ class RequestCode(IntEnum):
     AUTH_DELETE_ACL = 3008
     AUTH_GET_ACL = 3009
     AUTH_LIST_ACL = 3010
+    # 5.x POP consumption (5.3 `RequestCode`)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
     # This engine's codes, outside Apache's ranges
     HA_FENCE_WRITES = 9001  # a master refuses (or accepts again) writes: switchover
 
@@ -173,4 +181,7 @@ class ResponseCode(IntEnum):
     UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209  # 4.9.7 (5.x reuses 209-211)
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
+    # 5.x answers POP_MESSAGE / NOTIFICATION with 209 and 210 (aliases of the 4.9.7 names).
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
     FLOW_CONTROL = 215

@@ -125,6 +125,6 @@ class ConsumerData:
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatData:
-    client_id: ClientId = wire_name("clientID", "")  # noqa: RUF009
+    client_id: ClientId = wire_name("clientID", "")
     producer_data_set: frozenset[ProducerData] = field(default_factory=frozenset)
     consumer_data_set: frozenset[ConsumerData] = field(default_factory=frozenset)

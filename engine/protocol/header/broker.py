@@ -371,7 +371,7 @@ class GetEarliestMsgStoretimeResponseHeader:
 
 @dataclass(frozen=True, slots=True)
 class UnregisterClientRequestHeader:
-    client_id: ClientId = wire_name("clientID")  # noqa: RUF009
+    client_id: ClientId = wire_name("clientID")
     producer_group: GroupName | None = None
     consumer_group: GroupName | None = None
 
