@@ -1,0 +1,211 @@
+"""The proxy's side of the brokers: routes from the name servers, and remoting calls.
+
+How this works: in both modes the proxy reaches brokers over remoting, as 5.3's cluster mode
+does (in local mode the broker is its own process's, reached on its listen port), so one code
+path serves both.  Routes come from GET_ROUTEINFO_BY_TOPIC and are cached per topic for
+topicRouteServiceCacheRefreshSeconds; a topic's `message.type` comes from the broker's
+GET_TOPIC_CONFIG (351), cached as long; a broker that does not know that request (or a topic
+without the attribute) counts as NORMAL, the type 5.3 gives a topic config without it.  Sends
+and ends of transactions go over the gateway's shared `RemotingClient`; what is said on a
+client's behalf (heartbeats, transaction checks) goes over that client's own connections
+(`sessions.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from engine.client.errors import ClientError, ServerError, TopicNotExistError, raise_for
+from engine.client.namesrv import NamesrvAdmin
+from engine.client.send_codec import send_ext
+from engine.protocol import fastjson
+from engine.protocol.body.route import MASTER_ID, TopicRouteData
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import RemotingCommand, request
+from engine.protocol.message import properties_to_string
+from engine.protocol.signature import Credentials
+from engine.proxy.config import ProxyConfig
+from engine.proxy.messages import NORMAL, TOPIC_MESSAGE_TYPES, OutMessage
+from engine.proxy.status import ProxyError, code_of_remoting
+from engine.proxy.v2 import definition_pb2 as pb
+from engine.remoting.client import RemotingClient
+from engine.remoting.errors import RemotingError
+
+log = logging.getLogger("engine.proxy")
+
+#: 5.x GET_TOPIC_CONFIG (the topic config with its attributes); brokers without it answer
+#: REQUEST_CODE_NOT_SUPPORTED.
+GET_TOPIC_CONFIG = 351
+MESSAGE_TYPE_ATTRIBUTE = "message.type"
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A stored message: where, and the ids the broker answered."""
+
+    broker_name: str
+    broker_addr: str
+    queue_id: int
+    queue_offset: int
+    offset_msg_id: str
+    transaction_id: str | None
+    status: int  # the remoting code: SUCCESS, FLUSH_DISK_TIMEOUT, ...
+
+
+def broker_failure(exc: Exception, what: str) -> ProxyError:
+    """A remoting failure as the `ProxyError` 5.3 answers it with."""
+    if isinstance(exc, TopicNotExistError):
+        return ProxyError(pb.TOPIC_NOT_FOUND, str(exc))
+    if isinstance(exc, ServerError):
+        return ProxyError(code_of_remoting(exc.code), exc.remark or f"{what} failed")
+    if isinstance(exc, RemotingError) or isinstance(exc, TimeoutError):
+        return ProxyError(pb.PROXY_TIMEOUT, f"{what}: {exc}")
+    return ProxyError(pb.INTERNAL_SERVER_ERROR, f"{what}: {exc}")
+
+
+class BrokerGateway:
+    """Routes, topic types and the calls the proxy makes to brokers for its clients."""
+
+    def __init__(self, config: ProxyConfig, namesrv_addr: str, *,
+                 credentials: Credentials | None = None) -> None:
+        self.config = config
+        self.credentials = credentials
+        self.timeout = float(config.grpc_proxy_relay_request_timeout_in_seconds)
+        self.remoting = RemotingClient(connect_timeout=3.0, credentials=credentials)
+        self._ns_client = RemotingClient(connect_timeout=3.0, credentials=credentials)
+        self.namesrv = NamesrvAdmin(namesrv_addr, timeout=3.0, client=self._ns_client)
+        self._routes: dict[str, tuple[float, TopicRouteData]] = {}
+        self._types: dict[str, tuple[float, str]] = {}
+
+    async def close(self) -> None:
+        await self.namesrv.close()
+        await self._ns_client.close()
+        await self.remoting.close()
+
+    # ------------------------------------------------------------------ routes
+
+    async def route(self, topic: str) -> TopicRouteData:
+        """The topic's route, cached for topicRouteServiceCacheRefreshSeconds.
+
+        Raises:
+            ProxyError: TOPIC_NOT_FOUND, or the name servers cannot be reached.
+        """
+        now = time.monotonic()
+        cached = self._routes.get(topic)
+        if cached is not None and now - cached[0] < self.config.topic_route_service_cache_refresh_seconds:  # noqa: E501
+            return cached[1]
+        try:
+            route = await self.namesrv.topic_route(topic)
+        except ClientError as exc:
+            if cached is not None and not isinstance(exc, TopicNotExistError):
+                return cached[1]  # name servers unreachable: the last route stands
+            raise broker_failure(exc, f"route of topic {topic}") from None
+        self._routes[topic] = (now, route)
+        return route
+
+    def forget_route(self, topic: str) -> None:
+        self._routes.pop(topic, None)
+
+    @staticmethod
+    def master_addr(route: TopicRouteData, broker_name: str) -> str | None:
+        for data in route.broker_datas:
+            if data.broker_name == broker_name:
+                return data.broker_addrs.get(MASTER_ID)
+        return None
+
+    async def masters(self, topics: list[str]) -> dict[str, str]:
+        """Broker name -> master address of every broker serving one of `topics`."""
+        out: dict[str, str] = {}
+        for topic in topics:
+            try:
+                route = await self.route(topic)
+            except ProxyError:
+                continue
+            for data in route.broker_datas:
+                addr = data.broker_addrs.get(MASTER_ID)
+                if addr:
+                    out[data.broker_name] = addr
+        return out
+
+    # ------------------------------------------------------------------ topic types
+
+    async def topic_message_type(self, topic: str) -> str:
+        """The topic's `message.type` attribute (NORMAL when it has none or brokers lack 351)."""
+        now = time.monotonic()
+        cached = self._types.get(topic)
+        if cached is not None and now - cached[0] < self.config.topic_config_cache_refresh_seconds:
+            return cached[1]
+        route = await self.route(topic)
+        kind = NORMAL
+        for data in route.broker_datas:
+            addr = data.broker_addrs.get(MASTER_ID)
+            if not addr:
+                continue
+            try:
+                resp = await self.remoting.invoke(
+                    addr, request(GET_TOPIC_CONFIG, {"topic": topic}), self.timeout)
+            except RemotingError:
+                continue
+            if resp.code == ResponseCode.SUCCESS and resp.body:
+                try:
+                    attrs = fastjson.loads(resp.body).get("attributes") or {}
+                except (ValueError, AttributeError):
+                    attrs = {}
+                value = str(attrs.get(MESSAGE_TYPE_ATTRIBUTE, NORMAL)).upper()
+                kind = value if value in TOPIC_MESSAGE_TYPES else NORMAL
+            break
+        self._types[topic] = (now, kind)
+        return kind
+
+    # ------------------------------------------------------------------ send / transactions
+
+    async def send(self, broker_name: str, addr: str, queue_id: int, msg: OutMessage,
+                   default_queue_nums: int) -> Sent:
+        """SEND_MESSAGE_V2 of one message to one queue.
+
+        Raises:
+            ProxyError: the broker refused it or could not be reached.
+        """
+        ext = send_ext(group=msg.topic, topic=msg.topic, queue_id=queue_id,
+                       sys_flag=msg.sys_flag, born_ms=int(time.time() * 1000), flag=0,
+                       properties=properties_to_string(msg.properties),
+                       default_queue_nums=default_queue_nums, broker_name=broker_name)
+        cmd = request(RequestCode.SEND_MESSAGE_V2, ext, msg.body)
+        try:
+            resp = await self.remoting.invoke(addr, cmd, self.timeout)
+        except RemotingError as exc:
+            raise broker_failure(exc, f"send to {broker_name}") from None
+        if resp.code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
+                             ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
+            try:
+                raise_for(resp, addr)
+            except ClientError as exc:
+                raise broker_failure(exc, f"send to {broker_name}") from None
+            raise ProxyError(pb.INTERNAL_SERVER_ERROR, f"send answered code {resp.code}")
+        ext_in = resp.ext_fields or {}
+        try:
+            return Sent(broker_name, addr, int(ext_in["queueId"]), int(ext_in["queueOffset"]),
+                        ext_in["msgId"], ext_in.get("transactionId"), resp.code)
+        except (KeyError, ValueError) as exc:
+            raise ProxyError(pb.INTERNAL_SERVER_ERROR,
+                             f"send answer lacks its header: {exc}") from None
+
+    async def oneway(self, addr: str, cmd: RemotingCommand, what: str) -> None:
+        try:
+            await self.remoting.invoke_oneway(addr, cmd)
+        except RemotingError as exc:
+            raise broker_failure(exc, what) from None
+
+    async def call(self, addr: str, cmd: RemotingCommand, what: str,
+                   timeout: float | None = None) -> RemotingCommand:
+        """One request answered SUCCESS (or another code the caller reads itself).
+
+        Raises:
+            ProxyError: the broker could not be reached.
+        """
+        try:
+            return await self.remoting.invoke(addr, cmd, timeout or self.timeout)
+        except RemotingError as exc:
+            raise broker_failure(exc, what) from None
