@@ -61,6 +61,10 @@ OUTBOX_LIMIT = 1024
 
 router = Router()
 
+#: What a Telemetry stream's writer takes: a command, the failure that ends the stream, or
+#: None when the client closed its side.
+OutboxItem = spb.TelemetryCommand | BaseException | None
+
 
 def subscription(entry: pb.SubscriptionEntry) -> SubscriptionData:
     """A 5.x subscription entry as remoting's `SubscriptionData` (5.3 `FilterAPI.build`).
@@ -93,7 +97,7 @@ class ClientSession:
         self.settings: pb.Settings | None = None
         self.last_seen = time.monotonic()
         #: The open Telemetry stream's queue of commands to the client (None: no stream).
-        self.outbox: asyncio.Queue[spb.TelemetryCommand] | None = None
+        self.outbox: asyncio.Queue[OutboxItem] | None = None
         self.brokers: dict[str, str] = {}  # name -> address this client is registered with
 
     def touch(self) -> None:

@@ -1,0 +1,77 @@
+"""Fixtures: a broker in-process with its gRPC proxy (local mode), and the official 5.x client.
+
+The official client (`rocketmq-python-client`) is synchronous and runs its own threads; the
+tests call it through `asyncio.to_thread` so the broker and proxy keep serving on the test's
+event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from engine.broker.controller import BrokerController
+from engine.client.broker_admin import BrokerAdmin
+from engine.namesrv.controller import NamesrvController
+from engine.protocol.body.topic import TopicConfig
+from engine.proxy.config import ProxyConfig
+from engine.proxy.local import local_proxy
+from engine.proxy.server import ProxyServer
+from engine.remoting.client import RemotingClient
+from tests.broker.conftest import running_broker
+
+T = TypeVar("T")
+
+#: The proxy of the tests: any free port, message types not checked (topics have no
+#: `message.type` attribute before GET_TOPIC_CONFIG lands), short route caching.
+TEST_PROXY = ProxyConfig(grpc_server_port=0, enable_topic_message_type_check=False,
+                         topic_route_service_cache_refresh_seconds=1)
+
+
+@dataclasses.dataclass
+class Stack:
+    broker: BrokerController
+    proxy: ProxyServer
+
+    @property
+    def endpoint(self) -> str:
+        return self.proxy.endpoint
+
+    async def create_topic(self, topic: str, queues: int = 4) -> None:
+        client = RemotingClient(credentials=self.broker.access.inner_credentials())
+        try:
+            await BrokerAdmin(client).create_topic(
+                self.broker.addr, TopicConfig(topic, queues, queues))
+        finally:
+            await client.close()
+        self.proxy.gateway.forget_route(topic)
+
+
+@contextlib.asynccontextmanager
+async def running_stack(tmp_path: Path, namesrv: NamesrvController,
+                        proxy_config: ProxyConfig = TEST_PROXY,
+                        **broker_changes: Any) -> AsyncIterator[Stack]:
+    async with running_broker(tmp_path, namesrv, **broker_changes) as broker:
+        proxy = local_proxy(broker, proxy_config)
+        await proxy.start()
+        try:
+            yield Stack(broker, proxy)
+        finally:
+            await proxy.stop(grace=0)
+
+
+@pytest.fixture
+async def stack(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Stack]:
+    async with running_stack(tmp_path, namesrv) as s:
+        yield s
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run a blocking call of the official client off the event loop."""
+    return await asyncio.to_thread(fn, *args, **kwargs)
