@@ -109,9 +109,9 @@ def call_needs(request: object) -> list[Need]:
             needs.append((group(grp.name), SUB))
         if topic is not None and topic.name:
             needs.append((topic_or_group(topic.name), SUB))
-    elif name in ("HeartbeatRequest", "NotifyClientTerminationRequest"):
-        if grp is not None and grp.name:
-            needs.append((group(grp.name), SUB))
+    elif name in ("HeartbeatRequest", "NotifyClientTerminationRequest") and grp is not None \
+            and grp.name:
+        needs.append((group(grp.name), SUB))
     return needs
 
 

@@ -60,7 +60,7 @@ def broker_failure(exc: Exception, what: str) -> ProxyError:
         return ProxyError(pb.TOPIC_NOT_FOUND, str(exc))
     if isinstance(exc, ServerError):
         return ProxyError(code_of_remoting(exc.code), exc.remark or f"{what} failed")
-    if isinstance(exc, RemotingError) or isinstance(exc, TimeoutError):
+    if isinstance(exc, (RemotingError, TimeoutError)):
         return ProxyError(pb.PROXY_TIMEOUT, f"{what}: {exc}")
     return ProxyError(pb.INTERNAL_SERVER_ERROR, f"{what}: {exc}")
 

@@ -84,7 +84,7 @@ class ProxyConfig:
 
 #: Every key of 5.3's ProxyConfig (and AuthConfig's), so those this proxy ignores are told
 #: apart from typos.
-APACHE_KEYS = frozenset("""
+_APACHE_KEY_TEXT = """
     aclCacheExpiredSeconds aclCacheMaxNum aclCacheRefreshSeconds brokerConfigPath
     channelExpiredInSeconds channelExpiredTimeout consumerProcessorThreadPoolNums
     consumerProcessorThreadPoolQueueCapacity contextExpiredInSeconds
@@ -143,7 +143,8 @@ APACHE_KEYS = frozenset("""
     authorizationProvider authenticationMetadataProvider authorizationMetadataProvider
     innerClientAuthenticationCredentials authenticationWhitelist authorizationWhitelist
     migrateAuthFromV1Enabled statefulAuthenticationCacheMaxNum
-""".split())
+"""
+APACHE_KEYS = frozenset(_APACHE_KEY_TEXT.split())
 
 
 def _text(key: str, value: Any) -> str:

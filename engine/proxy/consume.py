@@ -124,12 +124,9 @@ def _polling_ms(core: ProxyCore, req: spb.ReceiveMessageRequest,
 
 async def _broker(core: ProxyCore, topic: str, wanted: str) -> tuple[str, str]:
     route = await core.gateway.route(topic)
-    readable = sorted((qd.broker_name for qd in route.queue_datas
-                       if qd.perm & 0x4 and qd.read_queue_nums > 0))
-    if wanted and wanted in readable:
-        names = [wanted]
-    else:
-        names = readable
+    readable = sorted(qd.broker_name for qd in route.queue_datas
+                       if qd.perm & 0x4 and qd.read_queue_nums > 0)
+    names = [wanted] if wanted and wanted in readable else readable
     for offset in range(len(names)):
         name = names[(core.next_turn("\x00receive\x00" + topic) + offset) % len(names)]
         addr = core.gateway.master_addr(route, name)

@@ -20,8 +20,8 @@ from engine.protocol.command import request as request_cmd
 from engine.protocol.header.broker import EndTransactionRequestHeader
 from engine.protocol.message import (
     DLQ_GROUP_TOPIC_PREFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
     PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS,
+    RETRY_GROUP_TOPIC_PREFIX,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,

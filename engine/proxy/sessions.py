@@ -107,7 +107,8 @@ class ClientSession:
 
     @property
     def client_type(self) -> int:
-        return self.settings.client_type if self.settings is not None else pb.CLIENT_TYPE_UNSPECIFIED
+        s = self.settings
+        return s.client_type if s is not None else pb.CLIENT_TYPE_UNSPECIFIED
 
     @property
     def topics(self) -> list[str]:
