@@ -171,7 +171,10 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
                                                  f"is too large, max is {limit}")
             props[PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS] = str(seconds)
     if sysp.HasField("delivery_timestamp"):
-        deliver_ms = sysp.delivery_timestamp.ToMilliseconds()
+        try:
+            deliver_ms = sysp.delivery_timestamp.ToMilliseconds()
+        except ValueError as exc:
+            raise ProxyError(pb.ILLEGAL_DELIVERY_TIME, f"delivery timestamp: {exc}") from None
         if 0 < config.max_delay_time_mills < deliver_ms - now_ms:
             raise ProxyError(pb.ILLEGAL_DELIVERY_TIME, "the max delay time of message is too "
                              f"large, max is {config.max_delay_time_mills}")
@@ -191,7 +194,10 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
     if host.strip():
         props[PROPERTY_BORN_HOST] = host
     if sysp.HasField("born_timestamp"):
-        props[PROPERTY_BORN_TIMESTAMP] = str(sysp.born_timestamp.ToMilliseconds())
+        try:
+            props[PROPERTY_BORN_TIMESTAMP] = str(sysp.born_timestamp.ToMilliseconds())
+        except ValueError:
+            pass  # 5.3 keeps only a valid born timestamp
     return OutMessage(topic, body, sys_flag, props, message_id, group)
 
 

@@ -123,9 +123,10 @@ class MessagingService:
             return await clients.notify_termination(self.core, session, request)
         return await _answer(lambda s: spb.NotifyClientTerminationResponse(status=s), work)
 
-    def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand],
-                  context: Context) -> AsyncIterator[spb.TelemetryCommand]:
-        return clients.telemetry(self.core, request_iterator, context)
+    async def Telemetry(self, request_iterator: AsyncIterator[spb.TelemetryCommand],
+                        context: Context) -> AsyncIterator[spb.TelemetryCommand]:
+        async for command in clients.telemetry(self.core, request_iterator, context):
+            yield command
 
     async def RecallMessage(self, request: spb.RecallMessageRequest,
                             context: Context) -> spb.RecallMessageResponse:

@@ -18,6 +18,9 @@ import pytest
 
 from engine.broker.controller import BrokerController
 from engine.client.broker_admin import BrokerAdmin
+from engine.client.errors import ClientError
+from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.message import MessageRecord
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.proxy.config import ProxyConfig
@@ -75,3 +78,28 @@ async def stack(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Sta
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Run a blocking call of the official client off the event loop."""
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+async def stored(stack: Stack, topic: str, message_id: str, *,
+                 timeout: float = 10.0) -> MessageRecord:
+    """The record of `topic` whose UNIQ_KEY is `message_id`, once the broker has it queued
+    (the consume queues are dispatched in the background, so this polls until `timeout`)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    client = RemotingClient(credentials=stack.broker.access.inner_credentials())
+    admin = BrokerAdmin(client)
+    try:
+        while True:
+            for queue_id in range(16):
+                mq = MessageQueue(topic, stack.broker.state.config.broker_name, queue_id)
+                try:
+                    pulled = await admin.pull_records(stack.broker.addr, mq, 0, max_nums=64)
+                except ClientError:
+                    continue
+                for record in pulled.records:
+                    if record.properties().get("UNIQ_KEY") == message_id:
+                        return record
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"message {message_id} never reached {topic}")
+            await asyncio.sleep(0.05)
+    finally:
+        await client.close()
