@@ -12,6 +12,7 @@ turns a stored record into the `pb.Message` a client receives (receive, transact
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from dataclasses import dataclass
 
@@ -194,10 +195,8 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
     if host.strip():
         props[PROPERTY_BORN_HOST] = host
     if sysp.HasField("born_timestamp"):
-        try:
+        with contextlib.suppress(ValueError):  # 5.3 keeps only a valid born timestamp
             props[PROPERTY_BORN_TIMESTAMP] = str(sysp.born_timestamp.ToMilliseconds())
-        except ValueError:
-            pass  # 5.3 keeps only a valid born timestamp
     return OutMessage(topic, body, sys_flag, props, message_id, group)
 
 

@@ -19,10 +19,10 @@ import pytest
 from engine.broker.controller import BrokerController
 from engine.client.broker_admin import BrokerAdmin
 from engine.client.errors import ClientError
-from engine.protocol.body.message_queue import MessageQueue
-from engine.protocol.message import MessageRecord
 from engine.namesrv.controller import NamesrvController
+from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig
+from engine.protocol.message import MessageRecord
 from engine.proxy.config import ProxyConfig
 from engine.proxy.local import local_proxy
 from engine.proxy.server import ProxyServer

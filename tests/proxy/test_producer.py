@@ -1,4 +1,4 @@
-"""The official 5.x Python client's Producer through the proxy: normal, FIFO, delay, transactions."""
+"""The official 5.x Python Producer through the proxy: normal, FIFO, delay, transactions."""
 
 from __future__ import annotations
 
