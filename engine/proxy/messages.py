@@ -13,6 +13,7 @@ turns a stored record into the `pb.Message` a client receives (receive, transact
 from __future__ import annotations
 
 import contextlib
+import time
 import zlib
 from dataclasses import dataclass
 
@@ -238,10 +239,13 @@ def _proto_type(props: dict[str, str]) -> int:
 
 def to_proto(record: MessageRecord, *, topic: str | None = None,
              props: dict[str, str] | None = None, receipt_handle: str = "",
-             delivery_attempt: int | None = None, offset_msg_id: str = "") -> pb.Message:
+             delivery_attempt: int | None = None, offset_msg_id: str = "",
+             now_ms: int | None = None) -> pb.Message:
     """A stored record as the `pb.Message` a 5.x client receives (5.3 `GrpcConverter`)."""
     if props is None:
         props = record.properties()
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
     body = inflate(record.body, record.sysflag)
     msg = pb.Message(topic=pb.Resource(name=topic or record.topic), body=body)
     for key, value in props.items():
@@ -263,8 +267,11 @@ def to_proto(record: MessageRecord, *, topic: str | None = None,
     sysp.born_host = props.get(PROPERTY_BORN_HOST) or record.born_host[0]
     sysp.store_timestamp.FromMilliseconds(record.store_timestamp)
     sysp.store_host = f"{record.store_host[0]}:{record.store_host[1]}"
+    delay_s = props.get(PROPERTY_TIMER_DELAY_SEC)
     deliver = props.get(PROPERTY_TIMER_DELIVER_MS)
-    if deliver and deliver.lstrip("-").isdigit():
+    if delay_s and delay_s.isdigit():  # 5.3: relative delays are reported from now
+        sysp.delivery_timestamp.FromMilliseconds(now_ms + int(delay_s) * 1000)
+    elif deliver and deliver.lstrip("-").isdigit():
         sysp.delivery_timestamp.FromMilliseconds(int(deliver))
     if receipt_handle:
         sysp.receipt_handle = receipt_handle

@@ -12,6 +12,7 @@ this engine lacks, answers NOT_IMPLEMENTED in its Status.  Nothing waits without
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, TypeAlias, TypeVar
 
@@ -85,6 +86,10 @@ class MessagingService:
             log.exception("internal error in ReceiveMessage")
             yield spb.ReceiveMessageResponse(status=status(
                 pb.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}"))
+        # 5.3 ends every receive with the proxy's clock (clients measure delivery latency).
+        done = spb.ReceiveMessageResponse()
+        done.delivery_timestamp.FromMilliseconds(int(time.time() * 1000))
+        yield done
 
     async def AckMessage(self, request: spb.AckMessageRequest,
                          context: Context) -> spb.AckMessageResponse:
