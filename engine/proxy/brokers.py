@@ -24,10 +24,11 @@ from engine.protocol import fastjson
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
-from engine.protocol.message import properties_to_string
+from engine.protocol.message import BatchItem, encode_batch_body, properties_to_string
 from engine.protocol.signature import Credentials
 from engine.proxy.config import ProxyConfig
 from engine.proxy.messages import NORMAL, TOPIC_MESSAGE_TYPES, OutMessage
+from engine.proxy.route import WriteQueue, write_queues
 from engine.proxy.status import ProxyError, code_of_remoting
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.remoting.client import RemotingClient
@@ -77,6 +78,7 @@ class BrokerGateway:
         self._ns_client = RemotingClient(connect_timeout=3.0, credentials=credentials)
         self.namesrv = NamesrvAdmin(namesrv_addr, timeout=3.0, client=self._ns_client)
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
+        self._writable: dict[int, list[WriteQueue]] = {}  # id(route) -> its write queues
         self._types: dict[str, tuple[float, str]] = {}
 
     async def close(self) -> None:
@@ -103,10 +105,22 @@ class BrokerGateway:
                 return cached[1]  # name servers unreachable: the last route stands
             raise broker_failure(exc, f"route of topic {topic}") from None
         self._routes[topic] = (now, route)
+        if cached is not None:
+            self._writable.pop(id(cached[1]), None)
         return route
 
+    async def write_queues(self, topic: str) -> list[WriteQueue]:
+        """The topic's writable queues (computed once per route fetched)."""
+        route = await self.route(topic)
+        queues = self._writable.get(id(route))
+        if queues is None:
+            queues = self._writable[id(route)] = write_queues(route)
+        return queues
+
     def forget_route(self, topic: str) -> None:
-        self._routes.pop(topic, None)
+        cached = self._routes.pop(topic, None)
+        if cached is not None:
+            self._writable.pop(id(cached[1]), None)
 
     @staticmethod
     def master_addr(route: TopicRouteData, broker_name: str) -> str | None:
@@ -161,36 +175,51 @@ class BrokerGateway:
 
     # ------------------------------------------------------------------ send / transactions
 
-    async def send(self, broker_name: str, addr: str, queue_id: int, msg: OutMessage,
-                   default_queue_nums: int) -> Sent:
-        """SEND_MESSAGE_V2 of one message to one queue.
+    async def send(self, queue: WriteQueue, msgs: list[OutMessage]) -> list[Sent]:
+        """SEND_MESSAGE_V2 of one message, or SEND_BATCH_MESSAGE of several (5.3 sends a
+        request's messages as one batch), to one queue; one `Sent` per message.
 
         Raises:
-            ProxyError: the broker refused it or could not be reached.
+            ProxyError: the broker refused them or could not be reached.
         """
-        ext = send_ext(group=msg.topic, topic=msg.topic, queue_id=queue_id,
-                       sys_flag=msg.sys_flag, born_ms=int(time.time() * 1000), flag=0,
-                       properties=properties_to_string(msg.properties),
-                       default_queue_nums=default_queue_nums, broker_name=broker_name)
-        cmd = request(RequestCode.SEND_MESSAGE_V2, ext, msg.body)
+        first = msgs[0]
+        batch = len(msgs) > 1
+        if batch:
+            body = encode_batch_body(BatchItem(0, m.body, properties_to_string(m.properties))
+                                     for m in msgs)
+            props = "WAIT\x01true"
+            code = RequestCode.SEND_BATCH_MESSAGE
+        else:
+            body, props = first.body, properties_to_string(first.properties)
+            code = RequestCode.SEND_MESSAGE_V2
+        ext = send_ext(group=first.topic, topic=first.topic, queue_id=queue.queue_id,
+                       sys_flag=first.sys_flag, born_ms=int(time.time() * 1000), flag=0,
+                       properties=props, default_queue_nums=queue.queue_nums,
+                       broker_name=queue.broker_name, batch=batch)
+        addr = queue.broker_addr
         try:
-            resp = await self.remoting.invoke(addr, cmd, self.timeout)
+            resp = await self.remoting.invoke(addr, request(code, ext, body), self.timeout)
         except RemotingError as exc:
-            raise broker_failure(exc, f"send to {broker_name}") from None
+            raise broker_failure(exc, f"send to {queue.broker_name}") from None
         if resp.code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT,
                              ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE):
             try:
                 raise_for(resp, addr)
             except ClientError as exc:
-                raise broker_failure(exc, f"send to {broker_name}") from None
+                raise broker_failure(exc, f"send to {queue.broker_name}") from None
             raise ProxyError(pb.INTERNAL_SERVER_ERROR, f"send answered code {resp.code}")
         ext_in = resp.ext_fields or {}
         try:
-            return Sent(broker_name, addr, int(ext_in["queueId"]), int(ext_in["queueOffset"]),
-                        ext_in["msgId"], ext_in.get("transactionId"), resp.code)
+            queue_id, offset = int(ext_in["queueId"]), int(ext_in["queueOffset"])
+            ids = ext_in["msgId"].split(",")
         except (KeyError, ValueError) as exc:
             raise ProxyError(pb.INTERNAL_SERVER_ERROR,
                              f"send answer lacks its header: {exc}") from None
+        if len(ids) != len(msgs):
+            ids = [ids[0]] * len(msgs)
+        transaction_id = ext_in.get("transactionId")
+        return [Sent(queue.broker_name, addr, queue_id, offset + i, ids[i], transaction_id,
+                     resp.code) for i in range(len(msgs))]
 
     async def oneway(self, addr: str, cmd: RemotingCommand, what: str) -> None:
         try:

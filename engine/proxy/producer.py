@@ -3,9 +3,10 @@
 How this works: the messages of one request share a topic; each is checked and converted
 (`messages.to_remoting`), the first one's type is checked against the topic's `message.type`
 (enableTopicMessageTypeCheck, not for retry and DLQ topics), and all go to one write queue:
-the message group's (a single message with a group) or the topic's next in turn.  Each is
-sent with SEND_MESSAGE_V2 and answered with its own entry; the response's status is the
-entries' common code, or MULTIPLE_RESULTS.  A stored half message is recorded for its
+the message group's (a single message with a group) or the topic's next in turn.  One
+message goes as SEND_MESSAGE_V2, several as one SEND_BATCH_MESSAGE (as 5.3); each message is
+answered with its own entry, and the response's status is the entries' common code, or
+MULTIPLE_RESULTS.  A stored half message is recorded for its
 EndTransaction, which then goes oneway to the broker that holds it (or, for an orphaned
 transaction check, back on the connection the check came on).
 """
@@ -32,7 +33,7 @@ from engine.proxy.brokers import Sent
 from engine.proxy.context import CallContext
 from engine.proxy.core import ProxyCore
 from engine.proxy.messages import check_message_type, message_type, to_remoting
-from engine.proxy.route import queue_for_group, write_queues
+from engine.proxy.route import queue_for_group
 from engine.proxy.status import OK_STATUS, ProxyError, status
 from engine.proxy.transactions import HalfMessage, commit_log_offset
 from engine.proxy.v2 import definition_pb2 as pb
@@ -73,16 +74,14 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     if core.config.enable_topic_message_type_check and not (
             topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX)):
         check_message_type(await gateway.topic_message_type(topic), message_type(out[0].properties))
-    queues = write_queues(await gateway.route(topic))
+    queues = await gateway.write_queues(topic)
     if not queues:
         raise ProxyError(pb.FORBIDDEN, "no writable queue")
     group = out[0].message_group if len(out) == 1 else ""
     queue = (queue_for_group(queues, group) if group
              else queues[core.next_turn(topic) % len(queues)])
     entries: list[spb.SendResultEntry] = []
-    for msg in out:
-        sent = await gateway.send(queue.broker_name, queue.broker_addr, queue.queue_id, msg,
-                                  queue.queue_nums)
+    for msg, sent in zip(out, await gateway.send(queue, out), strict=True):
         entry = _entry(sent, msg.message_id)
         if msg.sys_flag & TRANSACTION_PREPARED_TYPE and sent.status == ResponseCode.SUCCESS:
             transaction_id = sent.transaction_id or msg.message_id

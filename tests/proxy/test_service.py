@@ -13,7 +13,7 @@ from engine.proxy.config import ProxyConfig
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
-from tests.proxy.conftest import Stack, running_stack
+from tests.proxy.conftest import Stack, running_stack, stored
 
 HEADERS = (("x-mq-client-id", "raw-client-1"), ("x-mq-language", "PYTHON"),
            ("x-mq-client-version", "5.1.2"), ("x-mq-protocol", "GRPC_V2"))
@@ -163,3 +163,21 @@ async def test_message_types_are_checked_against_the_topic(
     assert "expected type is NORMAL, but actual type is FIFO" in refused.status.message
     assert accepted.status.code == pb.OK
     assert accepted.entries[0].offset == 0
+
+
+async def test_several_messages_of_a_request_go_as_one_batch(
+        stack: Stack, stub: service_pb2_grpc.MessagingServiceStub) -> None:
+    await stack.create_topic("Batched", queues=1)
+    messages = [normal_message("Batched") for _ in range(3)]
+    for i, msg in enumerate(messages):
+        msg.system_properties.message_id = f"01BATCH{i:026X}"
+        msg.body = f"m{i}".encode()
+    response = await stub.SendMessage(spb.SendMessageRequest(messages=messages),
+                                      metadata=HEADERS, timeout=TIMEOUT)
+    assert response.status.code == pb.OK
+    assert [e.offset for e in response.entries] == [0, 1, 2]
+    assert [e.message_id for e in response.entries] == [m.system_properties.message_id
+                                                        for m in messages]
+    for i, msg in enumerate(messages):
+        record = await stored(stack, "Batched", msg.system_properties.message_id)
+        assert (record.body, record.queue_offset) == (f"m{i}".encode(), i)
