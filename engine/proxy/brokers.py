@@ -36,10 +36,21 @@ from engine.remoting.errors import RemotingError
 
 log = logging.getLogger("engine.proxy")
 
-#: 5.x GET_TOPIC_CONFIG (the topic config with its attributes); brokers without it answer
-#: REQUEST_CODE_NOT_SUPPORTED.
+#: 5.x GET_TOPIC_CONFIG (the topic config with its attributes) and GET_SUBSCRIPTIONGROUP_CONFIG
+#: (one group's config); brokers without them answer REQUEST_CODE_NOT_SUPPORTED.
 GET_TOPIC_CONFIG = 351
+GET_SUBSCRIPTIONGROUP_CONFIG = 352
 MESSAGE_TYPE_ATTRIBUTE = "message.type"
+#: 5.3 SubscriptionGroupConfig defaults: retryMaxTimes, consumeMessageOrderly.
+DEFAULT_RETRY_MAX_TIMES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    """What a consumer group's config tells its 5.x clients."""
+
+    fifo: bool = False
+    retry_max_times: int = DEFAULT_RETRY_MAX_TIMES
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +91,7 @@ class BrokerGateway:
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._writable: dict[int, list[WriteQueue]] = {}  # id(route) -> its write queues
         self._types: dict[str, tuple[float, str]] = {}
+        self._groups: dict[str, tuple[float, GroupSettings]] = {}
 
     async def close(self) -> None:
         await self.namesrv.close()
@@ -157,21 +169,47 @@ class BrokerGateway:
             addr = data.broker_addrs.get(MASTER_ID)
             if not addr:
                 continue
-            try:
-                resp = await self.remoting.invoke(
-                    addr, request(GET_TOPIC_CONFIG, {"topic": topic}), self.timeout)
-            except RemotingError:
-                continue
-            if resp.code == ResponseCode.SUCCESS and resp.body:
-                try:
-                    attrs = fastjson.loads(resp.body).get("attributes") or {}
-                except (ValueError, AttributeError):
-                    attrs = {}
+            attrs = (await self._config_body(addr, GET_TOPIC_CONFIG, {"topic": topic})
+                     ).get("attributes")
+            if isinstance(attrs, dict):
                 value = str(attrs.get(MESSAGE_TYPE_ATTRIBUTE, NORMAL)).upper()
                 kind = value if value in TOPIC_MESSAGE_TYPES else NORMAL
             break
         self._types[topic] = (now, kind)
         return kind
+
+    async def _config_body(self, addr: str, code: int, ext: dict[str, str]) -> dict[str, object]:
+        """The JSON body of a 5.x config request ({} when unanswered or unsupported)."""
+        try:
+            resp = await self.remoting.invoke(addr, request(code, ext), self.timeout)
+        except RemotingError:
+            return {}
+        if resp.code != ResponseCode.SUCCESS or not resp.body:
+            return {}
+        try:
+            doc = fastjson.loads(resp.body)
+        except ValueError:
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
+    async def group_settings(self, group: str, topics: list[str]) -> GroupSettings:
+        """A group's consumeMessageOrderly and retryMaxTimes from GET_SUBSCRIPTIONGROUP_CONFIG
+        (352) on a broker of its topics; 5.3's defaults where brokers do not answer it."""
+        now = time.monotonic()
+        cached = self._groups.get(group)
+        if cached is not None and now - cached[0] < self.config.topic_config_cache_refresh_seconds:
+            return cached[1]
+        found = GroupSettings()
+        for addr in (await self.masters(topics)).values():
+            doc = await self._config_body(addr, GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group})
+            if doc:
+                retry = doc.get("retryMaxTimes", DEFAULT_RETRY_MAX_TIMES)
+                found = GroupSettings(
+                    fifo=doc.get("consumeMessageOrderly") is True,
+                    retry_max_times=retry if isinstance(retry, int) else DEFAULT_RETRY_MAX_TIMES)
+                break
+        self._groups[group] = (now, found)
+        return found
 
     # ------------------------------------------------------------------ send / transactions
 

@@ -71,7 +71,14 @@ async def _settings(core: ProxyCore, ctx: CallContext, command: spb.TelemetryCom
     else:
         raise ProxyError(pb.BAD_REQUEST, "there is no publishing or subscription data in settings")
     session = core.sessions.open(ctx)
-    session.settings = merged(settings, core.config)
+    if settings.HasField("subscription"):
+        group = await core.gateway.group_settings(
+            settings.subscription.group.name,
+            [e.topic.name for e in settings.subscription.subscriptions])
+        session.settings = merged(settings, core.config, fifo=group.fifo,
+                                  retry_max_times=group.retry_max_times)
+    else:
+        session.settings = merged(settings, core.config)
     session.outbox = outbox
     await register(core, session)
     return session

@@ -5,8 +5,8 @@ subscriptions, request timeout); the proxy answers them merged with its own.  A 
 gets the proxy's retry policy (grpcClientProducerMaxAttempts and the exponential backoff),
 the maximum body size and whether message types are validated.  A consumer gets the long
 polling batch size and timeout, FIFO when its group consumes orderly, and its group's retry
-policy: maxAttempts = retryMaxTimes + 1 and the customized backoff of the delay levels,
-5.3's defaults for a group (this proxy does not read group configs yet, see docs/proxy.md).
+policy: maxAttempts = retryMaxTimes + 1 (the group's config, GET_SUBSCRIPTIONGROUP_CONFIG) and
+the customized backoff of the delay levels (5.3's default retry policy of a group).
 Everyone gets metrics off, unless metricCollectorMode says "proxy".
 """
 
@@ -25,7 +25,8 @@ def _ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
 
 
-def merged(settings: pb.Settings, config: ProxyConfig, *, fifo: bool = False) -> pb.Settings:
+def merged(settings: pb.Settings, config: ProxyConfig, *, fifo: bool = False,
+           retry_max_times: int = GROUP_RETRY_MAX_TIMES) -> pb.Settings:
     """The client's settings with the proxy's part filled in."""
     out = pb.Settings()
     out.CopyFrom(settings)
@@ -45,7 +46,7 @@ def merged(settings: pb.Settings, config: ProxyConfig, *, fifo: bool = False) ->
             config.grpc_client_consumer_max_long_polling_timeout_millis)
         sub.fifo = fifo
         backoff = out.backoff_policy
-        backoff.max_attempts = GROUP_RETRY_MAX_TIMES + 1
+        backoff.max_attempts = retry_max_times + 1
         backoff.ClearField("exponential_backoff")
         custom = backoff.customized_backoff
         del custom.next[:]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -9,10 +11,14 @@ import grpc
 import pytest
 
 from engine.namesrv.controller import NamesrvController
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import RemotingCommand, request
+from engine.proxy.brokers import GET_SUBSCRIPTIONGROUP_CONFIG, GET_TOPIC_CONFIG
 from engine.proxy.config import ProxyConfig
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
+from engine.remoting.client import RemotingClient
 from tests.proxy.conftest import Stack, running_stack, stored
 
 HEADERS = (("x-mq-client-id", "raw-client-1"), ("x-mq-language", "PYTHON"),
@@ -181,3 +187,68 @@ async def test_several_messages_of_a_request_go_as_one_batch(
     for i, msg in enumerate(messages):
         record = await stored(stack, "Batched", msg.system_properties.message_id)
         assert (record.body, record.queue_offset) == (f"m{i}".encode(), i)
+
+
+async def _raw(stack: Stack, code: int, ext: dict[str, str], body: bytes | None = None
+               ) -> RemotingCommand:
+    client = RemotingClient(credentials=stack.broker.access.inner_credentials())
+    try:
+        return await client.invoke(stack.broker.addr, request(code, ext, body), TIMEOUT)
+    finally:
+        await client.close()
+
+
+async def test_topic_message_type_attribute_decides_what_is_accepted(
+        tmp_path: Path, namesrv: NamesrvController) -> None:
+    """A FIFO topic (5.x attribute `message.type`, GET_TOPIC_CONFIG 351) takes FIFO messages
+    only, and its route says so; skips while the broker keeps no topic attributes."""
+    async with running_stack(tmp_path, namesrv, ProxyConfig(grpc_server_port=0)) as stack:
+        probe = await _raw(stack, GET_TOPIC_CONFIG, {"topic": "TBW102"})
+        if probe.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            pytest.skip("the broker keeps no topic attributes yet (GET_TOPIC_CONFIG, issue 24)")
+        created = await _raw(stack, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+            "topic": "FifoTyped", "defaultTopic": "TBW102", "readQueueNums": "4",
+            "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0", "order": "false", "attributes": "+message.type=FIFO"})
+        assert created.code == ResponseCode.SUCCESS, created.remark
+        stack.proxy.gateway.forget_route("FifoTyped")
+        async with grpc.aio.insecure_channel(stack.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            for _ in range(100):  # the broker registers the new topic in the background
+                route = await stub.QueryRoute(spb.QueryRouteRequest(
+                    topic=pb.Resource(name="FifoTyped")), metadata=HEADERS, timeout=TIMEOUT)
+                if route.status.code == pb.OK:
+                    break
+                stack.proxy.gateway.forget_route("FifoTyped")
+                await asyncio.sleep(0.05)
+            assert {tuple(q.accept_message_types) for q in route.message_queues} == {(pb.FIFO,)}
+            fifo = await stub.SendMessage(spb.SendMessageRequest(
+                messages=[normal_message("FifoTyped", message_group="g1")]),
+                metadata=HEADERS, timeout=TIMEOUT)
+            normal = await stub.SendMessage(spb.SendMessageRequest(
+                messages=[normal_message("FifoTyped")]), metadata=HEADERS, timeout=TIMEOUT)
+    assert fifo.status.code == pb.OK
+    assert normal.status.code == pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+
+
+async def test_an_orderly_group_is_told_fifo_in_its_settings(
+        stack: Stack, stub: service_pb2_grpc.MessagingServiceStub) -> None:
+    """A group with consumeMessageOrderly (GET_SUBSCRIPTIONGROUP_CONFIG 352) gets fifo=true and
+    its retries; skips while the broker does not answer 352."""
+    probe = await _raw(stack, GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "probe-group"})
+    if probe.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+        pytest.skip("the broker does not answer GET_SUBSCRIPTIONGROUP_CONFIG yet (issue 24)")
+    await stack.create_topic("Ordered")
+    config = {"groupName": "OrderlyGroup", "consumeMessageOrderly": True, "retryMaxTimes": 3}
+    made = await _raw(stack, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {},
+                      json.dumps(config).encode())
+    assert made.code == ResponseCode.SUCCESS, made.remark
+    settings = pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
+        group=pb.Resource(name="OrderlyGroup"), subscriptions=[pb.SubscriptionEntry(
+            topic=pb.Resource(name="Ordered"), expression=pb.FilterExpression(expression="*"))]))
+    call = stub.Telemetry(metadata=HEADERS, timeout=TIMEOUT)
+    await call.write(spb.TelemetryCommand(settings=settings))
+    answer = await call.read()
+    await call.done_writing()
+    assert answer.settings.subscription.fifo is True
+    assert answer.settings.backoff_policy.max_attempts == 4
