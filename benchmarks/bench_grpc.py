@@ -9,8 +9,10 @@ the target of issue 25: 10,000 msgs/s.  Beside each rate it prints the broker pr
 time per message (broker and proxy together, user + system, from /proc) and this client's.
 Then the same with 16 messages per request (the proxy sends them as one SEND_BATCH_MESSAGE),
 a short run with the official client (`rocketmq-python-client`, 16 threads calling `send`),
-and, for scale, the same calls against a servicer that does nothing (grpc.aio's own cost
-per call on this machine, in a process of its own).
+and, for scale, the same one-message calls against two servers in a process of their own: a
+servicer that does nothing (grpc.aio's own cost per call on this machine), and the proxy
+whose broker calls answer at once (the proxy's own cost, without the remoting round trip
+and the broker's store).
 """
 
 from __future__ import annotations
@@ -138,17 +140,47 @@ async def serve_noop() -> None:
     await server.wait_for_termination()
 
 
-def bench_noop_floor() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_grpc", "--noop-server"],
-                            stdout=subprocess.PIPE, env=os.environ.copy())
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
-        run(bench_stubs(f"127.0.0.1:{port}", proc.pid, "for scale: the same calls to a no-op "
-                        "grpc.aio servicer (gRPC's own cost)", server="no-op server"))
-    finally:
-        proc.kill()
-        proc.wait(60)
+async def serve_proxy_without_broker() -> None:
+    """The proxy with a gateway whose sends answer at once (no broker behind it)."""
+    from engine.proxy.brokers import Sent
+    from engine.proxy.config import ProxyConfig
+    from engine.proxy.messages import OutMessage
+    from engine.proxy.route import WriteQueue
+    from engine.proxy.server import ProxyServer
+
+    proxy = ProxyServer(ProxyConfig(grpc_server_port=0, enable_topic_message_type_check=False),
+                        "127.0.0.1:9", host="127.0.0.1")
+    queues = [WriteQueue("bench-broker", "127.0.0.1:9", i, QUEUES) for i in range(QUEUES)]
+
+    async def write_queues(topic: str) -> list[WriteQueue]:
+        return queues
+
+    async def send(queue: WriteQueue, msgs: list[OutMessage]) -> list[Sent]:
+        return [Sent(queue.broker_name, queue.broker_addr, queue.queue_id, 0, "0" * 32, None, 0)
+                for _ in msgs]
+
+    proxy.gateway.write_queues = write_queues  # type: ignore[method-assign]
+    proxy.gateway.send = send  # type: ignore[method-assign]
+    await proxy.start()
+    print(proxy.port, flush=True)
+    await asyncio.Event().wait()
+
+
+def bench_for_scale() -> None:
+    for mode, label, server in (
+            ("--noop-server", "for scale: the same calls to a no-op grpc.aio servicer "
+                              "(gRPC's own cost)", "no-op server"),
+            ("--proxy-without-broker", "for scale: the same calls to the proxy whose broker "
+                                       "answers at once (the proxy's own cost)", "proxy")):
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_grpc", mode],
+                                stdout=subprocess.PIPE, env=os.environ.copy())
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline())
+            run(bench_stubs(f"127.0.0.1:{port}", proc.pid, label, server=server))
+        finally:
+            proc.kill()
+            proc.wait(60)
 
 
 def bench_official_client(endpoint: str, pid: int, threads: int = 16,
@@ -242,6 +274,8 @@ def main() -> None:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--noop-server"]:
         run(serve_noop())
+    elif sys.argv[1:] == ["--proxy-without-broker"]:
+        run(serve_proxy_without_broker())
     else:
         main()
-        bench_noop_floor()
+        bench_for_scale()
