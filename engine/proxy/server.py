@@ -43,7 +43,8 @@ class ProxyServer:
         self.core = ProxyCore(config, self.gateway, auth)
         self.server: grpc.aio.Server | None = None
         self.port = 0
-        self.janitor = PeriodicService("proxy-janitor", JANITOR_INTERVAL_S, self._clean)
+        interval = min(JANITOR_INTERVAL_S, config.grpc_client_idle_time_mills / 2000)
+        self.janitor = PeriodicService("proxy-janitor", interval, self._clean)
 
     @property
     def endpoint(self) -> str:

@@ -11,7 +11,16 @@ import pytest
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
 from rocketmq.v5.util.signature import Signature
 
-from engine.auth.model import User, UserType
+from engine.auth.model import (
+    Acl,
+    Action,
+    Policy,
+    PolicyEntry,
+    PolicyType,
+    Resource,
+    User,
+    UserType,
+)
 from engine.namesrv.controller import NamesrvController
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
@@ -93,3 +102,18 @@ async def test_rules_apply_to_a_normal_user(secured: Stack) -> None:
     status = await query_route(secured, "alice", "alice-secret")
     assert status.code == pb.UNAUTHORIZED
     assert "no rule allows" in status.message
+
+
+async def test_a_rule_granting_pub_lets_a_normal_user_send(secured: Stack) -> None:
+    secured.broker.access.store.put_acl(Acl("User:alice", (Policy(PolicyType.CUSTOM, (
+        PolicyEntry(Resource.parse("Topic:Secure"), (Action.PUB,)),)),)))
+    assert (await query_route(secured, "alice", "alice-secret")).code == pb.OK
+    producer = Producer(ClientConfiguration(secured.endpoint,
+                                            Credentials("alice", "alice-secret")), ("Secure",))
+    await in_thread(producer.startup)
+    try:
+        msg = Message()
+        msg.topic, msg.body = "Secure", b"allowed"
+        assert (await in_thread(producer.send, msg)).message_id
+    finally:
+        await in_thread(producer.shutdown)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.client import RemotingClient
-from tests.proxy.conftest import Stack, running_stack, stored
+from tests.proxy.conftest import TEST_PROXY, Stack, running_stack, stored
 
 HEADERS = (("x-mq-client-id", "raw-client-1"), ("x-mq-language", "PYTHON"),
            ("x-mq-client-version", "5.1.2"), ("x-mq-protocol", "GRPC_V2"))
@@ -252,3 +253,26 @@ async def test_an_orderly_group_is_told_fifo_in_its_settings(
     await call.done_writing()
     assert answer.settings.subscription.fifo is True
     assert answer.settings.backoff_policy.max_attempts == 4
+
+
+async def test_an_idle_client_is_unregistered_from_the_brokers(
+        tmp_path: Path, namesrv: NamesrvController) -> None:
+    config = dataclasses.replace(TEST_PROXY, grpc_client_idle_time_mills=300)
+    async with running_stack(tmp_path, namesrv, config) as stack:
+        await stack.create_topic("Idle")
+        settings = pb.Settings(client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
+            group=pb.Resource(name="IdleGroup"), subscriptions=[pb.SubscriptionEntry(
+                topic=pb.Resource(name="Idle"), expression=pb.FilterExpression(expression="*"))]))
+        async with grpc.aio.insecure_channel(stack.endpoint) as channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            call = stub.Telemetry(metadata=HEADERS, timeout=TIMEOUT)
+            await call.write(spb.TelemetryCommand(settings=settings))
+            assert (await call.read()).status.code == pb.OK
+            await call.done_writing()
+        assert stack.broker.state.consumers.get("IdleGroup") is not None
+        for _ in range(200):  # the janitor runs every idle/2: 150 ms
+            if stack.broker.state.consumers.get("IdleGroup") is None:
+                break
+            await asyncio.sleep(0.05)
+        assert stack.broker.state.consumers.get("IdleGroup") is None
+        assert stack.proxy.core.sessions.get("raw-client-1") is None
