@@ -1,14 +1,13 @@
-"""Telemetry, Heartbeat, NotifyClientTermination, QueryRoute, QueryAssignment (5.3 `ClientActivity`,
-`RouteActivity`).
+"""The client-facing RPCs: Telemetry, Heartbeat, NotifyClientTermination, routes, assignments.
 
-How this works: Telemetry is the client's long-lived bidirectional stream.  Its first command
-is the client's settings; the proxy validates them, registers the client with the brokers
-(`ClientSession.register`) and answers the merged settings (`settings.merged`), which every
-5.x client waits for before it starts.  The stream then carries the proxy's commands to the
-client (orphaned transaction checks, `sessions.py`) until either side closes it.  A failure
-while handling a command ends the stream with INVALID_ARGUMENT for a 4xxxx code and INTERNAL
-otherwise, as 5.3 does.  Heartbeat renews the registration; NotifyClientTermination removes
-it at once.
+How this works (5.3 `ClientActivity`, `RouteActivity`): Telemetry is the client's
+long-lived bidirectional stream.  Its first command is the client's settings; the proxy
+validates them, registers the client with the brokers (`ClientSession.register`) and answers
+the merged settings (`settings.merged`), which every 5.x client waits for before it starts.
+The stream then carries the proxy's commands to the client (orphaned transaction checks,
+`sessions.py`) until either side closes it.  A failure while handling a command ends the
+stream with INVALID_ARGUMENT for a 4xxxx code and INTERNAL otherwise, as 5.3 does.
+Heartbeat renews the registration; NotifyClientTermination removes it at once.
 """
 
 from __future__ import annotations
