@@ -49,17 +49,14 @@ class ProxyConfig:
     grpc_client_producer_backoff_initial_millis: int = 10
     grpc_client_producer_backoff_max_millis: int = 1000
     grpc_client_producer_backoff_multiplier: int = 2
-    grpc_client_consumer_min_long_polling_timeout_millis: int = 5_000
     grpc_client_consumer_max_long_polling_timeout_millis: int = 20_000
     grpc_client_consumer_long_polling_batch_size: int = 32
     grpc_client_idle_time_mills: int = 120_000
     grpc_proxy_relay_request_timeout_in_seconds: int = 5
-    topic_route_service_cache_expired_seconds: int = 300
     topic_route_service_cache_refresh_seconds: int = 20
     topic_config_cache_refresh_seconds: int = 20
     transaction_data_expire_millis: int = 30_000
     long_polling_reserve_time_in_millis: int = 100
-    enable_batch_ack: bool = False
     use_delay_level: bool = False
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     metric_collector_mode: str = "off"

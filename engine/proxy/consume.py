@@ -9,13 +9,14 @@ offset infos give each message its receipt, as 5.3's client does (`engine.protoc
 the client's receipt handle is that receipt plus the message's commit-log offset (5.3
 `ReceiptHandle`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
 TOO_MANY_REQUESTS for a full broker), then one response per message.  Acks go as ACK_MESSAGE
-(or one BATCH_ACK_MESSAGE per broker with enableBatchAck), a change of invisibility as
+(one per receipt; 5.3's enableBatchAck is not implemented), a change of invisibility as
 CHANGE_MESSAGE_INVISIBLETIME whose answer makes the new receipt, and a DLQ forward as
-CONSUMER_SEND_MSG_BACK with delay level -1 after acking the receipt, as 5.3 does.
+CONSUMER_SEND_MSG_BACK with delay level -1, then an ack of the receipt, as 5.3 does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator
 
@@ -35,6 +36,7 @@ from engine.protocol.header.pop import (
     PopMessageResponseHeader,
 )
 from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
+from engine.protocol.perm import is_readable
 from engine.protocol.receipt import (
     ExtraInfo,
     ReceiptError,
@@ -88,10 +90,6 @@ def parse_handle(handle: str) -> ExtraInfo:
     return info
 
 
-def _expired(info: ExtraInfo) -> bool:
-    return info.revive_time <= int(time.time() * 1000)
-
-
 # ---------------------------------------------------------------------- receive
 
 def _invisible_ms(core: ProxyCore, req: spb.ReceiveMessageRequest) -> int:
@@ -125,7 +123,7 @@ def _polling_ms(core: ProxyCore, req: spb.ReceiveMessageRequest,
 async def _broker(core: ProxyCore, topic: str, wanted: str) -> tuple[str, str]:
     route = await core.gateway.route(topic)
     readable = sorted(qd.broker_name for qd in route.queue_datas
-                       if qd.perm & 0x4 and qd.read_queue_nums > 0)
+                      if is_readable(qd.perm) and qd.read_queue_nums > 0)
     names = [wanted] if wanted and wanted in readable else readable
     for offset in range(len(names)):
         name = names[(core.next_turn("\x00receive\x00" + topic) + offset) % len(names)]
@@ -293,9 +291,9 @@ async def forward_to_dlq(core: ProxyCore, req: spb.ForwardMessageToDeadLetterQue
     header = ConsumerSendMsgBackRequestHeader(
         offset=commit_offset, group=group, delay_level=DLQ_DELAY_LEVEL,
         origin_msg_id=req.message_id, origin_topic=info.topic(topic, group),
-        max_reconsume_times=req.max_delivery_attempts or None)
+        max_reconsume_times=0)
     await _call(core, info.broker_name, topic,
                 request(RequestCode.CONSUMER_SEND_MSG_BACK, to_ext(header)), "forward to DLQ")
-    if not _expired(info):
+    with contextlib.suppress(ProxyError):  # 5.3 acks after the forward, whatever the ack says
         await _ack_one(core, group, topic, req.receipt_handle)
     return spb.ForwardMessageToDeadLetterQueueResponse(status=OK_STATUS)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import grpc
 import pytest
 from rocketmq import (
     ClientConfiguration,
@@ -30,8 +31,11 @@ from engine.protocol.command import request
 from engine.protocol.header.pop import INIT_MODE_MAX, PopMessageRequestHeader
 from engine.protocol.wire import to_ext
 from engine.proxy.config import ProxyConfig
+from engine.proxy.v2 import definition_pb2 as pb
+from engine.proxy.v2 import service_pb2 as spb
+from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.client import RemotingClient
-from tests.proxy.conftest import Stack, in_thread, running_stack
+from tests.proxy.conftest import Stack, in_thread, running_stack, stored
 
 GROUP = "GrpcConsumers"
 #: Short long polls and invisible times, so empty receives and redeliveries take seconds.
@@ -179,3 +183,23 @@ def _receive_or_error(consumer: SimpleConsumer) -> object:
         return consumer.receive(1, 10)
     except Exception as exc:  # NOT_IMPLEMENTED from a broker without POP
         return exc
+
+
+async def test_forward_to_dead_letter_queue(pop_stack: Stack) -> None:
+    (msg_id,) = await send(pop_stack, b"poison")
+    consumer = await simple_consumer(pop_stack)
+    try:
+        (got,) = await receive_all(consumer, 1, invisible_s=30)
+        request_ = spb.ForwardMessageToDeadLetterQueueRequest(
+            group=pb.Resource(name=GROUP), topic=pb.Resource(name="Pops"),
+            receipt_handle=got.receipt_handle, message_id=msg_id, delivery_attempt=1,
+            max_delivery_attempts=17)
+        async with grpc.aio.insecure_channel(pop_stack.endpoint) as channel:
+            answer = await service_pb2_grpc.MessagingServiceStub(channel)\
+                .ForwardMessageToDeadLetterQueue(request_, metadata=(
+                    ("x-mq-client-id", "dlq-test"),), timeout=10)
+        assert answer.status.code == pb.OK, answer.status
+        dead = await stored(pop_stack, f"%DLQ%{GROUP}", msg_id)
+        assert dead.body == b"poison"
+    finally:
+        await in_thread(consumer.shutdown)
