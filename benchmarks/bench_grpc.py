@@ -185,7 +185,9 @@ def bench_for_scale() -> None:
 
 def bench_official_client(endpoint: str, pid: int, threads: int = 16,
                           seconds: float = SECONDS) -> None:
-    from rocketmq import ClientConfiguration, Credentials, Message, Producer
+    from rocketmq.v5.client import ClientConfiguration, Credentials
+    from rocketmq.v5.model import Message
+    from rocketmq.v5.producer import Producer
 
     producer = Producer(ClientConfiguration(endpoint, Credentials()), (TOPIC,))
     producer.startup()

@@ -125,12 +125,11 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
 def grpc_route_status(endpoint: str, access_key: str, secret_key: str) -> str:
     """QueryRoute of DemoOrders through a proxy, signed as the official 5.x client signs."""
     import grpc
-    from rocketmq import ClientConfiguration, Credentials
-    from rocketmq.v5.util.signature import Signature
 
     from engine.proxy.v2 import definition_pb2 as pb
     from engine.proxy.v2 import service_pb2 as spb
     from engine.proxy.v2 import service_pb2_grpc
+    from tests.proxy.official import ClientConfiguration, Credentials, Signature
 
     config = ClientConfiguration(endpoint, Credentials(access_key, secret_key))
     with grpc.insecure_channel(endpoint) as channel:

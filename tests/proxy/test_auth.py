@@ -8,8 +8,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from rocketmq import ClientConfiguration, Credentials, Message, Producer
-from rocketmq.v5.util.signature import Signature
 
 from engine.auth.model import (
     Acl,
@@ -26,6 +24,7 @@ from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from tests.proxy.conftest import Stack, in_thread, running_stack
+from tests.proxy.official import ClientConfiguration, Credentials, Message, Producer, Signature
 
 ADMIN = ("admin", "admin-secret")
 

@@ -6,15 +6,6 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from rocketmq import (
-    ClientConfiguration,
-    Credentials,
-    FilterExpression,
-    Message,
-    Producer,
-    SimpleConsumer,
-)
-
 from engine.client.broker_admin import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
@@ -22,6 +13,14 @@ from engine.proxy.server import ProxyServer
 from engine.remoting.client import RemotingClient
 from tests.broker.conftest import running_broker
 from tests.proxy.conftest import TEST_PROXY, in_thread
+from tests.proxy.official import (
+    ClientConfiguration,
+    Credentials,
+    FilterExpression,
+    Message,
+    Producer,
+    SimpleConsumer,
+)
 
 
 async def test_one_proxy_fronts_every_broker_of_the_routes(tmp_path: Path,

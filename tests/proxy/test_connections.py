@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from rocketmq import ClientConfiguration, Credentials, FilterExpression, Producer, SimpleConsumer
-
 from engine.client.broker_admin import BrokerAdmin
 from engine.protocol.codes import LanguageCode
 from engine.protocol.version import version_ordinal
 from engine.remoting.client import RemotingClient
 from tests.proxy.conftest import Stack, in_thread
+from tests.proxy.official import (
+    ClientConfiguration,
+    Credentials,
+    FilterExpression,
+    Producer,
+    SimpleConsumer,
+)
 
 PYTHON_CLIENT_VERSION = version_ordinal("V5_1_2")  # rocketmq-python-client 5.1.2
 

@@ -9,12 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rocketmq import ClientConfiguration, Credentials, Message, Producer
-
 from engine.namesrv.controller import NamesrvController
 from tests.broker.conftest import running_broker
 from tests.broker.test_main import env, write_conf
 from tests.proxy.conftest import in_thread
+from tests.proxy.official import ClientConfiguration, Credentials, Message, Producer
 
 STARTUP_S = 60
 

@@ -6,12 +6,17 @@ import threading
 import time
 from pathlib import Path
 
-from rocketmq import ClientConfiguration, Credentials, Message, Producer, TransactionChecker
-from rocketmq.grpc_protocol import TransactionResolution
-
 from engine.namesrv.controller import NamesrvController
 from engine.proxy.route import queue_for_group, write_queues
 from tests.proxy.conftest import Stack, in_thread, running_stack, stored
+from tests.proxy.official import (
+    ClientConfiguration,
+    Credentials,
+    Message,
+    Producer,
+    TransactionChecker,
+    TransactionResolution,
+)
 
 
 def message(topic: str, body: bytes, **fields: object) -> Message:

@@ -13,17 +13,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from rocketmq import (
-    ClientConfiguration,
-    ConsumeResult,
-    Credentials,
-    FilterExpression,
-    Message,
-    MessageListener,
-    Producer,
-    PushConsumer,
-    SimpleConsumer,
-)
 
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
@@ -36,6 +25,17 @@ from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.client import RemotingClient
 from tests.proxy.conftest import Stack, in_thread, running_stack, stored
+from tests.proxy.official import (
+    ClientConfiguration,
+    ConsumeResult,
+    Credentials,
+    FilterExpression,
+    Message,
+    MessageListener,
+    Producer,
+    PushConsumer,
+    SimpleConsumer,
+)
 
 GROUP = "GrpcConsumers"
 #: Short long polls and invisible times, so empty receives and redeliveries take seconds.
