@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from engine.proxy.server import ProxyServer
 
 PROG = "mqbroker"
+#: Seconds calls in flight get when a broker with --enable-proxy stops.
+LOCAL_PROXY_GRACE_S = 3.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -95,8 +97,8 @@ async def serve(broker: BrokerConfig, store: MessageStoreConfig,
     if proxy is not None:
         print(f"The gRPC proxy boot success, endpoint {proxy.endpoint}", flush=True)
     await stop.wait()
-    if proxy is not None:
-        await proxy.stop()
+    if proxy is not None:  # long polls are cut short: the broker's own shutdown comes first
+        await proxy.stop(grace=min(LOCAL_PROXY_GRACE_S, proxy.config.grpc_shutdown_time_seconds))
     await controller.stop()
     return 0
 

@@ -3,7 +3,8 @@
 Start: connect nothing yet (brokers and name servers are reached on first use), bind
 grpcServerPort (0 picks a free port), start serving, then the janitor Service, which every
 few seconds unregisters clients idle for grpcClientIdleTimeMills and drops expired
-transaction data.  Stop: stop accepting calls (grpcShutdownTimeSeconds of grace for those in
+transaction data.  Stop: end every Telemetry stream (they would otherwise hold the grace
+period to its end), stop accepting calls (grpcShutdownTimeSeconds of grace for those in
 flight), unregister every client from the brokers, close the connections.
 """
 
@@ -94,8 +95,13 @@ class ProxyServer:
         self.core.transactions.expire()
 
     async def stop(self, grace: float | None = None) -> None:
+        """End the Telemetry streams, stop serving (`grace` seconds, default
+        grpcShutdownTimeSeconds, for calls in flight), unregister every client."""
         if self.janitor.running:
             await self.janitor.stop()
+        for session in self.core.sessions.all():
+            if session.outbox is not None:
+                session.outbox.put_nowait(None)  # the stream's writer returns: the call ends
         if self.server is not None:
             await self.server.stop(self.config.grpc_shutdown_time_seconds if grace is None
                                    else grace)

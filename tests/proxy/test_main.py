@@ -113,3 +113,27 @@ def test_mqproxy_needs_a_name_server(tmp_path: Path) -> None:
                           env=env(tmp_path), timeout=60)
     assert done.returncode == 1
     assert "no name server address" in done.stderr
+
+
+async def test_broker_stops_promptly_with_a_grpc_client_connected(
+        tmp_path: Path, namesrv: NamesrvController) -> None:
+    """The client's Telemetry stream stays open; SIGTERM still ends the broker in seconds
+    (`mqadmin dev down` SIGKILLs after 10 s)."""
+    conf = write_conf(tmp_path, namesrvAddr=f"127.0.0.1:{namesrv.port}")
+    proc, line = await serve_until_line(
+        [sys.executable, "-m", "engine.broker.main", "-c", str(conf), "--enable-proxy",
+         "-pc", str(proxy_json(tmp_path))], tmp_path, "gRPC proxy boot success")
+    endpoint = line.rsplit(" ", 1)[1].strip()
+    producer = Producer(ClientConfiguration(endpoint, Credentials()), ("TBW102",))
+    try:
+        await in_thread(producer.startup)
+        assert await in_thread(producer._init_settings_event.wait, 10)  # the stream is open
+        started = asyncio.get_running_loop().time()
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), STARTUP_S) == 0
+        assert asyncio.get_running_loop().time() - started < 8
+    finally:
+        await in_thread(producer.shutdown)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
