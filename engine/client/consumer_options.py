@@ -98,6 +98,5 @@ class PopOptions:
     consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
     order: bool = False  # FIFO pops: a queue's messages in order, one consumer at a time
     receivers: int = 2  # POP requests in flight while listening
-    consume_concurrency: int = 64  # listener calls at once (concurrent mode)
     retry_backoff_millis: int = 1000  # a failed message turns visible again this much later
     await_termination_millis: int = 10_000  # shutdown waits this long for listener calls

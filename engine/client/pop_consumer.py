@@ -5,8 +5,9 @@ master hosting the topic at a time (queue -1: every queue of it, the group's pop
 included), in turn, as 5.x clients do; each message carries its receipt (POP_CK) and stays
 invisible to the group until it is acked, its invisibility changed, or its invisible time
 passes, when the broker hands it out again with its reconsume times raised.  `listen()`
-runs a listener over what `receivers` POP loops bring: concurrently, successes acked in one
-BATCH_ACK per pop, failures made visible again after `retry_backoff_millis`; with
+runs a listener over what `receivers` POP loops bring: a coroutine listener's calls on one
+pop's messages run together, successes are acked in one BATCH_ACK per pop, failures made
+visible again after `retry_backoff_millis`; with
 `order=True` (FIFO pops), a batch's messages one after the other, each acked after its
 success, and after a failure the rest of the batch comes back with it.  The consumer
 registers with its brokers as a CONSUME_POP member, so the console lists it.
@@ -216,7 +217,6 @@ class PopConsumer(ConsumerSupport):
                 self.spawn(self._receive_loop(topic))
 
     async def _receive_loop(self, topic: str) -> None:
-        limit = asyncio.Semaphore(self.options.consume_concurrency)
         while self.running and not self.stopping:
             try:
                 msgs = await self.receive(topic)
@@ -229,7 +229,7 @@ class PopConsumer(ConsumerSupport):
             if self.options.order:
                 await self._consume_in_order(msgs)
             else:
-                await self._consume_batch(msgs, limit)
+                await self._consume_batch(msgs)
 
     async def _call(self, msg: MessageExt) -> bool:
         assert self.listener is not None
@@ -241,21 +241,41 @@ class PopConsumer(ConsumerSupport):
             return False
         return status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    async def _consume_batch(self, msgs: list[MessageExt], limit: asyncio.Semaphore) -> None:
-        async def one(m: MessageExt) -> bool:
-            async with limit:
-                return await self._call(m)
+    async def _settled(self, msg: MessageExt, outcome: Awaitable[object]) -> bool:
+        try:
+            return await outcome is ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        except Exception:
+            log.exception("%s: listener failed on %s", self.group, msg.msg_id)
+            return False
 
-        if len(msgs) == 1:
-            outcomes = [await one(msgs[0])]
-        else:
-            outcomes = await asyncio.gather(*(one(m) for m in msgs))
-        done = [m for m, ok in zip(msgs, outcomes, strict=True) if ok]
-        failed = [m for m, ok in zip(msgs, outcomes, strict=True) if not ok]
+    async def _consume_batch(self, msgs: list[MessageExt]) -> None:
+        """A plain listener runs on each message in turn; a coroutine listener's calls run
+        together (a pop's batch at most)."""
+        assert self.listener is not None
+        ok: list[bool] = []
+        waiting: list[tuple[int, Awaitable[bool]]] = []
+        for m in msgs:
+            try:
+                outcome = self.listener(m)
+            except Exception:
+                log.exception("%s: listener failed on %s", self.group, m.msg_id)
+                ok.append(False)
+                continue
+            if inspect.isawaitable(outcome):
+                waiting.append((len(ok), self._settled(m, outcome)))
+                ok.append(False)
+            else:
+                ok.append(outcome is ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+        if waiting:
+            for (i, _), got in zip(waiting, await asyncio.gather(*(w for _, w in waiting)),
+                                   strict=True):
+                ok[i] = got
+        done = [m for m, good in zip(msgs, ok, strict=True) if good]
         if done:
             self.spawn(self._settle_acks(done), work=True)
-        for m in failed:
-            self.spawn(self._retry_later(m), work=True)
+        for m, good in zip(msgs, ok, strict=True):
+            if not good:
+                self.spawn(self._retry_later(m), work=True)
 
     async def _consume_in_order(self, msgs: list[MessageExt]) -> None:
         for i, m in enumerate(msgs):
