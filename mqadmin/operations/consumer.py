@@ -285,10 +285,12 @@ async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> lis
             except ClientError:
                 cc = None
         if cc is not None and cc.connection_set:
-            push = cc.consume_type is ConsumeType.CONSUME_PASSIVELY
+            # Apache 5.3 calls a POP group PUSH here; this console says POP.
+            pulled = cc.consume_type is ConsumeType.CONSUME_ACTIVELY
             row |= {"count": len(cc.connection_set), "version": version_desc(
-                cc.compute_min_version()), "type": "PUSH" if push else "PULL",
-                "model": cc.message_model.name if push and cc.message_model else None}
+                cc.compute_min_version()),
+                "type": cc.consume_type.type_cn if cc.consume_type else "PULL",
+                "model": cc.message_model.name if not pulled and cc.message_model else None}
         finished += 1
         if on_progress is not None:
             on_progress(finished, len(groups))
