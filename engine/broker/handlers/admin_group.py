@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from engine.broker.handlers.admin_topic import body, slave_refusal
 from engine.broker.state import BrokerState
+from engine.protocol import attributes as attrs
 from engine.protocol.body.decode import request_body
 from engine.protocol.body.offsets import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
 from engine.protocol.body.subscription import SubscriptionGroupConfig
@@ -34,7 +36,14 @@ def update_and_create_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> Remo
     if not config.group_name or not config.group_name.strip():
         return cmd.response(ResponseCode.SYSTEM_ERROR, "the SubscriptionGroupConfig has no "
                             "groupName; name the group to create or update")
-    ctx.state.groups.put(config)
+    current = ctx.state.groups.get(config.group_name)
+    try:  # 5.3 defines no group attribute: any change is refused, as Apache refuses it
+        attributes = attrs.alter((current.attributes if current else None) or {},
+                                 config.attributes or {}, create=current is None,
+                                 known=attrs.GROUP_ATTRIBUTES)
+    except attrs.AttributeProblem as exc:
+        return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
+    ctx.state.groups.put(replace(config, attributes=attributes or None))
     return cmd.response()
 
 
