@@ -1,5 +1,6 @@
-"""The Topics screen's data: every topic with its queues, permission, brokers, consuming
-groups and backlog, from one topic-config and one consume-stats request per master."""
+"""The Topics screen's data: every topic with its message type (RocketMQ 5), queues,
+permission, brokers, consuming groups and backlog, from one topic-config and one
+consume-stats request per master."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string
 from mqadmin.operations import topic as topic_ops
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
+from mqadmin.operations.topic_attributes import message_type_cell
 from mqadmin.tui.data.consume import Lags, masters, read_lags
 
 Row = dict[str, Any]
@@ -74,8 +76,10 @@ async def read_topics(admin: MQAdmin, *, with_lag: bool = True) -> TopicsView:
     for topic in sorted({r["topic"] for r in listed} | set(per_topic)):
         on = sorted(per_topic.get(topic, []), key=lambda p: p[0])
         perms = {c.perm for _, c in on}
+        types = {message_type_cell(c) or "" for _, c in on}
         rows.append({
             "topic": topic, "kind": kind_of(topic, set(found), clusters),
+            "type": "/".join(sorted(t or "(none)" for t in types)) if types - {""} else None,
             "read": sum(c.read_queue_nums for _, c in on) if on else None,
             "write": sum(c.write_queue_nums for _, c in on) if on else None,
             "perm": perm_to_string(perms.pop()) if len(perms) == 1 else
