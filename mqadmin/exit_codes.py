@@ -101,7 +101,7 @@ class ServersFailed(CliError):
         else:
             hint = _hint(self.failures[0][1]) if self.failures else ""
         super().__init__(f"{what} failed on {len(self.failures)} of {total} {noun}: "
-                         f"{detail}. {hint}".rstrip())
+                         f"{detail.rstrip('.')}. {hint}".rstrip())
         if self.partial:
             self.code = ExitCode.PARTIAL
         else:  # all failed: the most telling reason (a refusal says more than a timeout)
