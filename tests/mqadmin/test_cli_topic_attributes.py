@@ -107,3 +107,12 @@ def test_update_sub_group_consume_message_orderly(cluster: BackgroundCluster) ->
                     "+colour=red", "-n", cluster.ns, "--yes")
     assert result.exit_code == ExitCode.REJECTED
     assert "unsupported key: colour" in result.stderr
+
+
+def test_update_topic_perm_keeps_the_attributes(cluster: BackgroundCluster) -> None:
+    assert update_topic(cluster, "Kept", "-a", "+message.type=FIFO").exit_code == 0
+    result = invoke("updateTopicPerm", "-n", cluster.ns, "-c", "DefaultCluster", "-t", "Kept",
+                    "-p", "4", "--yes", "-o", "json")
+    assert result.exit_code == 0, result.stderr
+    config = broker_topic(cluster, "Kept")
+    assert config is not None and (config.perm, config.message_type) == (4, "FIFO")
