@@ -50,13 +50,6 @@ class TopicMessageType(enum.StrEnum):
     MIXED = "MIXED"
 
 
-class QueueType(enum.StrEnum):
-    """`queue.type` (Apache's `CQType` as far as a topic attribute names it)."""
-
-    SIMPLE_CQ = "SimpleCQ"
-    BATCH_CQ = "BatchCQ"
-
-
 @dataclass(frozen=True, slots=True)
 class EnumAttribute:
     """An attribute whose value is one of a set (`EnumAttribute`)."""

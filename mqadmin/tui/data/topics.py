@@ -14,7 +14,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string
 from mqadmin.operations import topic as topic_ops
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
-from mqadmin.operations.topic_attributes import message_type_cell
+from mqadmin.operations.topic_attributes import message_type_cell, topic_config
 from mqadmin.tui.data.consume import Lags, masters, read_lags
 
 Row = dict[str, Any]
@@ -101,14 +101,17 @@ class TopicDetail:
     queues: list[Row]
     groups: list[Row]
     failures: list[str] = field(default_factory=list)
+    #: The message type and attributes the brokers keep (topicConfig's rows), one line.
+    attributes: str = ""
 
 
 async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
     """A topic's routes and per-queue status (topicRoute's and topicStatus's rows, from one
-    read of its route) and its groups' lag."""
-    read, found = await asyncio.gather(
+    read of its route), its groups' lag and its attributes (topicConfig's rows)."""
+    read, found, configs = await asyncio.gather(
         topic_ops.read_status(admin, topic),
-        read_lags(admin, list((await masters(admin)).values())))
+        read_lags(admin, list((await masters(admin)).values())),
+        topic_config(admin, topic))
     routes, status = topic_ops.route_rows(topic, read.route), topic_ops.status_rows(read)
     lags = [lag for lag in found.rows if lag.topic == topic]
     per_group: dict[str, Row] = {}
@@ -119,4 +122,16 @@ async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
         row["queues"] += 1
     failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in status.failures]
     return TopicDetail(routes, status.rows, sorted(per_group.values(), key=lambda r: r["group"]),
-                       failures + found.failed)
+                       failures + found.failed, attributes_line(configs.rows))
+
+
+def attributes_line(rows: list[Row]) -> str:
+    """`message type FIFO (message.type=FIFO)`, per broker when the brokers differ."""
+    def one(row: Row) -> str:
+        kind = row["messageType"] or "not set (NORMAL to RocketMQ 5 clients)"
+        return f"message type {kind}" + (f" ({row['attributes']})" if row["attributes"] else "")
+
+    shown = {one(r) for r in rows if r["readQueueNums"] is not None}
+    if len(shown) <= 1:
+        return next(iter(shown), "")
+    return " · ".join(f"{r['brokerName']}: {one(r)}" for r in rows)

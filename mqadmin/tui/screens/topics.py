@@ -138,7 +138,8 @@ class TopicsScreen(DashScreen):
 
 
 class TopicScreen(DashScreen):
-    """One topic: its routes, each queue's offsets, the groups consuming it."""
+    """One topic: its message type, its routes, each queue's offsets, the groups consuming
+    it."""
 
     def __init__(self, topic: str) -> None:
         super().__init__()
@@ -148,6 +149,7 @@ class TopicScreen(DashScreen):
         return f"Topic {self.topic}  (Esc: back)"
 
     def body(self) -> ComposeResult:
+        yield Static("", id="topic-attributes", classes="panel")
         yield Static("Routes", classes="section")
         yield RowTable([Col(c, c) for c in ("brokerName", "brokerId", "addr", "readQueueNums",
                                             "writeQueueNums", "perm")],
@@ -166,6 +168,7 @@ class TopicScreen(DashScreen):
         return await read_topic(admin, self.topic)
 
     def present(self, data: TopicDetail) -> None:
+        self.query_one("#topic-attributes", Static).update(data.attributes)
         self.query_one("#routes", RowTable).show(data.routes)
         self.query_one("#queues", RowTable).show(data.queues)
         self.query_one("#topic-groups", RowTable).show(data.groups)

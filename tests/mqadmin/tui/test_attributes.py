@@ -10,7 +10,7 @@ from mqadmin import history
 from mqadmin.tui.screens.change import ChangeScreen
 from mqadmin.tui.screens.groups import GroupScreen, GroupsScreen
 from mqadmin.tui.screens.topic_form import TopicForm
-from mqadmin.tui.screens.topics import TopicsScreen
+from mqadmin.tui.screens.topics import TopicScreen, TopicsScreen
 from tests.mqadmin.conftest import BackgroundCluster
 from tests.mqadmin.tui.pilot import SIZE, dashboard, keys_of, loaded, table, type_text, until
 from tests.mqadmin.tui.test_changes import broker_topic, finish
@@ -48,6 +48,13 @@ async def test_create_a_fifo_topic_and_change_its_type_through_the_form(
         assert dialog.state == "done"
         changed = broker_topic(cluster, "FifoOrders")
         assert changed is not None and changed.attributes == {"message.type": "DELAY"}
+        await pilot.press("escape")
+        await loaded(pilot, TopicsScreen)
+        table(pilot).move_cursor(row=keys_of(pilot).index("FifoOrders"))
+        await pilot.press("enter")
+        detail = await loaded(pilot, TopicScreen)
+        assert str(detail.query_one("#topic-attributes", Static).render()) == (
+            "message type DELAY (message.type=DELAY)")
 
     audited = history.records(detail=True)
     assert [r["args"].get("attributes") for r in audited] == [
