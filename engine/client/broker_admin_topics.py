@@ -40,6 +40,7 @@ from engine.protocol.header.broker import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
     GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
@@ -151,6 +152,18 @@ class TopicGroupCalls(BrokerCalls):
         ext = to_ext(DeleteSubscriptionGroupRequestHeader(group, remove_offsets))
         ext["cleanOffset"] = ext["removeOffset"]  # the 5.x name of the same flag
         await self._call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+
+    async def group_config(self, addr: str, group: GroupName) -> SubscriptionGroupConfig:
+        """GET_SUBSCRIPTIONGROUP_CONFIG (352, RocketMQ 5): one group's config; the broker
+        creates it on first use when autoCreateSubscriptionGroup allows.
+
+        Raises:
+            SubscriptionGroupNotExistError: no such group, and none is created.
+            RequestCodeNotSupportedError: a 4.x broker.
+        """
+        return await self._body(SubscriptionGroupConfig, addr,
+                                RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                                to_ext(GetSubscriptionGroupConfigRequestHeader(group)))
 
     async def all_group_config(self, addr: str) -> SubscriptionGroupWrapper:
         """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): every group config and its data version."""

@@ -118,6 +118,7 @@ class RequestCode(IntEnum):
     DELETE_EXPIRED_COMMITLOG = 329
     # 5.x codes
     GET_TOPIC_CONFIG = 351  # topic attributes: TopicConfigAndQueueMapping
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352  # one group's config (consumeMessageOrderly)
     GET_BROKER_HA_STATUS = 907
     NOTIFY_BROKER_ROLE_CHANGED = 1008
     # 5.3 ACL 2.0

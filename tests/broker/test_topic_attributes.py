@@ -11,7 +11,7 @@ import pytest
 
 from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
-from engine.protocol.body.subscription import SubscriptionGroupWrapper
+from engine.protocol.body.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from engine.protocol.body.topic import TopicConfigAndQueueMapping, TopicFilterType
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
@@ -153,3 +153,27 @@ async def test_group_attributes_are_refused_as_5_3_defines_none(
                       body=body)
     assert (resp.code, resp.remark) == (ResponseCode.SYSTEM_ERROR, "unsupported key: colour")
     assert broker.state.groups.get("CG") is None
+
+
+async def test_get_subscription_group_config(tmp_path: Path, namesrv: NamesrvController,
+                                             client: RemotingClient) -> None:
+    body = json.dumps({"groupName": "CG", "consumeMessageOrderly": True}).encode()
+    async with running_broker(tmp_path, namesrv,
+                              auto_create_subscription_group=False) as broker:
+        ok(await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                      body=body))
+        resp = await call(client, broker.addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                          {"group": "CG"})
+        assert from_json(SubscriptionGroupConfig, parsed(resp)).orderly is True
+        resp = await call(client, broker.addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                          {"group": "Nope"})
+        assert (resp.code, resp.remark) == (ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                            "No group in this broker")
+
+
+async def test_get_subscription_group_config_creates_on_first_use(
+        broker: BrokerController, client: RemotingClient) -> None:
+    resp = await call(client, broker.addr, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                      {"group": "Fresh"})
+    assert from_json(SubscriptionGroupConfig, parsed(resp)).group_name == "Fresh"
+    assert broker.state.groups.get("Fresh") is not None

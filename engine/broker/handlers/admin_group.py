@@ -16,6 +16,7 @@ from engine.protocol.command import RemotingCommand
 from engine.protocol.header.broker import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
 )
 from engine.protocol.wire import from_ext
 from engine.remoting.router import RequestContext, Router
@@ -60,6 +61,17 @@ def delete_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand
     if header.remove_offset:  # offsets are written by the periodic flush, as in 4.9.7
         st.offsets.remove_group(header.group_name)
     return cmd.response()
+
+
+@router.handles(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG)
+def get_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    """5.x: one group's config (the 5.x proxy reads consumeMessageOrderly here); created on
+    first use when autoCreateSubscriptionGroup allows, as `findSubscriptionGroupConfig`."""
+    group = from_ext(GetSubscriptionGroupConfigRequestHeader, cmd.ext_fields).group
+    config = ctx.state.groups.find_or_create(group)
+    if config is None:
+        return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
+    return cmd.response(body=body(config))
 
 
 @router.handles(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)

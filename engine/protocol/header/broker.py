@@ -467,6 +467,14 @@ class GetTopicConfigRequestHeader:
 
 
 @dataclass(frozen=True, slots=True)
+class GetSubscriptionGroupConfigRequestHeader:
+    """GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x)."""
+
+    group: GroupName
+    bname: BrokerName | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteTopicRequestHeader:
     topic: Topic
 
