@@ -61,8 +61,9 @@ def update_sub_group(admin: MQAdmin, config: SubscriptionGroupConfig, *,
 
     async def change(addr: str) -> str:
         if config.orderly or config.attributes:  # 5.x settings a 4.x broker would drop
-            await refuse_without_attributes(admin, addr,
-                                            "consumeMessageOrderly (-o) or group attributes")
+            await refuse_without_attributes(
+                addr, admin.broker.group_config(addr, group),
+                "consumeMessageOrderly (-o) or group attributes")
         await admin.broker.create_group(addr, config)
         if config.retry_queue_nums != SubscriptionGroupConfig(group).retry_queue_nums:
             retry = (await admin.broker.all_topic_config(addr)).topic_config_table.get(

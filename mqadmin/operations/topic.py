@@ -345,7 +345,8 @@ def update_topic(admin: MQAdmin, config: TopicConfig, *, broker_addr: str | None
     async def change(addr: str) -> str:
         if addr in brokers:
             if changes:
-                await refuse_without_attributes(admin, addr, "topic attributes (-a)")
+                await refuse_without_attributes(
+                    addr, admin.broker.topic_config(addr, topic), "topic attributes (-a)")
             await admin.broker.create_topic(addr, config, attributes=changes)
             return "OK"
         current = await namesrv_topic(admin, addr, topic, cluster)

@@ -13,12 +13,13 @@ show what the broker stores, so such a topic's messageType is empty.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import (
     ClientError,
+    NotFoundError,
     RequestCodeNotSupportedError,
     TopicNotExistError,
 )
@@ -38,8 +39,6 @@ CONFIG_COLUMNS = ("topic", "brokerName", "addr", "readQueueNums", "writeQueueNum
 #: MIXED is refused unless the broker allows it, and UNSPECIFIED means "not checked").
 MESSAGE_TYPES = (attrs.TopicMessageType.NORMAL, attrs.TopicMessageType.FIFO,
                  attrs.TopicMessageType.DELAY, attrs.TopicMessageType.TRANSACTION)
-#: The topic a GET_TOPIC_CONFIG probe names (any will do: a 5.x broker answers, 4.x cannot).
-PROBE_TOPIC = "TBW102"
 ATTRIBUTE_HELP = ("+key=value adds or changes, -key deletes, comma-separated: "
                   "+message.type=FIFO (NORMAL, FIFO, DELAY, TRANSACTION; changeable), "
                   "+queue.type=SimpleCQ and +cleanup.policy=DELETE (only when creating)")
@@ -75,26 +74,27 @@ def expected_attributes(current: TopicConfig | None, modification: Mapping[str, 
         return None
 
 
-async def keeps_attributes(admin: MQAdmin, addr: str) -> bool:
-    """Whether the broker at `addr` is RocketMQ 5 (answers GET_TOPIC_CONFIG)."""
-    try:
-        await admin.broker.topic_config(addr, PROBE_TOPIC)
-    except RequestCodeNotSupportedError:
-        return False
-    except TopicNotExistError:
-        return True
-    return True
+async def refuse_without_attributes(addr: str, probe: Awaitable[object], what: str) -> None:
+    """Raises `Forbidden` before a change that needs 5.x settings reaches a 4.x broker.
 
-
-async def refuse_without_attributes(admin: MQAdmin, addr: str, what: str) -> None:
-    """Raises `Forbidden` before a change that needs attributes reaches a 4.x broker.
+    Args:
+        addr: the broker.
+        probe: a 5.x read of the very topic or group to change (GET_TOPIC_CONFIG or
+            GET_SUBSCRIPTIONGROUP_CONFIG, so access control asks for no other resource):
+            a 4.x broker answers it REQUEST_CODE_NOT_SUPPORTED; "not found" is a 5.x answer.
+        what: what the broker would drop, for the message.
 
     Raises:
-        Forbidden: the broker does not handle GET_TOPIC_CONFIG (RocketMQ 4.x).
+        Forbidden: the broker is RocketMQ 4.x.
     """
-    if not await keeps_attributes(admin, addr):
+    try:
+        await probe
+    except RequestCodeNotSupportedError:
         raise Forbidden(f"broker {addr} is RocketMQ 4.x: it keeps no {what}; nothing was "
-                        f"changed there. Leave the option out for 4.x brokers, or upgrade.")
+                        f"changed there. Leave the option out for 4.x brokers, or upgrade."
+                        ) from None
+    except NotFoundError:
+        pass
 
 
 def message_type_cell(config: TopicConfig | None) -> str | None:
