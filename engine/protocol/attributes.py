@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from engine.protocol.errors import ProtocolError
+from engine.protocol.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TRANSACTION_PREPARED
 
 ADD = "+"
 DELETE = "-"
@@ -229,3 +230,24 @@ def message_type_of(attributes: Mapping[str, str]) -> TopicMessageType:
     """
     value = attributes.get(MESSAGE_TYPE.name)
     return TopicMessageType.NORMAL if value is None else TopicMessageType(value)
+
+
+#: Message properties that make a message DELAY (5.x timers besides the delay level), and
+#: the FIFO one (`MessageConst`).
+TIMER_PROPERTIES = ("TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
+SHARDING_KEY = "__SHARDINGKEY"
+
+
+def message_type_of_message(properties: Mapping[str, str]) -> TopicMessageType:
+    """The kind of one message (`TopicMessageType.parseFromMessageProperty`): TRANSACTION
+    for a prepared message, DELAY for a delay level or a timer, FIFO for a message with a
+    sharding key (a message group), else NORMAL.  The 5.x proxy compares it with the
+    topic's `message_type`; the broker does not (Apache 5.3's only labels its metrics)."""
+    if properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+        return TopicMessageType.TRANSACTION
+    if PROPERTY_DELAY_TIME_LEVEL in properties or any(p in properties
+                                                      for p in TIMER_PROPERTIES):
+        return TopicMessageType.DELAY
+    if SHARDING_KEY in properties:
+        return TopicMessageType.FIFO
+    return TopicMessageType.NORMAL

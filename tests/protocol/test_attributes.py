@@ -101,3 +101,17 @@ def test_compact_registration_keeps_five_fields_and_reads_a_sixth() -> None:
         "T": TopicConfig("T", 4, 4)}
     plain = RegisterBrokerBody.decode(body.encode())
     assert plain.topic_config_serialize_wrapper.topic_config_table == {"T": config}
+
+
+@pytest.mark.parametrize(("properties", "kind"), [
+    ({}, "NORMAL"),
+    ({"TRAN_MSG": "true", "DELAY": "3"}, "TRANSACTION"),
+    ({"TRAN_MSG": "false"}, "NORMAL"),
+    ({"DELAY": "3"}, "DELAY"),
+    ({"TIMER_DELIVER_MS": "1700000000000", "__SHARDINGKEY": "g"}, "DELAY"),
+    ({"TIMER_DELAY_SEC": "10"}, "DELAY"),
+    ({"TIMER_DELAY_MS": "10"}, "DELAY"),
+    ({"__SHARDINGKEY": "g"}, "FIFO"),
+])
+def test_message_type_of_a_message(properties: dict[str, str], kind: str) -> None:
+    assert attrs.message_type_of_message(properties) == kind
