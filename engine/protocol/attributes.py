@@ -28,16 +28,12 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engine.protocol.errors import ProtocolError
+from engine.protocol.errors import AttributeProblem as AttributeProblem  # raised here
 from engine.protocol.message import PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TRANSACTION_PREPARED
 
 ADD = "+"
 DELETE = "-"
 LONG_MAX = (1 << 63) - 1
-
-
-class AttributeProblem(ProtocolError):
-    """An attribute modification Apache refuses; the text is Apache's message."""
 
 
 class TopicMessageType(enum.StrEnum):
