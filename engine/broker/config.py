@@ -101,6 +101,8 @@ class BrokerConfig:
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
     metrics_prom_exporter_host: str = ""  # empty: brokerIP1, as 5.x
     metrics_prom_exporter_port: int = 5557
+    # ------------------------------------------------------------ topic attributes (5.x)
+    enable_mixed_message_type: bool = False  # allow `+message.type=MIXED` on a topic
     # ------------------------------------------------------------ this engine
     logs_dir: str = field(default_factory=lambda: os.path.join(
         os.path.expanduser("~"), "logs", "rocketmqlogs"))

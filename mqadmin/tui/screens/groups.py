@@ -133,7 +133,8 @@ def reset_offsets(screen: DashScreen, group: str, topics: list[str]) -> None:
 
 
 class GroupScreen(DashScreen):
-    """One group: each queue's lag in messages and time, and its online clients."""
+    """One group: its settings (consumeMessageOrderly, retries), each queue's lag in
+    messages and time, and its online clients."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "reset", "Reset offsets")]
 
@@ -146,11 +147,14 @@ class GroupScreen(DashScreen):
         return f"Consumer group {self.group}  (Esc: back)"
 
     def body(self) -> ComposeResult:
+        yield Static("Settings", classes="section")
+        yield Static("", id="group-settings", classes="panel")
         yield Static("Queues", classes="section")
         yield RowTable([
             Col("topic", "topic"), Col("brokerName", "broker"), Col("queueId", "queue"),
             Col("brokerOffset", "broker offset"), Col("consumerOffset", "committed"),
-            Col("diff", "lag (msgs)", count), Col("lagMs", "lag (time)", _lag_ms),
+            Col("diff", "lag (msgs)", count), Col("inflight", "in flight", count),
+            Col("lagMs", "lag (time)", _lag_ms),
             Col("clientIP", "client"), Col("oldestUnconsumed", "oldest unconsumed"),
         ], key=lambda r: f"{r['topic']}/{r['brokerName']}/{r['queueId']}", id="queues")
         yield Static("Online clients", classes="section")
@@ -166,6 +170,7 @@ class GroupScreen(DashScreen):
         rows: list[Row] = [dict(r, topic=r["topic"] if r["topic"] else "") for r in data.queues]
         self.query_one("#queues", RowTable).show(rows)
         self.query_one("#clients", RowTable).show(data.clients)
+        self.query_one("#group-settings", Static).update(data.settings)
 
     def action_reset(self) -> None:
         if self.dashboard.allow_change("resetting offsets"):
