@@ -4,8 +4,10 @@ How this works: in both modes the proxy reaches brokers over remoting, as 5.3's 
 does (in local mode the broker is its own process's, reached on its listen port), so one code
 path serves both.  Routes come from GET_ROUTEINFO_BY_TOPIC and are cached per topic for
 topicRouteServiceCacheRefreshSeconds; a topic's `message.type` comes from the broker's
-GET_TOPIC_CONFIG (351), cached as long; a broker that does not know that request (or a topic
-without the attribute) counts as NORMAL, the type 5.3 gives a topic config without it.  Sends
+GET_TOPIC_CONFIG (351, `BrokerAdmin.topic_config`) and a group's consumeMessageOrderly and
+retryMaxTimes from GET_SUBSCRIPTIONGROUP_CONFIG (352), cached for
+topicConfigCacheRefreshSeconds; a topic without the attribute, or a 4.x broker that keeps
+none, counts as NORMAL, the type 5.3 gives a topic config without it.  Sends
 and ends of transactions go over the gateway's shared `RemotingClient`; what is said on a
 client's behalf (heartbeats, transaction checks) goes over that client's own connections
 (`sessions.py`).
@@ -17,17 +19,24 @@ import logging
 import time
 from dataclasses import dataclass
 
-from engine.client.errors import ClientError, ServerError, TopicNotExistError, raise_for
+from engine.client.broker_admin import BrokerAdmin
+from engine.client.errors import (
+    ClientError,
+    RequestCodeNotSupportedError,
+    ServerError,
+    TopicNotExistError,
+    raise_for,
+)
 from engine.client.namesrv import NamesrvAdmin
 from engine.client.send_codec import send_ext
-from engine.protocol import fastjson
+from engine.protocol.attributes import TopicMessageType
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.message import BatchItem, encode_batch_body, properties_to_string
 from engine.protocol.signature import Credentials
 from engine.proxy.config import ProxyConfig
-from engine.proxy.messages import NORMAL, TOPIC_MESSAGE_TYPES, OutMessage
+from engine.proxy.messages import OutMessage
 from engine.proxy.route import WriteQueue, write_queues
 from engine.proxy.status import ProxyError, code_of_remoting
 from engine.proxy.v2 import definition_pb2 as pb
@@ -36,12 +45,7 @@ from engine.remoting.errors import RemotingError
 
 log = logging.getLogger("engine.proxy")
 
-#: 5.x GET_TOPIC_CONFIG (the topic config with its attributes) and GET_SUBSCRIPTIONGROUP_CONFIG
-#: (one group's config); brokers without them answer REQUEST_CODE_NOT_SUPPORTED.
-GET_TOPIC_CONFIG = 351
-GET_SUBSCRIPTIONGROUP_CONFIG = 352
-MESSAGE_TYPE_ATTRIBUTE = "message.type"
-#: 5.3 SubscriptionGroupConfig defaults: retryMaxTimes, consumeMessageOrderly.
+#: 5.3 SubscriptionGroupConfig default retryMaxTimes.
 DEFAULT_RETRY_MAX_TIMES = 16
 
 
@@ -86,11 +90,12 @@ class BrokerGateway:
         self.credentials = credentials
         self.timeout = float(config.grpc_proxy_relay_request_timeout_in_seconds)
         self.remoting = RemotingClient(connect_timeout=3.0, credentials=credentials)
+        self.admin = BrokerAdmin(self.remoting, self.timeout)
         self._ns_client = RemotingClient(connect_timeout=3.0, credentials=credentials)
         self.namesrv = NamesrvAdmin(namesrv_addr, timeout=3.0, client=self._ns_client)
         self._routes: dict[str, tuple[float, TopicRouteData]] = {}
         self._writable: dict[int, list[WriteQueue]] = {}  # id(route) -> its write queues
-        self._types: dict[str, tuple[float, str]] = {}
+        self._types: dict[str, tuple[float, TopicMessageType]] = {}
         self._groups: dict[str, tuple[float, GroupSettings]] = {}
 
     async def close(self) -> None:
@@ -157,40 +162,30 @@ class BrokerGateway:
 
     # ------------------------------------------------------------------ topic types
 
-    async def topic_message_type(self, topic: str) -> str:
-        """The topic's `message.type` attribute (NORMAL when it has none or brokers lack 351)."""
+    async def topic_message_type(self, topic: str) -> TopicMessageType:
+        """The topic's `message.type` (GET_TOPIC_CONFIG 351 on a master of its route), cached
+        for topicConfigCacheRefreshSeconds: NORMAL when the topic has no attribute or the
+        broker keeps none (4.x), UNSPECIFIED when no broker answers with a config (5.3)."""
         now = time.monotonic()
         cached = self._types.get(topic)
         if cached is not None and now - cached[0] < self.config.topic_config_cache_refresh_seconds:
             return cached[1]
         route = await self.route(topic)
-        kind = NORMAL
+        kind = TopicMessageType.UNSPECIFIED
         for data in route.broker_datas:
             addr = data.broker_addrs.get(MASTER_ID)
             if not addr:
                 continue
-            attrs = (await self._config_body(addr, GET_TOPIC_CONFIG, {"topic": topic})
-                     ).get("attributes")
-            if isinstance(attrs, dict):
-                value = str(attrs.get(MESSAGE_TYPE_ATTRIBUTE, NORMAL)).upper()
-                kind = value if value in TOPIC_MESSAGE_TYPES else NORMAL
-            break
+            try:
+                kind = (await self.admin.topic_config(addr, topic)).message_type
+                break
+            except RequestCodeNotSupportedError:
+                kind = TopicMessageType.NORMAL  # a 4.x broker: no attributes at all
+                break
+            except (ClientError, ValueError):  # unreachable, no config, or a bad stored value
+                continue
         self._types[topic] = (now, kind)
         return kind
-
-    async def _config_body(self, addr: str, code: int, ext: dict[str, str]) -> dict[str, object]:
-        """The JSON body of a 5.x config request ({} when unanswered or unsupported)."""
-        try:
-            resp = await self.remoting.invoke(addr, request(code, ext), self.timeout)
-        except RemotingError:
-            return {}
-        if resp.code != ResponseCode.SUCCESS or not resp.body:
-            return {}
-        try:
-            doc = fastjson.loads(resp.body)
-        except ValueError:
-            return {}
-        return doc if isinstance(doc, dict) else {}
 
     async def group_settings(self, group: str, topics: list[str]) -> GroupSettings:
         """A group's consumeMessageOrderly and retryMaxTimes from GET_SUBSCRIPTIONGROUP_CONFIG
@@ -201,13 +196,12 @@ class BrokerGateway:
             return cached[1]
         found = GroupSettings()
         for addr in (await self.masters(topics)).values():
-            doc = await self._config_body(addr, GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group})
-            if doc:
-                retry = doc.get("retryMaxTimes", DEFAULT_RETRY_MAX_TIMES)
-                found = GroupSettings(
-                    fifo=doc.get("consumeMessageOrderly") is True,
-                    retry_max_times=retry if isinstance(retry, int) else DEFAULT_RETRY_MAX_TIMES)
-                break
+            try:
+                config = await self.admin.group_config(addr, group)
+            except ClientError:
+                continue
+            found = GroupSettings(fifo=config.orderly, retry_max_times=config.retry_max_times)
+            break
         self._groups[group] = (now, found)
         return found
 

@@ -5,9 +5,9 @@ SEND_MESSAGE_V2, checked as 5.3's proxy checks it (body size, user properties, t
 message group, delivery time, transaction recovery time), with the producer group set to the
 topic's name (5.3 uses the topic as the producer group of gRPC producers, so the transaction
 checks of a topic reach the clients publishing to it).  `message_type` reads back which of
-NORMAL / FIFO / DELAY / TRANSACTION a message is, as `TopicMessageType.parseFromMessage
-Property`; `check_message_type` is 5.3's `DefaultTopicMessageTypeValidator`.  `to_proto`
-turns a stored record into the `pb.Message` a client receives (receive, transaction checks).
+NORMAL / FIFO / DELAY / TRANSACTION a message is (`engine.protocol.attributes`, the rule the
+broker's attributes share); `check_message_type` is 5.3's `DefaultTopicMessageTypeValidator`.
+`to_proto` turns a stored record into the `pb.Message` a client receives (receive, checks).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from engine.client.compression import inflate
 from engine.client.message import RESERVED_PROPERTIES
+from engine.protocol.attributes import TopicMessageType, message_type_of_message
 from engine.protocol.message import (
     COMPRESSED_FLAG,
     KEY_SEPARATOR,
@@ -56,9 +57,6 @@ SYSTEM_PROPERTIES = RESERVED_PROPERTIES | frozenset({
     "__STARTDELIVERTIME", "CRC32", "TRACE_CONTEXT",
 })
 
-NORMAL, FIFO, DELAY, TRANSACTION = "NORMAL", "FIFO", "DELAY", "TRANSACTION"
-UNSPECIFIED, MIXED = "UNSPECIFIED", "MIXED"
-TOPIC_MESSAGE_TYPES = frozenset({UNSPECIFIED, NORMAL, FIFO, DELAY, TRANSACTION, MIXED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,28 +199,22 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
     return OutMessage(topic, body, sys_flag, props, message_id, group)
 
 
-def message_type(props: dict[str, str]) -> str:
-    """5.3 `TopicMessageType.parseFromMessageProperty`."""
-    if props.get(PROPERTY_TRANSACTION_PREPARED) == "true":
-        return TRANSACTION
-    if any(k in props for k in (PROPERTY_DELAY_TIME_LEVEL, PROPERTY_TIMER_DELIVER_MS,
-                                PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS)):
-        return DELAY
-    if PROPERTY_SHARDING_KEY in props:
-        return FIFO
-    return NORMAL
+def message_type(props: dict[str, str]) -> TopicMessageType:
+    """5.3 `TopicMessageType.parseFromMessageProperty` (`engine.protocol.attributes`)."""
+    return message_type_of_message(props)
 
 
-def check_message_type(expected: str, actual: str) -> None:
+def check_message_type(expected: TopicMessageType, actual: TopicMessageType) -> None:
     """5.3 `DefaultTopicMessageTypeValidator`: a MIXED topic takes any type.
 
     Raises:
         ProxyError: MESSAGE_PROPERTY_CONFLICT_WITH_TYPE.
     """
-    if actual == UNSPECIFIED or (actual != expected and expected != MIXED):
+    if actual is TopicMessageType.UNSPECIFIED or (
+            actual is not expected and expected is not TopicMessageType.MIXED):
         raise ProxyError(pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
                          "TopicMessageType validate failed, the expected type is "
-                         f"{expected}, but actual type is {actual}")
+                         f"{expected.value}, but actual type is {actual.value}")
 
 
 # ---------------------------------------------------------------------- stored -> 5.x
@@ -231,10 +223,12 @@ def _crc32_hex(body: bytes) -> str:
     return f"{zlib.crc32(body) & 0xFFFFFFFF:08X}"
 
 
+_PROTO_TYPES = {TopicMessageType.NORMAL: pb.NORMAL, TopicMessageType.FIFO: pb.FIFO,
+                TopicMessageType.DELAY: pb.DELAY, TopicMessageType.TRANSACTION: pb.TRANSACTION}
+
+
 def _proto_type(props: dict[str, str]) -> int:
-    kind = message_type(props)
-    return {NORMAL: pb.NORMAL, FIFO: pb.FIFO, DELAY: pb.DELAY,
-            TRANSACTION: pb.TRANSACTION}[kind]
+    return _PROTO_TYPES.get(message_type(props), pb.NORMAL)
 
 
 def to_proto(record: MessageRecord, *, topic: str | None = None,

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.protocol.attributes import TopicMessageType
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.protocol.perm import is_readable, is_writeable
-from engine.proxy.messages import DELAY, FIFO, MIXED, NORMAL, TRANSACTION
 from engine.proxy.v2 import definition_pb2 as pb
 
-_ACCEPTS = {NORMAL: [pb.NORMAL], FIFO: [pb.FIFO], DELAY: [pb.DELAY],
-            TRANSACTION: [pb.TRANSACTION],
-            MIXED: [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION]}
+_T = TopicMessageType
+_ACCEPTS = {_T.NORMAL: [pb.NORMAL], _T.FIFO: [pb.FIFO], _T.DELAY: [pb.DELAY],
+            _T.TRANSACTION: [pb.TRANSACTION],
+            _T.MIXED: [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +33,7 @@ class WriteQueue:
     queue_nums: int
 
 
-def accepted_types(topic_type: str) -> list[int]:
+def accepted_types(topic_type: TopicMessageType) -> list[int]:
     return list(_ACCEPTS.get(topic_type, [pb.MESSAGE_TYPE_UNSPECIFIED]))
 
 
@@ -48,7 +49,7 @@ def _permission(perm: int) -> int:
 
 
 def message_queues(topic: str, route: TopicRouteData, endpoints: pb.Endpoints,
-                   topic_type: str) -> list[pb.MessageQueue]:
+                   topic_type: TopicMessageType) -> list[pb.MessageQueue]:
     """5.3 `genMessageQueueFromQueueData` for every broker of the route with a master."""
     accepts = accepted_types(topic_type)
     masters = {d.broker_name for d in route.broker_datas if MASTER_ID in d.broker_addrs}

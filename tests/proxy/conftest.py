@@ -31,10 +31,9 @@ from tests.broker.conftest import running_broker
 
 T = TypeVar("T")
 
-#: The proxy of the tests: any free port, message types not checked (topics have no
-#: `message.type` attribute before GET_TOPIC_CONFIG lands), short route caching.
-TEST_PROXY = ProxyConfig(grpc_server_port=0, enable_topic_message_type_check=False,
-                         topic_route_service_cache_refresh_seconds=1)
+#: The proxy of the tests: any free port, message types checked (5.3's default: each test
+#: creates its topic with the `message.type` it sends), short route caching.
+TEST_PROXY = ProxyConfig(grpc_server_port=0, topic_route_service_cache_refresh_seconds=1)
 
 
 @dataclasses.dataclass
@@ -46,11 +45,14 @@ class Stack:
     def endpoint(self) -> str:
         return self.proxy.endpoint
 
-    async def create_topic(self, topic: str, queues: int = 4) -> None:
+    async def create_topic(self, topic: str, queues: int = 4,
+                           message_type: str | None = None) -> None:
+        """Create `topic` (with `message.type` when given: FIFO, DELAY, TRANSACTION, ...)."""
         client = RemotingClient(credentials=self.broker.access.inner_credentials())
+        attributes = {"+message.type": message_type} if message_type else None
         try:
             await BrokerAdmin(client).create_topic(
-                self.broker.addr, TopicConfig(topic, queues, queues))
+                self.broker.addr, TopicConfig(topic, queues, queues), attributes=attributes)
         finally:
             await client.close()
         self.proxy.gateway.forget_route(topic)

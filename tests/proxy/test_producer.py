@@ -67,7 +67,7 @@ async def test_normal_messages_are_stored_with_their_properties(stack: Stack) ->
 
 
 async def test_fifo_messages_of_a_group_share_the_queue_apache_picks(stack: Stack) -> None:
-    await stack.create_topic("Fifo", queues=8)
+    await stack.create_topic("Fifo", queues=8, message_type="FIFO")
     producer = await started(stack, "Fifo")
     try:
         receipts = [await in_thread(producer.send, message(
@@ -83,7 +83,7 @@ async def test_fifo_messages_of_a_group_share_the_queue_apache_picks(stack: Stac
 
 
 async def test_delay_message_carries_its_delivery_time(stack: Stack) -> None:
-    await stack.create_topic("Delay")
+    await stack.create_topic("Delay", message_type="DELAY")
     producer = await started(stack, "Delay")
     deliver_at = int(time.time()) + 1  # the Python client takes epoch seconds
     try:
@@ -97,7 +97,7 @@ async def test_delay_message_carries_its_delivery_time(stack: Stack) -> None:
 
 
 async def test_transaction_commit_and_rollback(stack: Stack) -> None:
-    await stack.create_topic("Txn")
+    await stack.create_topic("Txn", message_type="TRANSACTION")
     producer = await started(stack, "Txn", checker=_Answer(TransactionResolution.COMMIT))
     try:
         rolled = await in_thread(producer.begin_transaction)
@@ -135,7 +135,7 @@ async def test_orphaned_transaction_is_checked_through_telemetry(
         tmp_path: Path, namesrv: NamesrvController) -> None:
     async with running_stack(tmp_path, namesrv, transaction_time_out=0,
                              transaction_check_interval=200) as stack:
-        await stack.create_topic("Orphan")
+        await stack.create_topic("Orphan", message_type="TRANSACTION")
         checker = _Answer(TransactionResolution.COMMIT)
         producer = await started(stack, "Orphan", checker=checker)
         try:

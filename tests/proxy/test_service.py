@@ -14,7 +14,6 @@ import pytest
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
-from engine.proxy.brokers import GET_SUBSCRIPTIONGROUP_CONFIG, GET_TOPIC_CONFIG
 from engine.proxy.config import ProxyConfig
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
@@ -107,7 +106,7 @@ async def test_telemetry_answers_the_merged_settings(
     assert answer.status.code == pb.OK
     got = answer.settings
     assert got.publishing.max_body_size == 4 * 1024 * 1024
-    assert got.publishing.validate_message_type is False  # the tests' proxy
+    assert got.publishing.validate_message_type is True  # enableTopicMessageTypeCheck
     assert got.backoff_policy.max_attempts == 3
     assert got.backoff_policy.exponential_backoff.max.seconds == 1
     assert got.metric.on is False
@@ -204,7 +203,7 @@ async def test_topic_message_type_attribute_decides_what_is_accepted(
     """A FIFO topic (5.x attribute `message.type`, GET_TOPIC_CONFIG 351) takes FIFO messages
     only, and its route says so; skips while the broker keeps no topic attributes."""
     async with running_stack(tmp_path, namesrv, ProxyConfig(grpc_server_port=0)) as stack:
-        probe = await _raw(stack, GET_TOPIC_CONFIG, {"topic": "TBW102"})
+        probe = await _raw(stack, RequestCode.GET_TOPIC_CONFIG, {"topic": "TBW102"})
         if probe.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
             pytest.skip("the broker keeps no topic attributes yet (GET_TOPIC_CONFIG, issue 24)")
         created = await _raw(stack, RequestCode.UPDATE_AND_CREATE_TOPIC, {
@@ -236,7 +235,8 @@ async def test_an_orderly_group_is_told_fifo_in_its_settings(
         stack: Stack, stub: service_pb2_grpc.MessagingServiceStub) -> None:
     """A group with consumeMessageOrderly (GET_SUBSCRIPTIONGROUP_CONFIG 352) gets fifo=true and
     its retries; skips while the broker does not answer 352."""
-    probe = await _raw(stack, GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "probe-group"})
+    probe = await _raw(stack, RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                       {"group": "probe-group"})
     if probe.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
         pytest.skip("the broker does not answer GET_SUBSCRIPTIONGROUP_CONFIG yet (issue 24)")
     await stack.create_topic("Ordered")

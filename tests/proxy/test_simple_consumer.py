@@ -39,8 +39,7 @@ from tests.proxy.official import (
 
 GROUP = "GrpcConsumers"
 #: Short long polls and invisible times, so empty receives and redeliveries take seconds.
-CONSUMER_PROXY = ProxyConfig(grpc_server_port=0, enable_topic_message_type_check=False,
-                             topic_route_service_cache_refresh_seconds=1,
+CONSUMER_PROXY = ProxyConfig(grpc_server_port=0, topic_route_service_cache_refresh_seconds=1,
                              grpc_client_consumer_max_long_polling_timeout_millis=3000,
                              min_invisible_time_mills_for_recv=1000)
 AWAIT_S = 2

@@ -8,20 +8,11 @@ from pathlib import Path
 import pytest
 
 from engine.common.config import ConfigError
+from engine.protocol.attributes import TopicMessageType
 from engine.proxy.auth import hex_signature, parse_authorization
 from engine.proxy.config import ProxyConfig, load_proxy_config, read_proxy_config
 from engine.proxy.context import call_context
-from engine.proxy.messages import (
-    DELAY,
-    FIFO,
-    MIXED,
-    NORMAL,
-    TRANSACTION,
-    check_message_type,
-    delay_level,
-    message_type,
-    to_remoting,
-)
+from engine.proxy.messages import check_message_type, delay_level, message_type, to_remoting
 from engine.proxy.route import consistent_hash, java_string_hash
 from engine.proxy.status import ProxyError
 from engine.proxy.v2 import definition_pb2 as pb
@@ -78,6 +69,9 @@ def _msg(**system: object) -> pb.Message:
 
 
 def test_message_types_as_apache_reads_them() -> None:
+    NORMAL, FIFO, DELAY, TRANSACTION, MIXED = (
+        TopicMessageType.NORMAL, TopicMessageType.FIFO, TopicMessageType.DELAY,
+        TopicMessageType.TRANSACTION, TopicMessageType.MIXED)
     config = ProxyConfig()
     assert message_type(to_remoting(_msg(), born_host="h", config=config,
                                     now_ms=0).properties) == NORMAL
