@@ -12,7 +12,8 @@ a short run with the official client (`rocketmq-python-client`, 16 threads calli
 and, for scale, the same one-message calls against two servers in a process of their own: a
 servicer that does nothing (grpc.aio's own cost per call on this machine), and the proxy
 whose broker calls answer at once (the proxy's own cost, without the remoting round trip
-and the broker's store).
+and the broker's store).  With `APACHE_RMQ5_HOME` (an Apache 5.3.3 build), the one-message
+calls also go to Apache's own `mqbroker --enable-proxy`, with its JVM's CPU per message.
 """
 
 from __future__ import annotations
@@ -273,6 +274,51 @@ def main() -> None:
             loop.call_soon_threadsafe(loop.stop)
 
 
+def bench_apache5(home: str) -> None:
+    """The one-message calls against Apache 5.3.3's broker with its proxy (local mode)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ns_port, broker_port, grpc_port, remoting_port = (free_port(), free_port(),
+                                                          free_port(), free_port())
+        ns = f"127.0.0.1:{ns_port}"
+        Path(tmp, "ns.conf").write_text(f"listenPort={ns_port}\n")
+        Path(tmp, "broker.conf").write_text("\n".join([
+            "brokerClusterName=BenchCluster", "brokerName=bench-apache", "brokerId=0",
+            f"listenPort={broker_port}", "brokerIP1=127.0.0.1", f"namesrvAddr={ns}",
+            f"storePathRootDir={tmp}/store", "flushDiskType=ASYNC_FLUSH", ""]))
+        Path(tmp, "proxy.json").write_text(json.dumps({
+            "rocketMQClusterName": "BenchCluster", "namesrvAddr": ns,
+            "grpcServerPort": grpc_port, "remotingListenPort": remoting_port}))
+        env = {**os.environ, "JAVA_OPT_EXT": f"-Duser.home={tmp}",
+               "RMQ_HEAP": "-Xms512m -Xmx512m"}
+        procs = [subprocess.Popen([f"{home}/mqnamesrv.sh", "-c", f"{tmp}/ns.conf"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+        try:
+            asyncio.run(wait_listening(ns_port, procs[0]))
+            procs.append(subprocess.Popen(
+                [f"{home}/mqbroker.sh", "-n", ns, "-c", f"{tmp}/broker.conf", "--enable-proxy",
+                 "-pc", f"{tmp}/proxy.json"], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=env))
+            asyncio.run(wait_listening(grpc_port, procs[1]))
+            run(create_topic(f"127.0.0.1:{broker_port}", ns))
+            run(bench_stubs(f"127.0.0.1:{grpc_port}", _java_pid(procs[1].pid),
+                            "Apache 5.3.3's broker with its proxy: one message per call, "
+                            f"{IN_FLIGHT} in flight", server="Apache broker+proxy (JVM)"))
+        finally:
+            for proc in reversed(procs):
+                proc.terminate()
+            for proc in procs:
+                proc.wait(60)
+
+
+def _java_pid(script_pid: int) -> int:
+    """The JVM the start script runs (its child, or the script itself after `exec`)."""
+    try:
+        children = Path(f"/proc/{script_pid}/task/{script_pid}/children").read_text().split()
+    except OSError:
+        return script_pid
+    return int(children[-1]) if children else script_pid
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--noop-server"]:
         run(serve_noop())
@@ -281,3 +327,5 @@ if __name__ == "__main__":
     else:
         main()
         bench_for_scale()
+        if os.environ.get("APACHE_RMQ5_HOME"):
+            bench_apache5(os.environ["APACHE_RMQ5_HOME"])
