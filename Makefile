@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run stop test lint bench docs-cli clean
+.PHONY: run stop test lint bench docs-cli protos clean
 
 $(STAMP): pyproject.toml engine/protocol/_speedups.c
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
+
+# engine/proxy/v2 from the vendored .proto files (apache/rocketmq-apis v2.0.4) with grpcio-tools;
+# the generated code is committed, so installs need no codegen.
+protos: $(STAMP)
+	$(BIN)/python engine/proxy/proto/generate.py
 
 docs-cli: $(STAMP)
 	$(BIN)/python -m mqadmin.docgen > docs/cli-reference.md

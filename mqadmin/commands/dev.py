@@ -62,6 +62,9 @@ def dev_up(
 
     Metrics: each broker and the lag collector serve /metrics for Prometheus on a port of
     their own; `up` prints the URLs (docs/monitoring.md, deploy/prometheus).
+
+    RocketMQ 5 clients: each broker runs the gRPC proxy (--enable-proxy); `up` prints the
+    endpoints to give a 5.x client (docs/proxy.md).
     """
     with guarded(debug):
         state, already = dev.up(data_dir, namesrv_port=namesrv_port, broker_port=broker_port,
@@ -83,6 +86,9 @@ def dev_up(
                f"{Path(state.data_dir) / access.KEYS_FILE})" if keys else "")
         metrics = "".join(f"Prometheus:     {url}  ({name})\n"
                           for name, url in dev.metrics_urls(state).items())
+        grpc = dev.grpc_endpoints(state)
+        if grpc:
+            metrics += f"gRPC (5.x):     {grpc}  (RocketMQ 5 clients' endpoints)\n"
         render.note(f"{secured}Reach it with:  mqadmin clusterList --context {CONTEXT}\n"
                     f"           or:  export NAMESRV_ADDR={state.namesrv}{env}\n"
                     f"{metrics}"

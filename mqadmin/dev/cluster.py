@@ -13,9 +13,11 @@ demo topics and groups and starts the demo traffic (dev/traffic.py) and a lag co
 (``mqadmin lag collect``).  The brokers and the lag collector serve /metrics for
 Prometheus, each on a port of its own kept in the state (the brokers with Apache 5.x's
 ``metricsExporterType=PROM``, the collector with ``--metrics-port``; `metrics_urls` lists
-them; docs/monitoring.md).  So a second `up` restarts only what died, and `restart NAME`
-stops and starts one process.  `down` stops every process (the lag collector and traffic
-first, the name server last).  A pid is only signalled while its
+them; docs/monitoring.md).  Each broker also runs the gRPC proxy of RocketMQ 5 clients
+(``--enable-proxy``, local mode, docs/proxy.md) on a port of its own; `grpc_endpoints` gives
+the endpoints a 5.x client is configured with.  So a second `up` restarts only what died,
+and `restart NAME` stops and starts one process.  `down` stops every process (the lag
+collector and traffic first, the name server last).  A pid is only signalled while its
 command line still names the data directory, so a reused pid is safe.
 """
 
@@ -36,6 +38,7 @@ from engine.protocol.trace import TRACE_TOPIC
 from engine.remoting import loop
 from mqadmin.dev import access, processes
 from mqadmin.dev.processes import (
+    GRPC_SUFFIX,
     METRICS_SUFFIX,
     DevError,
     accepting,
@@ -84,6 +87,7 @@ class DevState:
     pids: dict[str, int] = field(default_factory=dict)
     started_at: float = 0.0
     metrics: dict[str, str] = field(default_factory=dict)  # process name -> host:port
+    grpc: dict[str, str] = field(default_factory=dict)  # broker -> its gRPC proxy's host:port
 
 
 def state_path(data_dir: Path) -> Path:
@@ -185,6 +189,18 @@ def metrics_urls(state: DevState) -> dict[str, str]:
     return {n: f"http://{a}/metrics" for n, a in state.metrics.items() if n in state.pids}
 
 
+def grpc_endpoints(state: DevState) -> str:
+    """The gRPC proxies of the running brokers, as a 5.x client's endpoints ("a;b")."""
+    return ";".join(a for n, a in state.grpc.items() if n in state.pids)
+
+
+def _proxy_conf(data_dir: Path, name: str, grpc_port: int) -> Path:
+    """The rmq-proxy.json of broker `name`'s proxy (Apache 5.3's keys)."""
+    path = data_dir / f"{name}-proxy.json"
+    path.write_text(json.dumps({"grpcServerPort": grpc_port}, indent=2) + "\n")
+    return path
+
+
 def _metrics_port(state: DevState, name: str) -> int:
     """The /metrics port `name` had, else a free one."""
     held = state.metrics.get(name)
@@ -192,9 +208,10 @@ def _metrics_port(state: DevState, name: str) -> int:
 
 
 def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float,
-           metrics_port: int = 0) -> None:
+           metrics_port: int = 0, grpc_port: int = 0) -> None:
     """Spawn process `name` (its config written for `port`, /metrics on `metrics_port`
-    for the brokers and the lag collector) and record it in the state."""
+    for the brokers and the lag collector, a broker's gRPC proxy on `grpc_port`) and record
+    it in the state."""
     if name in METRICS_PROCESSES:
         metrics_port = metrics_port or _metrics_port(state, name)
         state.metrics[name] = f"127.0.0.1:{metrics_port}"
@@ -203,8 +220,12 @@ def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float,
         args = ["-m", "engine.namesrv.main", "-c", str(_namesrv_conf(data_dir, port))]
     elif name in BROKERS:
         state.brokers[name] = f"127.0.0.1:{port}"
+        held = state.grpc.get(name)
+        grpc_port = grpc_port or (_port(held) if held else processes.free_port())
+        state.grpc[name] = f"127.0.0.1:{grpc_port}"
         args = ["-m", "engine.broker.main", "-c",
-                str(_broker_conf(data_dir, name, port, state.namesrv, metrics_port))]
+                str(_broker_conf(data_dir, name, port, state.namesrv, metrics_port)),
+                "--enable-proxy", "-pc", str(_proxy_conf(data_dir, name, grpc_port))]
     elif name == "traffic":
         args = ["-m", "mqadmin.dev.traffic", "-n", state.namesrv, "--data-dir", str(data_dir),
                 "--rate", str(rate)]
@@ -290,6 +311,9 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
     held = old.metrics if old else {}
     asked |= {n + METRICS_SUFFIX: _port(held[n]) if n in alive and n in held else 0
               for n in METRICS_PROCESSES}
+    grpc_held = old.grpc if old else {}
+    asked |= {n + GRPC_SUFFIX: _port(grpc_held[n]) if n in alive and n in grpc_held else 0
+              for n in BROKERS}
     ports = processes.choose_ports(data_dir / PORTS_FILE, asked, LEGACY_NAMES)
     if "namesrv" in dead and old is not None and ports["namesrv"] != _port(old.namesrv):
         step(f"the name server's port {_port(old.namesrv)} is taken: restarting everything")
@@ -299,6 +323,7 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
                      pids=dict(alive), started_at=old.started_at if old and alive else 0)
     state.brokers = {n: a for n, a in (old.brokers if old else {}).items() if n in alive}
     state.metrics = {n: a for n, a in held.items() if n in alive}
+    state.grpc = {n: a for n, a in grpc_held.items() if n in alive}
     state.started_at = state.started_at or time.time()
     try:
         for name in dead:
@@ -309,7 +334,7 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
             where = f" on 127.0.0.1:{ports[name]}" if name in ports else ""
             step(f"{verb} {name}{where}")
             _start(name, state, ports.get(name, 0), data_dir, rate,
-                   ports.get(name + METRICS_SUFFIX, 0))
+                   ports.get(name + METRICS_SUFFIX, 0), ports.get(name + GRPC_SUFFIX, 0))
             _wait_serving(name, state, data_dir, timeout)
         if fresh and "traffic" not in dead:
             step("creating the demo topics and groups")

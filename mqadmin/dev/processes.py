@@ -21,6 +21,7 @@ LOWEST_PORT = 10_000  # dev servers' ports are chosen above this
 BROKER_NEIGHBOURS = (-2, 1)  # the fast port (listenPort - 2) and the HA port (+1)
 #: Ports named NAME-metrics are /metrics endpoints: one port, no neighbours.
 METRICS_SUFFIX = "-metrics"
+GRPC_SUFFIX = "-grpc"  # a broker's gRPC proxy port (`--enable-proxy`)
 
 #: Children started by this process, so they can be waited for (no zombies).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
@@ -163,7 +164,7 @@ def choose_ports(path: Path, asked: dict[str, int],
         return all(port + d not in taken and port_free(port + d) for d in (0, *neighbours))
 
     for name, port in asked.items():
-        neighbours = (() if name == "namesrv" or name.endswith(METRICS_SUFFIX)
+        neighbours = (() if name == "namesrv" or name.endswith((METRICS_SUFFIX, GRPC_SUFFIX))
                       else BROKER_NEIGHBOURS)
         if port:
             ports[name] = port

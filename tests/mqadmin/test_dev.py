@@ -54,6 +54,8 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
             "broker-a-n2")] == [("ASYNC_MASTER", 0), ("SLAVE", 1)]
     assert "NAMESRV_ADDR=" in up.stderr and "dev down" in up.stderr
     namesrv = processes["namesrv"]["addr"]
+    state = dev.read_state(data_dir)
+    assert state is not None and dev.grpc_endpoints(state) in up.stderr  # the 5.x endpoints
 
     rows = json_rows("clusterList", "--context", "dev")
     assert sorted((r["cluster"], r["brokerName"], r["brokerId"], r["addr"]) for r in rows) == [
@@ -89,6 +91,9 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
         raise AssertionError("the demo traffic sent nothing within 30 s")
     topics = {r["topic"] for r in json_rows("topicList", "-n", namesrv)}
     assert set(dev.DEMO_TOPICS) <= topics
+    # each broker's gRPC proxy routes the demo topic for the demo app (signed, 5.x style)
+    for endpoint in dev.grpc_endpoints(state).split(";"):
+        assert grpc_route_status(endpoint, keys.app.access_key, keys.app.secret_key) == "OK"
     # the demo clients trace: the first order's Pub record is in the trace topic
     first = json_rows("printMsg", "-t", "DemoOrders", "--context", "dev", "--limit", "1")[0]
     while time.monotonic() < deadline:
@@ -115,6 +120,23 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     assert not (data_dir / dev.STATE_FILE).exists()
     assert invoke("clusterList", "-n", namesrv).exit_code == ExitCode.UNREACHABLE
     assert "nothing runs" in invoke("dev", "down", "--data-dir", str(data_dir)).stderr
+
+
+def grpc_route_status(endpoint: str, access_key: str, secret_key: str) -> str:
+    """QueryRoute of DemoOrders through a proxy, signed as the official 5.x client signs."""
+    import grpc
+
+    from engine.proxy.v2 import definition_pb2 as pb
+    from engine.proxy.v2 import service_pb2 as spb
+    from engine.proxy.v2 import service_pb2_grpc
+    from tests.proxy.official import ClientConfiguration, Credentials, Signature
+
+    config = ClientConfiguration(endpoint, Credentials(access_key, secret_key))
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        answer = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="DemoOrders")),
+                                 metadata=Signature.metadata(config, "dev-test"), timeout=10)
+    return str(pb.Code.Name(answer.status.code))
 
 
 def status_of(data_dir: Path) -> tuple[int, dict[str, dict[str, Any]], str]:

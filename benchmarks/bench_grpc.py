@@ -1,0 +1,331 @@
+"""Sends of 1 KiB messages over gRPC through the proxy, with many calls in flight.
+
+Runs `mqbroker --enable-proxy` as its own process (the proxy in the broker's process, local
+mode; the name server runs in this process and only answers route lookups), then measures
+acknowledged SendMessage calls per second, one 1 KiB message each, from raw generated stubs
+on grpc.aio (this process: several channels, many calls in flight; the official Python
+client sends one message per blocking call, which measures the client, not the proxy), with
+the target of issue 25: 10,000 msgs/s.  Beside each rate it prints the broker process's CPU
+time per message (broker and proxy together, user + system, from /proc) and this client's.
+Then the same with 16 messages per request (the proxy sends them as one SEND_BATCH_MESSAGE),
+a short run with the official client (`rocketmq-python-client`, 16 threads calling `send`),
+and, for scale, the same one-message calls against two servers in a process of their own: a
+servicer that does nothing (grpc.aio's own cost per call on this machine), and the proxy
+whose broker calls answer at once (the proxy's own cost, without the remoting round trip
+and the broker's store).  With `APACHE_RMQ5_HOME` (an Apache 5.3.3 build), the one-message
+calls also go to Apache's own `mqbroker --enable-proxy`, with its JVM's CPU per message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from benchmarks.machine import machine, percentile, summary
+from benchmarks.processes import cpu_seconds, free_port, wait_listening
+from engine.client.broker_admin import BrokerAdmin
+from engine.client.errors import TopicNotExistError
+from engine.client.namesrv import NamesrvAdmin
+from engine.namesrv.config import NamesrvConfig
+from engine.namesrv.controller import NamesrvController
+from engine.protocol.body.topic import TopicConfig
+from engine.proxy.v2 import definition_pb2 as pb
+from engine.proxy.v2 import service_pb2 as spb
+from engine.proxy.v2 import service_pb2_grpc
+from engine.remoting.client import RemotingClient
+from engine.remoting.loop import run
+
+BODY = b"x" * 1024
+TOPIC = "BenchGrpc"
+QUEUES = 8
+RUNS = 3
+SECONDS = 5.0
+CHANNELS = 4
+IN_FLIGHT = 256
+HEADERS = (("x-mq-client-id", "bench-grpc-1"), ("x-mq-language", "PYTHON"),
+           ("x-mq-client-version", "5.1.2"), ("x-mq-protocol", "GRPC_V2"))
+
+
+def request_for(n: int, per_request: int = 1) -> spb.SendMessageRequest:
+    messages = []
+    for k in range(per_request):
+        msg = pb.Message(topic=pb.Resource(name=TOPIC), body=BODY)
+        msg.system_properties.message_id = f"01BENCH{n * per_request + k:026X}"
+        msg.system_properties.tag = "TagA"
+        messages.append(msg)
+    return spb.SendMessageRequest(messages=messages)
+
+
+async def timed(stubs: list[service_pb2_grpc.MessagingServiceStub], seconds: float,
+                in_flight: int, per_request: int = 1) -> tuple[int, float, list[float]]:
+    """Calls for `seconds` with `in_flight` at once; returns messages sent, time, latencies."""
+    latencies: list[float] = []
+    sent = 0
+    deadline = time.perf_counter() + seconds
+    requests = [request_for(i, per_request) for i in range(1024)]
+
+    async def worker(k: int) -> None:
+        nonlocal sent
+        stub = stubs[k % len(stubs)]
+        i = k
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            answer = await stub.SendMessage(requests[i % len(requests)], metadata=HEADERS,
+                                            timeout=30)
+            latencies.append(time.perf_counter() - t0)
+            if answer.status.code != pb.OK:
+                raise SystemExit(f"send failed: {answer.status}")
+            sent += per_request
+            i += in_flight
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(k) for k in range(in_flight)))
+    return sent, time.perf_counter() - start, latencies
+
+
+async def bench_stubs(endpoint: str, pid: int, label: str, *, in_flight: int = IN_FLIGHT,
+                      per_request: int = 1, server: str = "broker+proxy") -> None:
+    channels = [grpc.aio.insecure_channel(endpoint, options=[("grpc.use_local_subchannel_pool",
+                                                              1)])
+                for _ in range(CHANNELS)]
+    stubs = [service_pb2_grpc.MessagingServiceStub(c) for c in channels]
+    try:
+        await timed(stubs, 2.0, in_flight, per_request)  # warm-up (routes, connections)
+        rates, lat, server_cpu, client_cpu = [], [], [], []
+        for _ in range(RUNS):
+            b0, c0 = cpu_seconds(pid), time.process_time()
+            sent, elapsed, latencies = await timed(stubs, SECONDS, in_flight, per_request)
+            server_cpu.append((cpu_seconds(pid) - b0) / sent * 1e6)
+            client_cpu.append((time.process_time() - c0) / sent * 1e6)
+            rates.append(sent / elapsed)
+            lat.extend(latencies)
+        print(summary(label, rates, "msgs/s", 10_000))
+        print(f"  latency per call p50 {percentile(lat, 50) * 1e3:.2f} ms, "
+              f"p99 {percentile(lat, 99) * 1e3:.2f} ms")
+        print(f"  {server} CPU {statistics.median(server_cpu):.1f} us/msg (min "
+              f"{min(server_cpu):.1f}), client CPU {statistics.median(client_cpu):.1f} us/msg, "
+              f"load average {os.getloadavg()[0]:.2f}")
+    finally:
+        for channel in channels:
+            await channel.close()
+
+
+class _NoopService:
+    """A MessagingService whose SendMessage answers OK and does nothing else."""
+
+    async def SendMessage(self, request: object, context: object) -> spb.SendMessageResponse:
+        return spb.SendMessageResponse(status=pb.Status(code=pb.OK))
+
+    def __getattr__(self, name: str) -> object:
+        async def unused(request: object, context: object) -> None:
+            return None
+        return unused
+
+
+async def serve_noop() -> None:
+    server = grpc.aio.server()
+    service_pb2_grpc.add_MessagingServiceServicer_to_server(_NoopService(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    print(port, flush=True)
+    await server.wait_for_termination()
+
+
+async def serve_proxy_without_broker() -> None:
+    """The proxy with a gateway whose sends answer at once (no broker behind it)."""
+    from engine.proxy.brokers import Sent
+    from engine.proxy.config import ProxyConfig
+    from engine.proxy.messages import OutMessage
+    from engine.proxy.route import WriteQueue
+    from engine.proxy.server import ProxyServer
+
+    proxy = ProxyServer(ProxyConfig(grpc_server_port=0, enable_topic_message_type_check=False),
+                        "127.0.0.1:9", host="127.0.0.1")
+    queues = [WriteQueue("bench-broker", "127.0.0.1:9", i, QUEUES) for i in range(QUEUES)]
+
+    async def write_queues(topic: str) -> list[WriteQueue]:
+        return queues
+
+    async def send(queue: WriteQueue, msgs: list[OutMessage]) -> list[Sent]:
+        return [Sent(queue.broker_name, queue.broker_addr, queue.queue_id, 0, "0" * 32, None, 0)
+                for _ in msgs]
+
+    proxy.gateway.write_queues = write_queues  # type: ignore[method-assign]
+    proxy.gateway.send = send  # type: ignore[method-assign]
+    await proxy.start()
+    print(proxy.port, flush=True)
+    await asyncio.Event().wait()
+
+
+def bench_for_scale() -> None:
+    for mode, label, server in (
+            ("--noop-server", "for scale: the same calls to a no-op grpc.aio servicer "
+                              "(gRPC's own cost)", "no-op server"),
+            ("--proxy-without-broker", "for scale: the same calls to the proxy whose broker "
+                                       "answers at once (the proxy's own cost)", "proxy")):
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_grpc", mode],
+                                stdout=subprocess.PIPE, env=os.environ.copy())
+        try:
+            assert proc.stdout is not None
+            port = int(proc.stdout.readline())
+            run(bench_stubs(f"127.0.0.1:{port}", proc.pid, label, server=server))
+        finally:
+            proc.kill()
+            proc.wait(60)
+
+
+def bench_official_client(endpoint: str, pid: int, threads: int = 16,
+                          seconds: float = SECONDS) -> None:
+    from rocketmq.v5.client import ClientConfiguration, Credentials
+    from rocketmq.v5.model import Message
+    from rocketmq.v5.producer import Producer
+
+    producer = Producer(ClientConfiguration(endpoint, Credentials()), (TOPIC,))
+    producer.startup()
+    sent = [0] * threads
+    try:
+        deadline = time.monotonic() + seconds
+        b0 = cpu_seconds(pid)
+
+        def loop(k: int) -> None:
+            while time.monotonic() < deadline:
+                msg = Message()
+                msg.topic, msg.body, msg.tag = TOPIC, BODY, "TagA"
+                producer.send(msg)
+                sent[k] += 1
+
+        start = time.monotonic()
+        workers = [threading.Thread(target=loop, args=(k,)) for k in range(threads)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        elapsed = time.monotonic() - start
+        total = sum(sent)
+        print(f"official Python client, {threads} threads calling send: "
+              f"{total / elapsed:,.0f} msgs/s ({total} in {elapsed:.1f} s), broker+proxy CPU "
+              f"{(cpu_seconds(pid) - b0) / max(total, 1) * 1e6:.1f} us/msg")
+    finally:
+        producer.shutdown()
+
+
+async def create_topic(broker_addr: str, namesrv_addr: str) -> None:
+    """Create the topic and wait until the name server routes it (the proxy reads routes)."""
+    client = RemotingClient()
+    try:
+        await BrokerAdmin(client).create_topic(broker_addr, TopicConfig(TOPIC, QUEUES, QUEUES))
+        async with NamesrvAdmin(namesrv_addr) as ns:
+            for _ in range(200):
+                try:
+                    await ns.topic_route(TOPIC)
+                    return
+                except TopicNotExistError:
+                    await asyncio.sleep(0.05)
+        raise SystemExit("the topic never reached the name server")
+    finally:
+        await client.close()
+
+
+def main() -> None:
+    print(machine())
+    with tempfile.TemporaryDirectory() as tmp:
+        namesrv = NamesrvController(NamesrvConfig(listen_port=0, bind_address="127.0.0.1",
+                                                  kv_config_path=f"{tmp}/kv.json",
+                                                  config_store_path=f"{tmp}/ns.properties"))
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(namesrv.start())
+        ns_thread = threading.Thread(target=loop.run_forever, daemon=True)
+        ns_thread.start()
+        port, grpc_port = free_port(), free_port()
+        conf = Path(tmp, "broker.conf")
+        conf.write_text("".join(f"{k}={v}\n" for k, v in {
+            "brokerName": "bench-broker", "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
+            "listenPort": port, "storePathRootDir": f"{tmp}/store", "logsDir": f"{tmp}/logs",
+            "flushDiskType": "ASYNC_FLUSH", "namesrvAddr": f"127.0.0.1:{namesrv.port}"}.items()))
+        pc = Path(tmp, "rmq-proxy.json")
+        pc.write_text(json.dumps({"grpcServerPort": grpc_port}))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.broker.main", "-c", str(conf), "--enable-proxy",
+             "-pc", str(pc)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env={**os.environ, "HOME": tmp})
+        try:
+            asyncio.run(wait_listening(grpc_port, proc))
+            run(create_topic(f"127.0.0.1:{port}", f"127.0.0.1:{namesrv.port}"))
+            endpoint = f"127.0.0.1:{grpc_port}"
+            run(bench_stubs(endpoint, proc.pid, f"SendMessage over gRPC, 1 KiB, one message per "
+                            f"call, {IN_FLIGHT} in flight on {CHANNELS} channels (raw stubs)"))
+            run(bench_stubs(endpoint, proc.pid, "SendMessage over gRPC, 16 x 1 KiB per call, "
+                            "32 in flight (raw stubs)", in_flight=32, per_request=16))
+            bench_official_client(endpoint, proc.pid)
+        finally:
+            proc.terminate()
+            proc.wait(60)
+            asyncio.run_coroutine_threadsafe(namesrv.stop(), loop).result(30)
+            loop.call_soon_threadsafe(loop.stop)
+
+
+def bench_apache5(home: str) -> None:
+    """The one-message calls against Apache 5.3.3's broker with its proxy (local mode)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ns_port, broker_port, grpc_port, remoting_port = (free_port(), free_port(),
+                                                          free_port(), free_port())
+        ns = f"127.0.0.1:{ns_port}"
+        Path(tmp, "ns.conf").write_text(f"listenPort={ns_port}\n")
+        Path(tmp, "broker.conf").write_text("\n".join([
+            "brokerClusterName=BenchCluster", "brokerName=bench-apache", "brokerId=0",
+            f"listenPort={broker_port}", "brokerIP1=127.0.0.1", f"namesrvAddr={ns}",
+            f"storePathRootDir={tmp}/store", "flushDiskType=ASYNC_FLUSH", ""]))
+        Path(tmp, "proxy.json").write_text(json.dumps({
+            "rocketMQClusterName": "BenchCluster", "namesrvAddr": ns,
+            "grpcServerPort": grpc_port, "remotingListenPort": remoting_port}))
+        env = {**os.environ, "JAVA_OPT_EXT": f"-Duser.home={tmp}",
+               "RMQ_HEAP": "-Xms512m -Xmx512m"}
+        procs = [subprocess.Popen([f"{home}/mqnamesrv.sh", "-c", f"{tmp}/ns.conf"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+        try:
+            asyncio.run(wait_listening(ns_port, procs[0]))
+            procs.append(subprocess.Popen(
+                [f"{home}/mqbroker.sh", "-n", ns, "-c", f"{tmp}/broker.conf", "--enable-proxy",
+                 "-pc", f"{tmp}/proxy.json"], stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=env))
+            asyncio.run(wait_listening(grpc_port, procs[1]))
+            run(create_topic(f"127.0.0.1:{broker_port}", ns))
+            run(bench_stubs(f"127.0.0.1:{grpc_port}", _java_pid(procs[1].pid),
+                            "Apache 5.3.3's broker with its proxy: one message per call, "
+                            f"{IN_FLIGHT} in flight", server="Apache broker+proxy (JVM)"))
+        finally:
+            for proc in reversed(procs):
+                proc.terminate()
+            for proc in procs:
+                proc.wait(60)
+
+
+def _java_pid(script_pid: int) -> int:
+    """The JVM the start script runs (its child, or the script itself after `exec`)."""
+    try:
+        children = Path(f"/proc/{script_pid}/task/{script_pid}/children").read_text().split()
+    except OSError:
+        return script_pid
+    return int(children[-1]) if children else script_pid
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--noop-server"]:
+        run(serve_noop())
+    elif sys.argv[1:] == ["--proxy-without-broker"]:
+        run(serve_proxy_without_broker())
+    else:
+        main()
+        bench_for_scale()
+        if os.environ.get("APACHE_RMQ5_HOME"):
+            bench_apache5(os.environ["APACHE_RMQ5_HOME"])
