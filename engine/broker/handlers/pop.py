@@ -179,8 +179,13 @@ async def _hold(st: BrokerState, cmd: RemotingCommand, req: PopRequest,
     """Pop again each time a message may have arrived, until one is popped or time is up."""
     polling = st.pop.polling
     while True:
+        deadline = expires
+        if req.order:  # a held FIFO queue frees itself when its invisible time runs out
+            free_at = st.pop.order.unblocked_at(req.topic, req.group)
+            if free_at is not None:
+                deadline = min(deadline, free_at + 1)
         await polling.wait(req.topic, req.group, req.queue_id, _watched(st, req),
-                           expires - st.clock())
+                           deadline - st.clock())
         batch = st.pop.popper.pop(req)
         if batch.messages:
             return _answer(st, cmd, req, batch, ResponseCode.SUCCESS)

@@ -78,6 +78,12 @@ class OrderInfo:
         return sum(1 for i in range(len(self.offset_list))
                    if self.is_not_ack(i) and now < self._visible_at(i))
 
+    def held_until(self, now: int) -> int | None:
+        """When the earliest unacked offset still invisible becomes visible, if any."""
+        times = [t for i in range(len(self.offset_list))
+                 if self.is_not_ack(i) and now < (t := self._visible_at(i))]
+        return min(times) if times else None
+
     def next_offset(self) -> int:
         if not self.offset_list:
             return NO_NEED
@@ -233,6 +239,15 @@ class ConsumerOrderInfoManager:
             return
         info.offset_next_visible_time[queue_offset] = next_visible
         info.last_consume_timestamp = self.clock()
+
+    def unblocked_at(self, topic: str, group: str) -> int | None:
+        """When the first queue of the topic still held by a FIFO popper becomes free (the
+        invisible time of an unacked message runs out), if one is held (5.3 wakes held
+        pops then: `ConsumerOrderInfoLockManager`)."""
+        now = self.clock()
+        times = [t for info in self.table.get(_key(topic, group), {}).values()
+                 if (t := info.held_until(now)) is not None]
+        return min(times) if times else None
 
     def inflight(self, topic: str, group: str, queue_id: int) -> int:
         info = self.get(topic, group, queue_id)
