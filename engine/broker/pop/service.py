@@ -140,6 +140,18 @@ class PopService:
         return (self.book.inflight(topic, group, queue_id)
                 + self.order.inflight(topic, group, queue_id))
 
+    def progress(self, topic: str, group: str, queue_id: int, committed: int) -> tuple[int, int]:
+        """(consumer offset, pull offset) of a queue as 5.3's `ConsumerLagCalculator` counts a
+        POP group: the pull offset is how far pops have read, the consumer offset that minus
+        what is in flight, so lag (max - consumer) is ready + in flight and in flight is pull -
+        consumer.  A queue nobody pops from has both at `committed`."""
+        if committed < 0:
+            return committed, committed
+        fifo = self.order.get(topic, group, queue_id)
+        if fifo is not None and fifo.offset_list and fifo.inflight(self.st.clock()):
+            return committed, max(committed, max(fifo.queue_offsets()) + 1)
+        return max(committed - self.book.inflight(topic, group, queue_id), 0), committed
+
     def reviving_behind(self) -> int:
         """Checkpoints whose messages are still out (the revive topic's pending records)."""
         return len(self.book)

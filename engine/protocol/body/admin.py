@@ -35,6 +35,9 @@ class OffsetWrapper:
     broker_offset: Offset = 0
     consumer_offset: Offset = 0
     last_timestamp: TimestampMs = 0
+    #: 5.x: how far the group has read; pull - consumer is in flight.  This broker sends it
+    #: for queues with POP messages in flight (docs/pop.md), 4.9 brokers never.
+    pull_offset: Offset | None = None
 
 
 @dataclass(frozen=True, slots=True)
