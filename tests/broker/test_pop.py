@@ -13,17 +13,22 @@ from pathlib import Path
 import pytest
 
 from engine.broker.controller import BrokerController
+from engine.broker.metrics.lag import group_lags
 from engine.broker.pop.names import REVIVE_GROUP
 from engine.namesrv.controller import NamesrvController
+from engine.protocol import fastjson
+from engine.protocol.body.admin import ConsumeStats
+from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig
-from engine.protocol.codes import ResponseCode
+from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.header.pop import INIT_MODE_MAX, INIT_MODE_MIN
 from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
+from engine.protocol.wire import from_json
 from engine.remoting.client import RemotingClient
 from tests.clock import ManualClock
 from tests.sending import send_one
 
-from .conftest import running_broker
+from .conftest import call, running_broker
 from .pop_calls import ack, batch_ack, change_invisible, pop
 
 TOPIC = "Orders"
@@ -229,3 +234,20 @@ async def test_revive_offset_follows_the_oldest_pending_checkpoint(
         st.store.get_max_offset_in_queue(topic, qa) - 1
     if qb != qa:
         assert st.offsets.query(REVIVE_GROUP, topic, qb) == -1
+
+
+async def test_consume_stats_and_lag_count_messages_in_flight(
+        client: RemotingClient, broker: BrokerController) -> None:
+    """5.3's way for a POP group: lag = ready + in flight, in flight = pull - consumer."""
+    await send(client, broker, 3, queue_id=0)
+    await send(client, broker, 2, queue_id=1)
+    got = await pop(client, broker.addr, GROUP, TOPIC, queue_id=0, max_nums=2,
+                    init_mode=INIT_MODE_MIN)
+    await ack(client, broker.addr, got.messages[0])
+    resp = await call(client, broker.addr, RequestCode.GET_CONSUME_STATS,
+                      {"consumerGroup": GROUP, "topic": TOPIC})
+    stats = from_json(ConsumeStats, fastjson.loads(resp.body or b"{}"))
+    q0 = stats.offset_table[MessageQueue(TOPIC, "broker-a", 0)]
+    assert (q0.broker_offset, q0.consumer_offset, q0.pull_offset) == (3, 1, 2)
+    [lag] = [g for g in group_lags(broker.state) if (g.group, g.topic) == (GROUP, TOPIC)]
+    assert (lag.lag, lag.inflight, lag.ready) == (2, 1, 1)  # queue 1 not popped: no offset
