@@ -108,7 +108,7 @@ class ReviveService(Service):
     def _revive(self, entry: Pending, now: int) -> int:
         st, book, ck = self.st, self.pop.book, entry.ck
         normal = receipt.normal_topic(ck.topic, ck.cid)
-        group = st.groups.get(ck.cid)
+        group = st.groups.find_or_create(ck.cid)  # 5.3 creates it, with autoCreateSubscriptionGroup
         if st.topics.get(normal) is None or group is None:
             log.warning("revive: %s or group %s no longer exists; checkpoint %s dropped",
                         normal, ck.cid, ck.unique_id())
