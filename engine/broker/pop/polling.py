@@ -87,9 +87,9 @@ class PopPolling:
             for waiter in self._by_key.get(polling_key(topic, group, qid), ()):
                 waiter.event.set()
 
-    def wake_all(self) -> None:
-        """Shutdown: answer every held request."""
-        self.closed = True
+    def wake_all(self, *, close: bool = True) -> None:
+        """Run every held request again now; with `close` (shutdown) none is held again."""
+        self.closed = self.closed or close
         for waiters in self._by_key.values():
             for waiter in waiters:
                 waiter.event.set()

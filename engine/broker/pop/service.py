@@ -80,9 +80,10 @@ class PopService:
         """Rebuild the book on a master that has none; drop it on a slave.  Returns whether
         this broker serves POP now (it is the master)."""
         if self.st.is_slave:
-            if self.loaded:
+            if self.loaded:  # demoted: forget the book, answer the held pops (they see it)
                 self.book.clear()
                 self.loaded = False
+                self.polling.wake_all(close=False)
             return False
         if not self.loaded:
             self._replay()
