@@ -6,6 +6,7 @@ revive round is run by hand (`revive_due`); the long-polling tests are in test_p
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -251,3 +252,16 @@ async def test_consume_stats_and_lag_count_messages_in_flight(
     assert (q0.broker_offset, q0.consumer_offset, q0.pull_offset) == (3, 1, 2)
     [lag] = [g for g in group_lags(broker.state) if (g.group, g.topic) == (GROUP, TOPIC)]
     assert (lag.lag, lag.inflight, lag.ready) == (2, 1, 1)  # queue 1 not popped: no offset
+
+
+async def test_acks_read_together_are_each_answered(
+        client: RemotingClient, broker: BrokerController, clock: ManualClock) -> None:
+    """A 5.x client acks message by message: many acks arrive in one read (one append)."""
+    await send(client, broker, 10)
+    got = (await pop(client, broker.addr, GROUP, TOPIC, invisible_ms=5_000,
+                     init_mode=INIT_MODE_MIN)).messages
+    bad = replace(got[0], record=replace(got[0].record, queue_offset=99))
+    answers = await asyncio.gather(*(ack(client, broker.addr, m) for m in [*got[1:], bad]))
+    assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 9 + [ResponseCode.NO_MESSAGE]
+    assert broker.state.pop.inflight(TOPIC, GROUP, 0) == 1
+    assert revive(broker, clock, 5_000) == 1

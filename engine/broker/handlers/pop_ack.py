@@ -11,6 +11,7 @@ checkpoint matches is SUCCESS.  The work is `engine.broker.pop.acker`'s.
 from __future__ import annotations
 
 from engine.broker.errors import Refused
+from engine.broker.pop.records import AckMsg
 from engine.broker.state import BrokerState
 from engine.protocol import receipt
 from engine.protocol.body.decode import request_body
@@ -66,10 +67,49 @@ def ack_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
                end_inclusive=True)
     except Refused as refused:
         return cmd.response(refused.code, refused.remark)
-    info = ExtraInfo.parse(header.extra_info)
+    return _ack(st, cmd, header, ExtraInfo.parse(header.extra_info))
+
+
+def _ack(st: BrokerState, cmd: RemotingCommand, header: AckMessageRequestHeader,
+         info: ExtraInfo) -> RemotingCommand:
     outcome = st.pop.acker.ack(header.consumer_group, header.topic, header.queue_id,
                                [header.offset], info, info.ck_queue_offset, info.broker_name)
     return cmd.response(outcome.code, outcome.remark)
+
+
+@router.handles_many(RequestCode.ACK_MESSAGE)
+def ack_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[RemotingCommand | Exception]:
+    """Acks read together (a 5.x client acks each message): checked one by one, the ack
+    records of normal pops stored with one append, answers in order."""
+    st = ctx.state
+    answers: list[RemotingCommand | Exception] = []
+    records: list[tuple[AckMsg, int]] = []
+    waiting: list[tuple[int, RemotingCommand]] = []
+    for cmd in cmds:
+        try:
+            header = from_ext(AckMessageRequestHeader, cmd.ext_fields)
+            _check(st, header.topic, header.queue_id, header.offset, ctx.connection.remote_addr,
+                   end_inclusive=True)
+            info = ExtraInfo.parse(header.extra_info)
+        except Refused as refused:
+            answers.append(cmd.response(refused.code, refused.remark))
+            continue
+        except Exception as exc:  # answered by the dispatcher, as a failed single handler
+            answers.append(exc)
+            continue
+        record = None if info.is_order else st.pop.acker.ack_record(
+            header.consumer_group, header.topic, header.queue_id, [header.offset], info,
+            info.ck_queue_offset, info.broker_name)
+        if record is None:
+            answers.append(_ack(st, cmd, header, info))
+            continue
+        records.append(record)
+        waiting.append((len(answers), cmd))
+        answers.append(cmd)  # replaced below
+    for (i, cmd), stored in zip(waiting, st.pop.log.append_acks(records), strict=True):
+        outcome = st.pop.acker.outcome(*stored)
+        answers[i] = cmd.response(outcome.code, outcome.remark)
+    return answers
 
 
 @router.handles(RequestCode.BATCH_ACK_MESSAGE)

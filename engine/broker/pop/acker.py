@@ -22,6 +22,7 @@ from engine.broker.pop.order import ILLEGAL
 from engine.broker.pop.records import AckMsg, PopCheckPoint
 from engine.protocol.codes import ResponseCode
 from engine.protocol.receipt import ExtraInfo
+from engine.store.results import PutMessageResult
 
 if TYPE_CHECKING:
     from engine.broker.pop.service import PopService
@@ -62,14 +63,26 @@ class Acker:
                     return outcome
                 acked += outcome.acked
             return AckOutcome(acked=acked)
-        if not offsets:
+        record = self.ack_record(group, topic, queue_id, offsets, info, start_offset,
+                                 broker_name)
+        if record is None:
             return AckOutcome()
+        return self.outcome(*self.pop.log.append_ack(*record))
+
+    def ack_record(self, group: str, topic: str, queue_id: int, offsets: list[int],
+                   info: ExtraInfo, start_offset: int, broker_name: str
+                   ) -> tuple[AckMsg, int] | None:
+        """The ack record of a normal pop's receipt and its revive queue; None when there is
+        nothing to write (no offsets, or a revive queue no checkpoint of this broker is in)."""
+        if not offsets or not 0 <= info.revive_qid < self.pop.revive_queue_num:
+            return None
         ack = AckMsg(topic, group, queue_id, start_offset, info.pop_time, broker_name,
                      offsets[0] if len(offsets) == 1 else -1,
                      tuple(offsets) if len(offsets) > 1 else ())
-        if not 0 <= info.revive_qid < self.pop.revive_queue_num:
-            return AckOutcome()  # no checkpoint of this broker can be there: nothing to clear
-        result, acked = self.pop.log.append_ack(ack, info.revive_qid)
+        return ack, info.revive_qid
+
+    @staticmethod
+    def outcome(result: PutMessageResult, acked: int) -> AckOutcome:
         if not result.ok:
             return AckOutcome(ResponseCode.SYSTEM_ERROR,
                               f"the ack was not stored: {result.status} {result.error_message}")

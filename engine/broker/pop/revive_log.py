@@ -85,6 +85,19 @@ class ReviveLog:
             return result, 0
         return result, self.book.ack(ack.ck_key, ack.offsets())
 
+    def append_acks(self, acks: list[tuple[AckMsg, int]]) -> list[tuple[PutMessageResult, int]]:
+        """`append_ack` for many (ack, revive queue) at once: one store append for all."""
+        msgs = [self._message(qid, ack.tag, ack.unique_id(), ack.to_json()) for ack, qid in acks]
+        out = []
+        for (ack, _), result in zip(acks, self.store.append_many(msgs), strict=True):
+            if result.ok:
+                out.append((result, self.book.ack(ack.ck_key, ack.offsets())))
+            else:
+                log.error("ack %s not stored: %s %s", ack.unique_id(), result.status,
+                          result.error_message)
+                out.append((result, 0))
+        return out
+
     def replay(self, revive_qid: int, start: int) -> Replayed:
         """Enter every checkpoint and ack of a revive queue from offset `start` to its end."""
         store = self.store
