@@ -151,3 +151,21 @@ async def test_fifo_redelivery_counts_and_same_attempt(client: RemotingClient,
     for m in again.messages:
         assert (await ack(client, broker.addr, m)).code == ResponseCode.SUCCESS
     assert broker.state.offsets.query(GROUP, FIFO, 0) == 2
+
+
+async def test_fifo_order_info_survives_a_restart(client: RemotingClient, tmp_path: Path,
+                                                  namesrv: NamesrvController) -> None:
+    async with running_broker(tmp_path, namesrv) as first:
+        first.state.topics.put(TopicConfig(FIFO, 1, 1))
+        await send_one(client, first.addr, "broker-a", FIFO, b"f0")
+        held_by_a = await pop(client, first.addr, GROUP, FIFO, order=True, attempt_id="A",
+                              init_mode=INIT_MODE_MIN)
+        assert [m.body for m in held_by_a.messages] == [b"f0"]
+    saved = (tmp_path / "broker-a" / "store" / "config" / "consumerOrderInfo.json").read_text()
+    assert f"{FIFO}@{GROUP}" in saved and '"a":"A"' in saved.replace("\t", "").replace(" ", "")
+    async with running_broker(tmp_path, namesrv) as second:
+        other = await pop(client, second.addr, GROUP, FIFO, order=True, attempt_id="B")
+        assert other.code == ResponseCode.POLLING_TIMEOUT  # still A's
+        assert (await ack(client, second.addr, held_by_a.messages[0])).code == \
+            ResponseCode.SUCCESS
+        assert second.state.offsets.query(GROUP, FIFO, 0) == 1
