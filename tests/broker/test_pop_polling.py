@@ -22,6 +22,7 @@ from engine.protocol.header.pop import (
 from engine.protocol.receipt import parse_order_count_info
 from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.client import RemotingClient
+from engine.store.config import FlushDiskType
 from tests.sending import send_one
 
 from .conftest import running_broker
@@ -169,3 +170,17 @@ async def test_fifo_order_info_survives_a_restart(client: RemotingClient, tmp_pa
         assert (await ack(client, second.addr, held_by_a.messages[0])).code == \
             ResponseCode.SUCCESS
         assert second.state.offsets.query(GROUP, FIFO, 0) == 1
+
+
+async def test_sync_flush_answers_once_the_records_are_on_disk(
+        client: RemotingClient, tmp_path: Path, namesrv: NamesrvController) -> None:
+    async with running_broker(tmp_path, namesrv,
+                              flush_disk_type=FlushDiskType.SYNC_FLUSH) as controller:
+        controller.state.topics.put(TopicConfig(TOPIC, 1, 1))
+        await send_one(client, controller.addr, "broker-a", TOPIC, b"durable")
+        got = await pop(client, controller.addr, GROUP, TOPIC, init_mode=INIT_MODE_MIN)
+        assert [m.body for m in got.messages] == [b"durable"]
+        store = controller.state.store
+        assert store.get_flushed_offset() >= store.get_max_phy_offset()  # the checkpoint too
+        assert (await ack(client, controller.addr, got.messages[0])).code == ResponseCode.SUCCESS
+        assert store.get_flushed_offset() >= store.get_max_phy_offset()

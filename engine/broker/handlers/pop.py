@@ -113,6 +113,18 @@ def pop_filter(st: BrokerState, header: PopMessageRequestHeader) -> MessageFilte
                       "parse the consumer's subscription failed") from None
 
 
+def durable(st: BrokerState, mark: int, response: RemotingCommand
+            ) -> RemotingCommand | Awaitable[RemotingCommand]:
+    """`response`, once the revive records the request wrote are on disk (SYNC_FLUSH)."""
+    waiting = st.pop.flushed_since(mark)
+    return response if waiting is None else _after(waiting, response)
+
+
+async def _after(waiting: Awaitable[object], response: RemotingCommand) -> RemotingCommand:
+    await waiting
+    return response
+
+
 # ---------------------------------------------------------------------------- POP_MESSAGE
 
 
@@ -163,9 +175,10 @@ def pop_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[R
     req = PopRequest(header.consumer_group, header.topic, header.queue_id,
                      max(header.max_msg_nums, 1), header.invisible_time, header.init_mode,
                      header.order, header.attempt_id, filt)
+    mark = st.pop.log.appended
     batch = st.pop.popper.pop(req)
     if batch.messages:
-        return _answer(st, cmd, req, batch, ResponseCode.SUCCESS)
+        return durable(st, mark, _answer(st, cmd, req, batch, ResponseCode.SUCCESS))
     expires = header.born_time + header.poll_time
     if header.poll_time <= 0 or expires <= now:
         return _answer(st, cmd, req, batch, ResponseCode.POLLING_TIMEOUT)
@@ -186,9 +199,11 @@ async def _hold(st: BrokerState, cmd: RemotingCommand, req: PopRequest,
                 deadline = min(deadline, free_at + 1)
         await polling.wait(req.topic, req.group, req.queue_id, _watched(st, req),
                            deadline - st.clock())
+        mark = st.pop.log.appended
         batch = st.pop.popper.pop(req)
         if batch.messages:
-            return _answer(st, cmd, req, batch, ResponseCode.SUCCESS)
+            answer = durable(st, mark, _answer(st, cmd, req, batch, ResponseCode.SUCCESS))
+            return answer if isinstance(answer, RemotingCommand) else await answer
         if st.clock() >= expires or st.is_slave or polling.closed:
             return _answer(st, cmd, req, batch, ResponseCode.POLLING_TIMEOUT)
 

@@ -10,7 +10,10 @@ checkpoint matches is SUCCESS.  The work is `engine.broker.pop.acker`'s.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from engine.broker.errors import Refused
+from engine.broker.handlers.pop import durable
 from engine.broker.pop.records import AckMsg
 from engine.broker.state import BrokerState
 from engine.protocol import receipt
@@ -59,7 +62,7 @@ def _check(st: BrokerState, topic: str, queue_id: int, offset: int, peer: str,
 
 
 @router.handles(RequestCode.ACK_MESSAGE)
-def ack_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+def ack_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
     st = ctx.state
     header = from_ext(AckMessageRequestHeader, cmd.ext_fields)
     try:
@@ -67,7 +70,8 @@ def ack_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
                end_inclusive=True)
     except Refused as refused:
         return cmd.response(refused.code, refused.remark)
-    return _ack(st, cmd, header, ExtraInfo.parse(header.extra_info))
+    mark = st.pop.log.appended
+    return durable(st, mark, _ack(st, cmd, header, ExtraInfo.parse(header.extra_info)))
 
 
 def _ack(st: BrokerState, cmd: RemotingCommand, header: AckMessageRequestHeader,
@@ -78,11 +82,13 @@ def _ack(st: BrokerState, cmd: RemotingCommand, header: AckMessageRequestHeader,
 
 
 @router.handles_many(RequestCode.ACK_MESSAGE)
-def ack_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[RemotingCommand | Exception]:
+def ack_messages(ctx: Ctx, cmds: list[RemotingCommand]
+                 ) -> list[RemotingCommand | Awaitable[RemotingCommand] | Exception]:
     """Acks read together (a 5.x client acks each message): checked one by one, the ack
     records of normal pops stored with one append, answers in order."""
     st = ctx.state
-    answers: list[RemotingCommand | Exception] = []
+    mark = st.pop.log.appended
+    answers: list[RemotingCommand | Awaitable[RemotingCommand] | Exception] = []
     records: list[tuple[AckMsg, int]] = []
     waiting: list[tuple[int, RemotingCommand]] = []
     for cmd in cmds:
@@ -108,12 +114,13 @@ def ack_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[RemotingCommand 
         answers.append(cmd)  # replaced below
     for (i, cmd), stored in zip(waiting, st.pop.log.append_acks(records), strict=True):
         outcome = st.pop.acker.outcome(*stored)
-        answers[i] = cmd.response(outcome.code, outcome.remark)
+        answers[i] = durable(st, mark, cmd.response(outcome.code, outcome.remark))
     return answers
 
 
 @router.handles(RequestCode.BATCH_ACK_MESSAGE)
-def batch_ack_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+def batch_ack_message(ctx: Ctx, cmd: RemotingCommand
+                      ) -> RemotingCommand | Awaitable[RemotingCommand]:
     st = ctx.state
     body = request_body(cmd, BatchAckMessageRequestBody) if cmd.body else None
     if body is None or not body.acks:
@@ -123,6 +130,7 @@ def batch_ack_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
                             f"the broker[{st.config.broker_ip1}] is a slave: POP is served by "
                             f"the master of {st.config.broker_name}")
     st.pop.ensure_loaded()
+    mark = st.pop.log.appended
     broker_name = body.broker_name or st.config.broker_name
     for one in body.acks:
         topic = receipt.real_topic(one.topic, one.consumer_group, one.retry)
@@ -135,11 +143,12 @@ def batch_ack_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
                                    one.start_offset, broker_name)
         if outcome.code != ResponseCode.SUCCESS:
             return cmd.response(outcome.code, outcome.remark)
-    return cmd.response(ResponseCode.SUCCESS)
+    return durable(st, mark, cmd.response(ResponseCode.SUCCESS))
 
 
 @router.handles(RequestCode.CHANGE_MESSAGE_INVISIBLETIME)
-def change_invisible_time(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+def change_invisible_time(ctx: Ctx, cmd: RemotingCommand
+                          ) -> RemotingCommand | Awaitable[RemotingCommand]:
     st = ctx.state
     header = from_ext(ChangeInvisibleTimeRequestHeader, cmd.ext_fields)
     try:
@@ -148,10 +157,12 @@ def change_invisible_time(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     except Refused as refused:
         return cmd.response(refused.code, refused.remark)
     info = ExtraInfo.parse(header.extra_info)
+    mark = st.pop.log.appended
     changed = st.pop.acker.change_invisible_time(header.consumer_group, header.topic,
                                                  header.queue_id, header.offset, info,
                                                  header.invisible_time)
     if changed.code != ResponseCode.SUCCESS:
         return cmd.response(changed.code, changed.remark)
-    return cmd.response(ResponseCode.SUCCESS, ext_fields=to_ext(ChangeInvisibleTimeResponseHeader(
-        changed.pop_time, changed.invisible_time, changed.revive_qid)))
+    return durable(st, mark, cmd.response(
+        ResponseCode.SUCCESS, ext_fields=to_ext(ChangeInvisibleTimeResponseHeader(
+            changed.pop_time, changed.invisible_time, changed.revive_qid))))

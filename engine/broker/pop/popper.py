@@ -159,7 +159,7 @@ class Popper:
         offset = self.pop_offset(req.group, topic, queue_id, req.init_mode, init=True)
         wanted = req.max_nums - len(batch.messages)
         if self._should_stop(topic, req.group, queue_id) or wanted <= 0:
-            batch.rest_num += store.get_max_offset_in_queue(topic, queue_id) - offset
+            batch.rest_num += max(store.get_max_offset_in_queue(topic, queue_id) - offset, 0)
             return
         if req.order and self.service.order.check_block(req.attempt_id, topic, req.group, queue_id,
                                                     req.invisible_time):
@@ -256,7 +256,7 @@ class Popper:
                     messages: list[bytes], rest: int) -> int:
         store = self.st.store
         offset = self.peek_offset(group, topic, queue_id)
-        rest += store.get_max_offset_in_queue(topic, queue_id) - offset
+        rest += max(store.get_max_offset_in_queue(topic, queue_id) - offset, 0)
         if len(messages) >= max_nums:
             return rest
         result = store.get_message(group, topic, queue_id, offset, max_nums - len(messages))

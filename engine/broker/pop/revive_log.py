@@ -55,6 +55,14 @@ class ReviveLog:
         self.book = book
         self.store_host = store_host
         self.clock = clock
+        #: Records appended so far, and the result of the last one (SYNC_FLUSH waits on it).
+        self.appended = 0
+        self.last: PutMessageResult | None = None
+
+    def _appended(self, result: PutMessageResult) -> None:
+        if result.ok:
+            self.appended += 1
+            self.last = result
 
     def _message(self, revive_qid: int, tag: str, uniq: str, body: bytes) -> BrokerMessage:
         host = self.store_host()
@@ -67,6 +75,7 @@ class ReviveLog:
         """Store a checkpoint and enter it in the book (when the put succeeded)."""
         result = self.store.append_message(
             self._message(revive_qid, CK_TAG, ck.unique_id(), ck.to_json()))
+        self._appended(result)
         if result.ok:
             self.book.add(ck, revive_qid, result.queue_offset)
         else:
@@ -79,6 +88,7 @@ class ReviveLog:
         the named messages were still open."""
         result = self.store.append_message(
             self._message(revive_qid, ack.tag, ack.unique_id(), ack.to_json()))
+        self._appended(result)
         if not result.ok:
             log.error("ack %s not stored: %s %s", ack.unique_id(), result.status,
                       result.error_message)
@@ -90,6 +100,7 @@ class ReviveLog:
         msgs = [self._message(qid, ack.tag, ack.unique_id(), ack.to_json()) for ack, qid in acks]
         out = []
         for (ack, _), result in zip(acks, self.store.append_many(msgs), strict=True):
+            self._appended(result)
             if result.ok:
                 out.append((result, self.book.ack(ack.ck_key, ack.offsets())))
             else:

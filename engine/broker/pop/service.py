@@ -15,6 +15,7 @@ unacked is revived.  A slave keeps no book; it replicates the revive topic and t
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from engine.broker.pop.acker import Acker
@@ -26,6 +27,7 @@ from engine.broker.pop.popper import Popper
 from engine.broker.pop.records import PopCheckPoint
 from engine.broker.pop.revive import ReviveService
 from engine.broker.pop.revive_log import ReviveLog
+from engine.store.config import FlushDiskType
 
 if TYPE_CHECKING:
     from engine.broker.state import BrokerState
@@ -73,6 +75,15 @@ class PopService:
             return False
         self.revive.checkpoint_added(ck.revive_time)
         return True
+
+    def flushed_since(self, mark: int) -> Awaitable[object] | None:
+        """Under SYNC_FLUSH, what to await before answering a request that wrote revive
+        records since `mark` (`log.appended` when it started): their bytes on disk."""
+        last = self.log.last
+        if (mark == self.log.appended or last is None
+                or self.st.store_config.flush_disk_type is not FlushDiskType.SYNC_FLUSH):
+            return None
+        return self.st.store.flushed(last)
 
     # ------------------------------------------------------------------ recovery
 
