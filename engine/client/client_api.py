@@ -1,9 +1,10 @@
 """`ClientAPI`: the broker requests producers and consumers make (Java's `MQClientAPIImpl`).
 
-How this works: the offset queries come from `OffsetCalls` (the admin client's); the rest are
-added here.  Every answered call maps a transport failure to `UnreachableError` and an error
-code to its `ServerError`; oneway calls (offset commits, END_TRANSACTION, unlocks in
-rebalance) only fail when the connection cannot be opened or written.
+How this works: the offset queries come from `OffsetCalls` (the admin client's), the 5.x POP
+requests from `PopCalls`; the rest are added here.  Every answered call maps a transport
+failure to `UnreachableError` and an error code to its `ServerError`; oneway calls (offset
+commits, END_TRANSACTION, unlocks in rebalance) only fail when the connection cannot be
+opened or written.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable
 
 from engine.client.broker_admin_offsets import OffsetCalls
 from engine.client.errors import UnreachableError
+from engine.client.pop_calls import PopCalls
 from engine.client.pull_codec import pull_result
 from engine.client.results import PullResult, SendResult
 from engine.client.send_codec import send_result
@@ -40,7 +42,7 @@ SEND_BACK_TIMEOUT = 5.0
 LOCK_TIMEOUT = 1.0
 
 
-class ClientAPI(OffsetCalls):
+class ClientAPI(OffsetCalls, PopCalls):
     """Requests of producers and consumers to one broker address each."""
 
     async def _invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:

@@ -86,3 +86,17 @@ class LitePullOptions:
     local_offset_store_dir: str | None = None
     check_client_in_broker: bool = True
     dedupe: Dedupe | None = None  # poll() claims business keys (dedupe.py, `consuming`)
+
+
+@dataclass(frozen=True, slots=True)
+class PopOptions:
+    """`PopConsumer` settings (5.x SimpleConsumer / PushConsumer-in-POP-mode defaults)."""
+
+    invisible_time_millis: int = 60_000  # a popped message stays invisible this long
+    poll_time_millis: int = 20_000  # how long the broker may hold an empty POP
+    pop_batch_size: int = 32  # messages per POP
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    order: bool = False  # FIFO pops: a queue's messages in order, one consumer at a time
+    receivers: int = 2  # POP requests in flight while listening
+    retry_backoff_millis: int = 1000  # a failed message turns visible again this much later
+    await_termination_millis: int = 10_000  # shutdown waits this long for listener calls

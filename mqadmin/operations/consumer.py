@@ -31,13 +31,13 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.mutation import Progress
-from mqadmin.operations.targets import RETRY_PREFIX, retry_topic, route_brokers
+from mqadmin.operations.targets import consumer_groups, retry_topic, route_brokers
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]
 
 PROGRESS_COLUMNS = ("topic", "brokerName", "queueId", "brokerOffset", "consumerOffset",
-                    "clientIP", "diff", "lagMs", "oldestUnconsumed", "lastTime")
+                    "clientIP", "diff", "inflight", "lagMs", "oldestUnconsumed", "lastTime")
 GROUPS_COLUMNS = ("group", "count", "version", "type", "model", "tps", "diffTotal")
 CONNECTION_COLUMNS = ("clientId", "clientAddr", "language", "version", "consumeType",
                       "messageModel", "consumeFromWhere", "subscriptions")
@@ -166,9 +166,12 @@ class QueueProgress:
     consumer_offset: int
     last_timestamp: int
     oldest_stored: int | None
+    #: 5.x: read (POP: popped) but not yet acknowledged; 0 where the broker says nothing.
+    in_flight: int = 0
 
     @property
     def diff(self) -> int:
+        """Not yet consumed: ready, and in flight."""
         return self.broker_offset - self.consumer_offset
 
 
@@ -228,14 +231,16 @@ async def read_progress(admin: MQAdmin, group: str, topic: str | None = None
         _clients_if_online(admin, group),
         asyncio.gather(*(oldest(mq, w.broker_offset, w.consumer_offset) for mq, w in queues)))
     return GroupProgress(
-        group, tuple(QueueProgress(mq, w.broker_offset, w.consumer_offset, w.last_timestamp, s)
+        group, tuple(QueueProgress(mq, w.broker_offset, w.consumer_offset, w.last_timestamp, s,
+                                   max((w.pull_offset or 0) - w.consumer_offset, 0))
                      for (mq, w), s in zip(queues, stored, strict=True)),
         stats.consume_tps, clients, now)
 
 
 def progress_rows(progress: GroupProgress) -> list[Row]:
     """consumerProgress's rows (PROGRESS_COLUMNS): per queue its offsets, the client holding
-    it, the lag in messages (diff) and in time (lagMs: since the oldest unconsumed message
+    it, the lag in messages (diff; of which inflight were read, as 5.3 shows it, or popped
+    and not yet acknowledged) and in time (lagMs: since the oldest unconsumed message
     was stored), the store time of the last consumed message; then a total row."""
     holders = progress.clients.holders()
     now = progress.read_at
@@ -246,6 +251,7 @@ def progress_rows(progress: GroupProgress) -> list[Row]:
                      "queueId": q.mq.queue_id, "brokerOffset": q.broker_offset,
                      "consumerOffset": q.consumer_offset,
                      "clientIP": holders.get(q.mq, "NA"), "diff": diff,
+                     "inflight": q.in_flight,
                      "lagMs": (max(now - stored, 0) if stored else None) if diff > 0 else 0,
                      "oldestUnconsumed": format_time(stored) if diff > 0 else None,
                      "lastTime": format_time(q.last_timestamp)})
@@ -255,6 +261,7 @@ def progress_rows(progress: GroupProgress) -> list[Row]:
                  "brokerOffset": sum(q.broker_offset for q in progress.queues),
                  "consumerOffset": sum(q.consumer_offset for q in progress.queues),
                  "clientIP": None, "diff": sum(r["diff"] for r in rows),
+                 "inflight": sum(q.in_flight for q in progress.queues),
                  "lagMs": max(lags) if lags else None,
                  "oldestUnconsumed": format_time(min(stored_times)) if stored_times else None,
                  "lastTime": None})
@@ -264,8 +271,7 @@ def progress_rows(progress: GroupProgress) -> list[Row]:
 async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> list[Row]:
     """Every group that ever had a consumer online (a retry topic exists), as Apache lists
     them: clients, lowest client version, PULL/PUSH, message model, TPS, total diff."""
-    groups = sorted(t[len(RETRY_PREFIX):] for t in (await admin.namesrv.all_topics()).topic_list
-                    if t.startswith(RETRY_PREFIX))
+    groups = consumer_groups((await admin.namesrv.all_topics()).topic_list)
     gate = asyncio.Semaphore(CONCURRENCY)
     finished = 0
 
@@ -285,10 +291,12 @@ async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> lis
             except ClientError:
                 cc = None
         if cc is not None and cc.connection_set:
-            push = cc.consume_type is ConsumeType.CONSUME_PASSIVELY
+            # Apache 5.3 calls a POP group PUSH here; this console says POP.
+            pulled = cc.consume_type is ConsumeType.CONSUME_ACTIVELY
             row |= {"count": len(cc.connection_set), "version": version_desc(
-                cc.compute_min_version()), "type": "PUSH" if push else "PULL",
-                "model": cc.message_model.name if push and cc.message_model else None}
+                cc.compute_min_version()),
+                "type": cc.consume_type.type_cn if cc.consume_type else "PULL",
+                "model": cc.message_model.name if not pulled and cc.message_model else None}
         finished += 1
         if on_progress is not None:
             on_progress(finished, len(groups))

@@ -34,7 +34,7 @@ from engine.protocol.codes import RequestCode
 from engine.protocol.header.broker import GetConsumeStatsRequestHeader
 from engine.protocol.wire import to_ext
 from mqadmin.operations.lag_model import Cycle, Gap, QueueKey, QueueSample
-from mqadmin.operations.targets import RETRY_PREFIX
+from mqadmin.operations.targets import consumer_groups
 
 #: Requests in flight at once, by default.
 CONCURRENCY = 32
@@ -116,8 +116,7 @@ async def oldest_unconsumed(admin: MQAdmin, addr: str, mq: MessageQueue,
 
 def list_groups(topics: Iterable[str]) -> list[str]:
     """Consumer groups named by the retry topics, system groups left out."""
-    return sorted(g for t in topics if t.startswith(RETRY_PREFIX)
-                  and (g := t[len(RETRY_PREFIX):]) not in SYSTEM_GROUPS)
+    return [g for g in consumer_groups(topics) if g not in SYSTEM_GROUPS]
 
 
 class Sampler:

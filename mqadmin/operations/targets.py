@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from engine.client.admin import MQAdmin, select_addr
 from engine.protocol.body.route import ClusterInfo, TopicRouteData
@@ -19,6 +19,27 @@ def retry_topic(group: str) -> str:
 
 def dlq_topic(group: str) -> str:
     return DLQ_PREFIX + group
+
+
+def consumer_groups(topics: Iterable[str]) -> list[str]:
+    """The groups the retry topics name, sorted.  A group's 5.x POP retry topics
+    (`%RETRY%<group>_<topic>` beside `%RETRY%<group>`, or `%RETRY%<group>+<topic>`) name that
+    group, not one of their own."""
+    names = set(topics)
+    plain = {t for t in names if not t.startswith("%")}
+    groups: set[str] = set()
+    for t in names:
+        if not t.startswith(RETRY_PREFIX):
+            continue
+        rest = t[len(RETRY_PREFIX):]
+        head, plus, tail = rest.partition("+")
+        if plus and tail in plain:
+            groups.add(head)
+            continue
+        if not any(rest.endswith("_" + topic) and retry_topic(rest[:-len(topic) - 1]) in names
+                   for topic in plain):
+            groups.add(rest)
+    return sorted(groups)
 
 
 def _unknown_cluster(cluster: str, info: ClusterInfo) -> TargetNotFound:

@@ -28,6 +28,7 @@ from mqadmin.operations.consumer import (
 )
 from mqadmin.operations.dlq_ledger import ledger_of
 from mqadmin.operations.store import CommitLog, Segment, human
+from mqadmin.operations.targets import consumer_groups
 from mqadmin.operations.times import format_time, parse_timestamp
 from mqadmin.render import OutputFormat, render
 
@@ -119,3 +120,16 @@ def test_a_cluster_has_one_ledger_whatever_the_order_or_context_of_its_name_serv
     named = ledger_of(Endpoint(["10.0.0.2:9876", "10.0.0.1:9876"], context="prod"))
     plain = ledger_of(Endpoint(["10.0.0.1:9876", "10.0.0.2:9876"]))
     assert named.scope == plain.scope == "10.0.0.1:9876;10.0.0.2:9876"
+
+
+def test_pop_retry_topics_name_their_group_not_one_of_their_own() -> None:
+    topics = ["T", "%RETRY%G", "%RETRY%G_T", "%RETRY%H+T", "%RETRY%a_b", "%DLQ%G", "X_T",
+              "%RETRY%X_T"]
+    # %RETRY%X_T is a group's own retry topic: there is no group X beside it.
+    assert consumer_groups(topics) == ["G", "H", "X_T", "a_b"]
+
+
+def test_a_pop_queue_shows_what_is_in_flight() -> None:
+    q = QueueProgress(MessageQueue("T", "b", 0), 10, 4, 0, 1_000, in_flight=3)
+    rows = progress_rows(GroupProgress("G", (q,), 0.0, GroupClients(None), 2_000))
+    assert (rows[0]["diff"], rows[0]["inflight"], rows[-1]["inflight"]) == (6, 3, 3)

@@ -35,8 +35,8 @@ class OffsetWrapper:
     broker_offset: Offset = 0
     consumer_offset: Offset = 0
     last_timestamp: TimestampMs = 0
-    #: 5.x: how far the group has read; pull - consumer is in flight.  This broker sends it
-    #: for queues with POP messages in flight (docs/pop.md), 4.9 brokers never.
+    #: 5.x: how far the group has read (POP: popped); above `consumer_offset` by what is in
+    #: flight.  4.9 brokers leave it out (None, and so does this one for pull groups).
     pull_offset: Offset | None = None
 
 

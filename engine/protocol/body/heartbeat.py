@@ -30,10 +30,15 @@ class ConsumeType(enum.Enum):
 
     CONSUME_ACTIVELY = 0  # pull consumer
     CONSUME_PASSIVELY = 1  # push consumer
+    CONSUME_POP = 2  # 5.x: the broker hands out messages (POP_MESSAGE)
 
     @property
     def type_cn(self) -> str:
-        return "PULL" if self is ConsumeType.CONSUME_ACTIVELY else "PUSH"
+        return _TYPE_CN[self]
+
+
+_TYPE_CN = {ConsumeType.CONSUME_ACTIVELY: "PULL", ConsumeType.CONSUME_PASSIVELY: "PUSH",
+            ConsumeType.CONSUME_POP: "POP"}
 
 
 class MessageModel(enum.Enum):

@@ -150,7 +150,8 @@ class GroupScreen(DashScreen):
         yield RowTable([
             Col("topic", "topic"), Col("brokerName", "broker"), Col("queueId", "queue"),
             Col("brokerOffset", "broker offset"), Col("consumerOffset", "committed"),
-            Col("diff", "lag (msgs)", count), Col("lagMs", "lag (time)", _lag_ms),
+            Col("diff", "lag (msgs)", count), Col("inflight", "in flight", count),
+            Col("lagMs", "lag (time)", _lag_ms),
             Col("clientIP", "client"), Col("oldestUnconsumed", "oldest unconsumed"),
         ], key=lambda r: f"{r['topic']}/{r['brokerName']}/{r['queueId']}", id="queues")
         yield Static("Online clients", classes="section")

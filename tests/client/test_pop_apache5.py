@@ -1,0 +1,92 @@
+"""Our POP consumer against Apache 5.3.3's broker (opt-in, APACHE_RMQ5_HOME): the receipts it
+builds are the ones Apache's broker acks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from engine.client.client_config import ClientConfig
+from engine.client.consumer_options import PopOptions
+from engine.client.message import Message
+from engine.client.pop_calls import AckStatus
+from engine.client.pop_consumer import PopConsumer
+from engine.client.producer import Producer
+from engine.client.results import ConsumeConcurrentlyStatus
+from engine.protocol.body.heartbeat import ConsumeFromWhere
+from tests.apache5 import CLUSTER, Apache5, apache5, needs_apache5
+from tests.mqadmin.cli import invoke
+
+pytestmark = [needs_apache5, pytest.mark.timeout(240)]
+__all__ = ["apache5"]
+FIRST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+
+
+async def _sent(ns: str, topic: str, n: int) -> set[str]:
+    made = await asyncio.to_thread(invoke, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "2",
+                                   "-w", "2", "-n", ns, "--yes")
+    assert made.exit_code == 0, made.stderr
+    producer = Producer("PG_POP", ClientConfig(namesrv_addr=ns))
+    await producer.start()
+    try:
+        return {(await producer.send(Message(topic, f"m{i}".encode()))).msg_id
+                for i in range(n)}
+    finally:
+        await producer.shutdown()
+
+
+async def _popped(c: PopConsumer, n: int, deadline_s: float = 30.0) -> list:
+    got: list = []
+    deadline = time.monotonic() + deadline_s
+    while len(got) < n and time.monotonic() < deadline:
+        got += await c.receive(poll_ms=2000)
+    return got
+
+
+async def test_pop_ack_change_and_redelivery_on_apache(apache5: Apache5):
+    sent = await _sent(apache5.ns, "PopT1", 6)
+    c = PopConsumer("CG_POP_A", ClientConfig(namesrv_addr=apache5.ns),
+                    options=PopOptions(consume_from_where=FIRST, invisible_time_millis=3000))
+    c.subscribe("PopT1")
+    await c.start()
+    try:
+        msgs = await _popped(c, 6)
+        assert {m.msg_id for m in msgs} == sent
+        assert await c.ack(msgs[0]) is AckStatus.OK
+        assert await c.batch_ack(msgs[1:4]) is AckStatus.OK
+        longer = await c.change_invisible_time(msgs[4], 60_000)
+        assert await c.ack(longer) is AckStatus.OK
+        # msgs[5] is neither acked nor extended: it comes back, reconsumed once.
+        again = await _popped(c, 1, 60)
+        assert [m.msg_id for m in again] == [msgs[5].msg_id]
+        assert again[0].reconsume_times == 1 and again[0].topic == "PopT1"
+        assert await c.ack(again[0]) is AckStatus.OK
+    finally:
+        await c.shutdown()
+
+
+async def test_listening_consumer_acks_what_it_consumed_on_apache(apache5: Apache5):
+    sent = await _sent(apache5.ns, "PopT2", 50)
+    seen: set[str] = set()
+    done = asyncio.Event()
+
+    def listener(m):
+        seen.add(m.msg_id)
+        if seen >= sent:
+            done.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c = PopConsumer("CG_POP_B", ClientConfig(namesrv_addr=apache5.ns),
+                    options=PopOptions(consume_from_where=FIRST, poll_time_millis=1000))
+    c.subscribe("PopT2")
+    await c.start()
+    try:
+        c.listen(listener)
+        await asyncio.wait_for(done.wait(), 60)
+    finally:
+        await c.shutdown()
+    progress = await asyncio.to_thread(invoke, "consumerProgress", "-g", "CG_POP_B", "-t",
+                                       "PopT2", "-n", apache5.ns, "-o", "json")
+    assert progress.exit_code == 0, progress.stderr
