@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from engine.broker.config import BrokerConfig
 from engine.broker.controller import BrokerController
 from engine.broker.metrics.lag import group_lags
 from engine.broker.pop.names import REVIVE_GROUP
+from engine.common import config as configlib
+from engine.common.config import ConfigError
 from engine.namesrv.controller import NamesrvController
 from engine.protocol import fastjson
 from engine.protocol.body.admin import ConsumeStats
@@ -265,3 +268,15 @@ async def test_acks_read_together_are_each_answered(
     assert [a.code for a in answers] == [ResponseCode.SUCCESS] * 9 + [ResponseCode.NO_MESSAGE]
     assert broker.state.pop.inflight(TOPIC, GROUP, 0) == 1
     assert revive(broker, clock, 5_000) == 1
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("reviveQueueNum", "0", "reviveQueueNum=0 must be between 1 and 998"),
+    ("reviveInterval", "0", "reviveInterval=0 must be at least 1"),
+    ("popFromRetryProbability", "101", "popFromRetryProbability=101 is a percentage"),
+    ("maxPopPollingSize", "-1", "maxPopPollingSize=-1 must not be negative"),
+])
+def test_pop_settings_are_checked(key: str, value: str, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        configlib.load(BrokerConfig, {key: value})
+    assert configlib.load(BrokerConfig, {"reviveQueueNum": "4"})[0].revive_queue_num == 4
