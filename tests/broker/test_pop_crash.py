@@ -15,6 +15,7 @@ from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import ResponseCode
 from engine.protocol.header.pop import INIT_MODE_MIN
 from engine.remoting.client import RemotingClient
+from tests.broker.helpers import send_request
 from tests.ha.procs import BrokerProcess, brokers  # noqa: F401  (fixture)
 from tests.sending import send_one
 
@@ -39,6 +40,14 @@ async def pop_all(client: RemotingClient, addr: str, want: int, *, invisible_ms:
     return got
 
 
+async def accepting_writes(client: RemotingClient, addr: str) -> None:
+    """Until the restarted master takes writes (it waits for a name server to confirm it is
+    the master; meanwhile acks are refused, SYSTEM_ERROR, and clients retry them)."""
+    async with asyncio.timeout(30):
+        while (await client.invoke(addr, send_request("Probe", b"p"), timeout=5)).code != 0:
+            await asyncio.sleep(0.05)
+
+
 async def test_kill_9_after_1000_pops_and_500_acks(
         tmp_path: Path, namesrv: NamesrvController, client: RemotingClient,
         brokers: list[BrokerProcess]) -> None:  # noqa: F811
@@ -46,6 +55,7 @@ async def test_kill_9_after_1000_pops_and_500_acks(
                            flushConsumerOffsetInterval=600_000, brokerClusterName="PopCluster")
     brokers.append(broker)
     await broker.start()
+    await accepting_writes(client, broker.addr)
     for start in range(0, N, 100):
         await asyncio.gather(*(send_one(client, broker.addr, "broker-a", TOPIC,
                                         f"m{i}".encode(), queue_id=i % 4)
@@ -61,6 +71,7 @@ async def test_kill_9_after_1000_pops_and_500_acks(
     broker.kill()
 
     await broker.start()
+    await accepting_writes(client, broker.addr)
     open_ = popped[1::2]
     late = open_[:50]  # receipts from before the kill, acked after it
     for m in late:
