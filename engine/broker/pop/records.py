@@ -133,11 +133,8 @@ class AckMsg:
         return self.ack_offset_list if self.is_batch else (self.ack_offset,)
 
     def unique_id(self) -> str:
-        """`genAckUniqueId` / `genBatchAckUniqueId`."""
-        if self.is_batch:
-            listed = "[" + ", ".join(map(str, self.ack_offset_list)) + "]"
-            return SPLIT.join((self.topic, str(self.queue_id), listed, self.consumer_group,
-                               str(self.pop_time), BATCH_ACK_TAG))
+        """`genAckUniqueId`, also for a batch ack: 5.3 sets `genBatchAckUniqueId` and then
+        overwrites it with this, so its batch-ack records end in "@-1@...@ack" too."""
         return SPLIT.join((self.topic, str(self.queue_id), str(self.ack_offset),
                            self.consumer_group, str(self.pop_time), self.broker_name, ACK_TAG))
 
