@@ -280,3 +280,18 @@ def test_pop_settings_are_checked(key: str, value: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         configlib.load(BrokerConfig, {key: value})
     assert configlib.load(BrokerConfig, {"reviveQueueNum": "4"})[0].revive_queue_num == 4
+
+
+async def test_checkpoints_of_revive_queues_beyond_a_lowered_revive_queue_num_still_revive(
+        client: RemotingClient, tmp_path: Path, namesrv: NamesrvController,
+        clock: ManualClock) -> None:
+    async with running_broker(tmp_path, namesrv, clock=clock) as first:
+        first.state.topics.put(TopicConfig(TOPIC, 1, 1))
+        await send(client, first, 4)
+        for _ in range(4):  # four pops: four checkpoints, in revive queues 0, 1, 2, 3
+            got = await pop(client, first.addr, GROUP, TOPIC, max_nums=1, queue_id=0,
+                            invisible_ms=5_000, init_mode=INIT_MODE_MIN)
+            assert len(got.messages) == 1
+    async with running_broker(tmp_path, namesrv, clock=clock, revive_queue_num=2) as second:
+        assert second.state.pop.revive_qids == [0, 1, 2, 3]
+        assert revive(second, clock, 5_000) == 4

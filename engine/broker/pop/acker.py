@@ -74,7 +74,7 @@ class Acker:
                    ) -> tuple[AckMsg, int] | None:
         """The ack record of a normal pop's receipt and its revive queue; None when there is
         nothing to write (no offsets, or a revive queue no checkpoint of this broker is in)."""
-        if not offsets or not 0 <= info.revive_qid < self.pop.revive_queue_num:
+        if not offsets or not self.pop.tracks(info.revive_qid):
             return None
         ack = AckMsg(topic, group, queue_id, start_offset, info.pop_time, broker_name,
                      offsets[0] if len(offsets) == 1 else -1,
@@ -121,7 +121,7 @@ class Acker:
             return Changed(ResponseCode.SUCCESS, info.pop_time, info.invisible_time,
                            info.revive_qid)
         revive_qid = info.revive_qid
-        if not 0 <= revive_qid < self.pop.revive_queue_num:
+        if not self.pop.tracks(revive_qid):
             revive_qid = self.pop.next_revive_qid()
         if offset == info.ck_queue_offset and now <= info.pop_time:
             # The new checkpoint would have the old one's name, and the ack of the old one

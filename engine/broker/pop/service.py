@@ -42,6 +42,9 @@ class PopService:
         self.revive_topic = revive_topic(cfg.broker_cluster_name)
         #: Fixed at start, as 5.3's revive services are.
         self.revive_queue_num = cfg.revive_queue_num
+        #: Revive queues replayed and tracked: the configured ones, and any other the revive
+        #: topic holds (reviveQueueNum lowered between two runs: their checkpoints still count).
+        self.revive_qids: list[int] = list(range(self.revive_queue_num))
         self.book = CheckpointBook()
         self.log = ReviveLog(st.store, self.revive_topic, self.book, cfg.broker_name,
                              lambda: st.store_host, st.clock)
@@ -62,6 +65,10 @@ class PopService:
     @property
     def broker_name(self) -> str:
         return self.st.config.broker_name
+
+    def tracks(self, revive_qid: int) -> bool:
+        """Whether checkpoints of this revive queue can be in the book."""
+        return revive_qid in self.revive_qids or 0 <= revive_qid < self.revive_queue_num
 
     def next_revive_qid(self) -> int:
         """Checkpoints of successive pops go round the revive queues (5.3 `ckMessageNumber`)."""
@@ -106,7 +113,9 @@ class PopService:
         self.book.clear()
         raised: dict[tuple[str, str, int], int] = {}
         total_cks = total_acks = 0
-        for qid in range(self.revive_queue_num):
+        stored = self.st.store.topic_queues().get(self.revive_topic, [])
+        self.revive_qids = sorted(set(range(self.revive_queue_num)) | set(stored))
+        for qid in self.revive_qids:
             start = offsets.query(REVIVE_GROUP, self.revive_topic, qid) + 1
             replayed = self.log.replay(qid, max(start, 0))
             total_cks += len(replayed.checkpoints)
@@ -136,7 +145,7 @@ class PopService:
         checkpoint (its last record when none is pending); True when one moved."""
         offsets, store, topic = self.st.offsets, self.st.store, self.revive_topic
         moved = False
-        for qid in range(self.revive_queue_num):
+        for qid in self.revive_qids:
             oldest = self.book.oldest_offset(qid)
             done = (oldest if oldest is not None
                     else store.get_max_offset_in_queue(topic, qid)) - 1
