@@ -35,8 +35,8 @@ MOUNTS: tuple[tuple[str, str | None, str | None], ...] = (
     ("report", "report", "Consumer lag"),
 )
 _TOP = {
-    "topic": "updateTopic deleteTopic topicList topicRoute topicStatus topicClusterList "
-             "updateTopicPerm updateOrderConf",
+    "topic": "updateTopic deleteTopic topicList topicRoute topicConfig topicStatus "
+             "topicClusterList updateTopicPerm updateOrderConf",
     "cluster": "clusterList brokerStatus getBrokerConfig updateBrokerConfig wipeWritePerm "
                "addWritePerm brokerConsumeStats statsAll clusterRT",
     "group": "updateSubGroup deleteSubGroup resetOffsetByTime skipAccumulatedMessage "

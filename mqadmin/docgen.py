@@ -44,7 +44,7 @@ def _value(param: Any) -> str:
     if desc.is_choice:
         return "\\|".join(str(c.value if isinstance(c, Enum) else c) for c in desc.choices)
     if param.metavar:
-        return str(param.metavar)
+        return _escape(str(param.metavar))
     return str(param.bare_type()).upper()
 
 

@@ -101,7 +101,7 @@ class ServersFailed(CliError):
         else:
             hint = _hint(self.failures[0][1]) if self.failures else ""
         super().__init__(f"{what} failed on {len(self.failures)} of {total} {noun}: "
-                         f"{detail}. {hint}".rstrip())
+                         f"{detail.rstrip('.')}. {hint}".rstrip())
         if self.partial:
             self.code = ExitCode.PARTIAL
         else:  # all failed: the most telling reason (a refusal says more than a timeout)
@@ -164,6 +164,12 @@ _ACCESS_WORDS = ("not signed", "AccessKey", "signature", "no rule", "denied by t
                  "no permission to access", "SUPER user", "accessKey", "is disabled")
 
 
+#: Words of Apache 5.3's topic-attribute refusals (`AttributeUtil`, `EnumAttribute`, ...).
+_ATTRIBUTE_WORDS = ("unsupported key:", "unchangeable attribute", "value is not in set",
+                    "nonexistent key:", "kv string format", "message type is not supported",
+                    "is not supported by this broker: its topics")
+
+
 def _hint(exc: BaseException) -> str:
     """The next thing to try after `exc`."""
     if isinstance(exc, InvalidAddressError):
@@ -199,6 +205,11 @@ def _hint(exc: BaseException) -> str:
                     "version); nothing was changed.")
         return ("The server does not know this request: check that -n names a RocketMQ "
                 "4.9/5.x name server.")
+    if isinstance(exc, ServerError) and any(w in str(exc) for w in _ATTRIBUTE_WORDS):
+        return ("Attributes (RocketMQ 5): a topic's message.type (NORMAL, FIFO, DELAY, "
+                "TRANSACTION) can change, its queue.type (SimpleCQ) and cleanup.policy "
+                "(DELETE) only be given when it is created, -key deletes; groups have none. "
+                "See `mqadmin topicConfig -t TOPIC` for what a topic has.")
     if isinstance(exc, ServerError):
         return "See the server's log for why it refused."
     if isinstance(exc, BadResponseError):

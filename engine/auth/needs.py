@@ -218,6 +218,8 @@ NEEDS: dict[int, Rule] = {
     C.DELETE_TOPIC_IN_BROKER: _named(DELETE, (T, "topic", "")),
     C.DELETE_SUBSCRIPTIONGROUP: _named(DELETE, (G, "groupName", "")),
     C.GET_TOPIC_STATS_INFO: _named(GET, (T, "topic", "")),
+    C.GET_TOPIC_CONFIG: _named(GET, (T, "topic", "")),
+    C.GET_SUBSCRIPTIONGROUP_CONFIG: _named(GET, (G, "group", "")),
     C.GET_CONSUMER_CONNECTION_LIST: _named(GET, (G, "consumerGroup", "")),
     C.GET_CONSUME_STATS: _named(GET, (G, "consumerGroup", ""), (T, "topic", "")),
     C.INVOKE_BROKER_TO_RESET_OFFSET: _named(UPDATE, (G, "group", ""), (T, "topic", "")),

@@ -116,6 +116,8 @@ class BrokerConfig:
     pop_response_return_actual_retry_topic: bool = False
     enable_pop_message_threshold: bool = False
     pop_inflight_message_threshold: int = 10_000
+    # ------------------------------------------------------------ topic attributes (5.x)
+    enable_mixed_message_type: bool = False  # allow `+message.type=MIXED` on a topic
     # ------------------------------------------------------------ this engine
     logs_dir: str = field(default_factory=lambda: os.path.join(
         os.path.expanduser("~"), "logs", "rocketmqlogs"))

@@ -11,6 +11,7 @@ from dataclasses import replace
 from engine.broker.config import BrokerConfig
 from engine.broker.persist import Persister
 from engine.broker.pop.names import revive_topic
+from engine.protocol import attributes as attrs
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from engine.protocol.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
 from engine.store.config_files import ConfigFiles
@@ -156,6 +157,27 @@ class TopicConfigManager:
         return TopicConfigSerializeWrapper(table, self.data_version)
 
     # ------------------------------------------------------------------ changes
+
+    def attributes_after(self, topic: str, modification: dict[str, str]) -> dict[str, str]:
+        """The attributes `topic` gets from an UPDATE_AND_CREATE_TOPIC carrying
+        `modification` (signed keys): Apache's rules (`attrs.alter`), creating when the
+        topic is new; then this broker's own limit: its consume queues are SimpleCQ and it
+        keeps no compacted topics, so `queue.type=BatchCQ` and `cleanup.policy=COMPACTION`
+        are refused rather than stored and ignored.
+
+        Raises:
+            AttributeProblem: Apache's refusal, or a value this broker cannot honour.
+        """
+        old = self.table.get(topic)
+        result = attrs.alter(old.attribute_map if old else {}, modification,
+                             create=old is None)
+        for attribute in (attrs.QUEUE_TYPE, attrs.CLEANUP_POLICY):
+            value = result.get(attribute.name, attribute.default)
+            if value != attribute.default:
+                raise attrs.AttributeProblem(
+                    f"{attribute.name} {value} is not supported by this broker: its topics "
+                    f"are {attribute.name}={attribute.default}")
+        return result
 
     def put(self, config: TopicConfig) -> TopicConfig:
         """Create or replace a topic (UPDATE_AND_CREATE_TOPIC)."""

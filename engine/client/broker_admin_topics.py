@@ -1,19 +1,22 @@
 """Broker admin calls for topics and subscription groups (configs, stats, offset tables).
 
 How this works: mutations (create, delete, clone) answer SUCCESS without a body; reads decode
-the broker's body into the engine's body dataclasses.  Fields newer brokers add (5.x topic
-`attributes`, `forbiddenTable`, `topicPutTps`, ...) are ignored.  DELETE_SUBSCRIPTIONGROUP
-carries the "also drop the offsets" flag under both names, 4.9's `removeOffset` and 5.x's
-`cleanOffset`; each broker reads its own and ignores the other.
+the broker's body into the engine's body dataclasses.  Fields newer brokers add (5.x
+`forbiddenTable`, `topicPutTps`, ...) are ignored; topic `attributes` are read (5.x; a 4.x
+broker's topics have none).  DELETE_SUBSCRIPTIONGROUP carries the "also drop the offsets"
+flag under both names, 4.9's `removeOffset` and 5.x's `cleanOffset`; each broker reads its
+own and ignores the other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from engine.client.broker_call import BrokerCalls
 from engine.client.errors import BadResponseError
 from engine.protocol import fastjson
+from engine.protocol.attributes import format_modification
 from engine.protocol.body.admin import GroupList, TopicStatsTable
 from engine.protocol.body.heartbeat import GroupName
 from engine.protocol.body.message_queue import Topic
@@ -25,7 +28,11 @@ from engine.protocol.body.offsets import (
 )
 from engine.protocol.body.route import TopicList
 from engine.protocol.body.subscription import SubscriptionGroupConfig, SubscriptionGroupWrapper
-from engine.protocol.body.topic import TopicConfig, TopicConfigSerializeWrapper
+from engine.protocol.body.topic import (
+    TopicConfig,
+    TopicConfigAndQueueMapping,
+    TopicConfigSerializeWrapper,
+)
 from engine.protocol.codes import RequestCode
 from engine.protocol.errors import ProtocolError
 from engine.protocol.header.broker import (
@@ -33,6 +40,8 @@ from engine.protocol.header.broker import (
     CreateTopicRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
+    GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
@@ -56,18 +65,35 @@ class TopicGroupCalls(BrokerCalls):
     # ------------------------------------------------------------------------ topics
 
     async def create_topic(self, addr: str, config: TopicConfig, *,
-                           default_topic: Topic = DEFAULT_TOPIC) -> None:
+                           default_topic: Topic = DEFAULT_TOPIC,
+                           attributes: Mapping[str, str] | None = None) -> None:
         """UPDATE_AND_CREATE_TOPIC (17): create the topic or replace its config.
 
-        The broker then registers the change with its name servers.
+        The broker then registers the change with its name servers.  `config.attributes`
+        is not sent: a 5.x broker keeps the topic's attributes unless `attributes` changes
+        them (signed keys, `{"+message.type": "FIFO", "-reserve.time": ""}`; a 4.x broker
+        ignores them).
 
         Raises:
-            ServerSystemError: a slave broker, an illegal name, or a system topic.
+            ServerSystemError: a slave broker, an illegal name, a system topic, or (5.x) an
+                attribute change the broker refuses.
+            ServerError: (5.x) INVALID_PARAMETER for `message.type=MIXED`.
         """
         header = CreateTopicRequestHeader(
             config.topic_name, default_topic, config.read_queue_nums, config.write_queue_nums,
-            config.perm, config.topic_filter_type, config.order, config.topic_sys_flag)
+            config.perm, config.topic_filter_type, config.order, config.topic_sys_flag,
+            format_modification(attributes) if attributes else None)
         await self._call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, to_ext(header))
+
+    async def topic_config(self, addr: str, topic: Topic) -> TopicConfigAndQueueMapping:
+        """GET_TOPIC_CONFIG (351, RocketMQ 5): one topic's config with its attributes.
+
+        Raises:
+            TopicNotExistError: the broker has no such topic.
+            RequestCodeNotSupportedError: a 4.x broker (it keeps no attributes).
+        """
+        return await self._body(TopicConfigAndQueueMapping, addr, RequestCode.GET_TOPIC_CONFIG,
+                                to_ext(GetTopicConfigRequestHeader(topic)))
 
     async def delete_topic(self, addr: str, topic: Topic) -> None:
         """DELETE_TOPIC_IN_BROKER (215): drop the config, offsets and queues of the topic.
@@ -126,6 +152,18 @@ class TopicGroupCalls(BrokerCalls):
         ext = to_ext(DeleteSubscriptionGroupRequestHeader(group, remove_offsets))
         ext["cleanOffset"] = ext["removeOffset"]  # the 5.x name of the same flag
         await self._call(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+
+    async def group_config(self, addr: str, group: GroupName) -> SubscriptionGroupConfig:
+        """GET_SUBSCRIPTIONGROUP_CONFIG (352, RocketMQ 5): one group's config; the broker
+        creates it on first use when autoCreateSubscriptionGroup allows.
+
+        Raises:
+            SubscriptionGroupNotExistError: no such group, and none is created.
+            RequestCodeNotSupportedError: a 4.x broker.
+        """
+        return await self._body(SubscriptionGroupConfig, addr,
+                                RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,
+                                to_ext(GetSubscriptionGroupConfigRequestHeader(group)))
 
     async def all_group_config(self, addr: str) -> SubscriptionGroupWrapper:
         """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): every group config and its data version."""

@@ -117,6 +117,8 @@ class RequestCode(IntEnum):
     GET_ALL_PRODUCER_INFO = 328
     DELETE_EXPIRED_COMMITLOG = 329
     # 5.x codes
+    GET_TOPIC_CONFIG = 351  # topic attributes: TopicConfigAndQueueMapping
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352  # one group's config (consumeMessageOrderly)
     GET_BROKER_HA_STATUS = 907
     NOTIFY_BROKER_ROLE_CHANGED = 1008
     # 5.3 ACL 2.0
@@ -169,7 +171,8 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
     FILTER_DATA_NOT_EXIST = 27
     FILTER_DATA_NOT_LATEST = 28
-    INVALID_PARAMETER = 29  # 5.x (POP_MESSAGE: more than 32 messages, a queue id out of range)
+    INVALID_PARAMETER = 29  # 5.x (POP_MESSAGE: more than 32 messages or a queue out of range;
+    # topic attributes: MIXED refused)
     TRANSACTION_SHOULD_COMMIT = 200
     TRANSACTION_SHOULD_ROLLBACK = 201
     TRANSACTION_STATE_UNKNOW = 202

@@ -4,7 +4,8 @@
      ├── FrameError          bytes that are not a valid frame; the connection must be closed
      │    └── FrameTooLarge  a frame longer than the configured maximum
      ├── HeaderError         a custom header field missing or not parsable as its type
-     └── BodyError           a body that is not the JSON (or binary) shape expected
+     ├── BodyError           a body that is not the JSON (or binary) shape expected
+     └── AttributeProblem    a topic/group attribute change Apache 5.3 refuses (its words)
 """
 
 from __future__ import annotations
@@ -35,3 +36,8 @@ class HeaderError(ProtocolError):
 
 class BodyError(ProtocolError):
     """A body is not the JSON document (or binary layout) the command calls for."""
+
+
+class AttributeProblem(ProtocolError):
+    """A topic or group attribute change Apache 5.3 refuses; the text is Apache's message
+    (`engine.protocol.attributes`)."""

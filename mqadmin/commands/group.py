@@ -11,6 +11,7 @@ from engine.client.broker_admin import RESET_TO_MAX
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.commands import endpoint, guarded, mutate, params
 from mqadmin.operations import group as ops
+from mqadmin.operations.topic_attributes import parse_attributes
 from mqadmin.options import (
     BrokerAddrOpt,
     ClusterOpt,
@@ -41,6 +42,20 @@ def _flag(value: Flag | None, default: bool) -> bool:
     return default if value is None else bool(value)
 
 
+def _orderly_flag(value: str | None) -> str | None:
+    """`-o true|false`; an output format there gets told where -o went."""
+    if value is None:
+        return None
+    word = value.strip().lower()
+    if word in (Flag.TRUE, Flag.FALSE):
+        return word
+    if word in tuple(OutputFormat):
+        raise typer.BadParameter(
+            "-o is consumeMessageOrderly (true|false) here, as in Apache 5.3's mqadmin; for "
+            f"the output format use --output {word}")
+    raise typer.BadParameter(f"{value!r} is neither true nor false")
+
+
 @app.command("updateSubGroup", rich_help_panel=PANEL)
 def update_sub_group(
     ctx: typer.Context,
@@ -68,17 +83,24 @@ def update_sub_group(
     notify: Annotated[Flag | None, typer.Option(
         "-a", "--notifyConsumerIdsChanged", help="Notify clients of rebalances (default true).")
     ] = None,
+    orderly: Annotated[str | None, typer.Option(
+        "-o", "--consumeMessageOrderly", callback=_orderly_flag, metavar="true|false",
+        help="RocketMQ 5: pop FIFO topics in order (default false).")] = None,
+    attributes: Annotated[str | None, typer.Option(
+        "--attributes", help="RocketMQ 5 group attributes (+a=b,+c=d,-e); 5.3 defines none.")
+    ] = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     yes: YesOpt = False,
     dry_run: DryRunOpt = False,
-    output: OutputOpt = OutputFormat.TABLE,
+    output: OutputLongOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Create or replace a consumer group on a broker (-b) or every master of a cluster (-c).
 
     As in Apache, settings not given take their defaults (the group is replaced, not
-    merged).
+    merged).  -o is consumeMessageOrderly, as in Apache 5.3's mqadmin (--output for the
+    format).
     """
     with guarded(debug):
         b, c = one_target(broker_addr, cluster)
@@ -92,7 +114,9 @@ def update_sub_group(
             broker_id=base.broker_id if broker_id is None else broker_id,
             which_broker_when_consume_slowly=(base.which_broker_when_consume_slowly
                                               if slow_broker_id is None else slow_broker_id),
-            notify_consumer_ids_changed_enable=_flag(notify, True))
+            notify_consumer_ids_changed_enable=_flag(notify, True),
+            consume_message_orderly=orderly == Flag.TRUE,
+            attributes=parse_attributes(attributes))
         mutate(endpoint(namesrv, context),
                lambda admin: ops.update_sub_group(admin, config, broker_addr=b, cluster=c),
                yes=yes, dry_run=dry_run, output=output, args=params(ctx))

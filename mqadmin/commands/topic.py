@@ -1,5 +1,5 @@
-"""Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus,
-topicClusterList, updateTopicPerm, updateOrderConf."""
+"""Topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicConfig,
+topicStatus, topicClusterList, updateTopicPerm, updateOrderConf."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mqadmin.commands import endpoint, guarded, mutate, params, run, with_admin
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations import namesrv as ns_ops
 from mqadmin.operations import topic as ops
+from mqadmin.operations import topic_attributes as attr_ops
 from mqadmin.operations.mutation import settle
 from mqadmin.options import (
     BrokerAddrOpt,
@@ -56,6 +57,9 @@ def update_topic(
     has_unit_sub: Annotated[Flag, typer.Option("-s", "--hasUnitSub",
                                                help="Has unit subscriptions (true|false).")
                             ] = Flag.FALSE,
+    attributes: Annotated[str | None, typer.Option(
+        "-a", "--attributes", help=f"RocketMQ 5 topic attributes: {attr_ops.ATTRIBUTE_HELP}.")
+    ] = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     yes: YesOpt = False,
@@ -63,14 +67,21 @@ def update_topic(
     output: OutputLongOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Create or update a topic on a broker (-b) or on every master of a cluster (-c)."""
+    """Create or update a topic on a broker (-b) or on every master of a cluster (-c).
+
+    Without -a a broker keeps the topic's attributes; with it (RocketMQ 5 brokers only) the
+    broker applies Apache 5.3's rules: message.type may change, queue.type and
+    cleanup.policy only be given when the topic is created.
+    """
     with guarded(debug):
         b, c = one_target(broker_addr, cluster)
         config = ops.new_topic_config(topic, read=read_queues, write=write_queues, perm=perm,
                                       order=bool(order), unit=bool(unit),
                                       has_unit_sub=bool(has_unit_sub))
+        changes = attr_ops.parse_attributes(attributes)
         mutate(endpoint(namesrv, context),
-               lambda admin: ops.update_topic(admin, config, broker_addr=b, cluster=c),
+               lambda admin: ops.update_topic(admin, config, broker_addr=b, cluster=c,
+                                              attributes=changes),
                yes=yes, dry_run=dry_run, output=output, args=params(ctx))
 
 
@@ -100,6 +111,9 @@ def topic_list(
         "-c", "--clusterModel",
         help="One row per cluster and consuming group (retry and DLQ topics left out).",
     )] = False,
+    with_attributes: Annotated[bool, typer.Option(
+        "--attributes", help="Add each topic's messageType and attributes (RocketMQ 5), read "
+                             "from the master brokers.")] = False,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
@@ -108,8 +122,11 @@ def topic_list(
     """List every topic the name server knows."""
     with guarded(debug), render.progress("topicList") as update:
         rows = run(namesrv, context, lambda admin: ops.topic_list(
-            admin, with_cluster=cluster_model, on_progress=update))
+            admin, with_cluster=cluster_model, with_attributes=with_attributes,
+            on_progress=update))
     columns = ops.TOPIC_CLUSTER_COLUMNS if cluster_model else ops.TOPIC_COLUMNS
+    if with_attributes:
+        columns = (*columns, *attr_ops.ATTRIBUTE_COLUMNS)
     render.render(rows, output, columns=columns)
 
 
@@ -128,6 +145,23 @@ def topic_route(
     with guarded(debug):
         rows = run(namesrv, context, lambda admin: ops.topic_route(admin, topic.strip()))
         render.render(rows, output, columns=ops.ROUTE_COLUMNS)
+
+
+@app.command("topicConfig", rich_help_panel=PANEL)
+def topic_config(
+    topic: TopicOpt,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show each broker's config of a topic with its RocketMQ 5 attributes (messageType);
+    a 4.x broker's row has none."""
+    with guarded(debug):
+        gathered = run(namesrv, context, lambda admin: attr_ops.topic_config(
+            admin, topic.strip()))
+        render.render(gathered.rows, output, columns=attr_ops.CONFIG_COLUMNS)
+        settle("topicConfig", gathered)
 
 
 @app.command("topicStatus", rich_help_panel=PANEL)

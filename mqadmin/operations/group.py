@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from engine.client.admin import MQAdmin
 from engine.client.broker_admin import RESET_TO_MAX
@@ -32,6 +32,7 @@ from mqadmin.operations.targets import (
     retry_topic,
     route_brokers,
 )
+from mqadmin.operations.topic_attributes import refuse_without_attributes
 
 # ---------------------------------------------------------------------------- groups
 
@@ -43,7 +44,8 @@ def show_group(config: SubscriptionGroupConfig | None) -> str:
             f"broadcast={config.consume_broadcast_enable} retryQueues={config.retry_queue_nums}"
             f" retryMax={config.retry_max_times} brokerId={config.broker_id} "
             f"slowBrokerId={config.which_broker_when_consume_slowly} "
-            f"notify={config.notify_consumer_ids_changed_enable}")
+            f"notify={config.notify_consumer_ids_changed_enable}"
+            + (" orderly=True" if config.orderly else ""))
 
 
 async def broker_group(admin: MQAdmin, addr: str, group: str) -> SubscriptionGroupConfig | None:
@@ -58,6 +60,10 @@ def update_sub_group(admin: MQAdmin, config: SubscriptionGroupConfig, *,
     group = config.group_name
 
     async def change(addr: str) -> str:
+        if config.orderly or config.attributes:  # 5.x settings a 4.x broker would drop
+            await refuse_without_attributes(
+                addr, admin.broker.group_config(addr, group),
+                "consumeMessageOrderly (-o) or group attributes")
         await admin.broker.create_group(addr, config)
         if config.retry_queue_nums != SubscriptionGroupConfig(group).retry_queue_nums:
             retry = (await admin.broker.all_topic_config(addr)).topic_config_table.get(
@@ -73,8 +79,14 @@ def update_sub_group(admin: MQAdmin, config: SubscriptionGroupConfig, *,
                     servers=brokers_of(admin, broker_addr, cluster,
                                        masters_only="subscription groups"),
                     read=lambda addr: broker_group(admin, addr, group), show=show_group,
-                    done=lambda _, s: s == config, apply=change, after=show_group(config),
+                    done=lambda _, s: _unsigned(s) == _unsigned(config), apply=change,
+                    after=show_group(config),
                     role="broker")
+
+
+def _unsigned(config: SubscriptionGroupConfig | None) -> SubscriptionGroupConfig | None:
+    """The config without its attributes: sent as signed changes, read back as stored."""
+    return replace(config, attributes=None) if config is not None else None
 
 
 @dataclass(frozen=True, slots=True)

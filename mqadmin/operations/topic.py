@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -37,6 +38,13 @@ from mqadmin.operations.targets import (
     route_brokers,
 )
 from mqadmin.operations.times import format_time
+from mqadmin.operations.topic_attributes import (
+    ATTRIBUTE_COLUMNS,
+    attribute_index,
+    expected_attributes,
+    refuse_without_attributes,
+    show_attributes,
+)
 
 Row = dict[str, Any]
 
@@ -75,9 +83,21 @@ def check_topic_name(topic: str) -> str:
 
 
 async def topic_list(admin: MQAdmin, *, with_cluster: bool = False,
+                     with_attributes: bool = False,
                      on_progress: Progress | None = None) -> list[Row]:
     """Every topic; with `with_cluster`, one row per (cluster, topic, consuming group), like
-    Apache's ``topicList -c``, without retry and dead-letter topics."""
+    Apache's ``topicList -c``, without retry and dead-letter topics; `with_attributes` adds
+    each topic's messageType and attributes (`attribute_index`)."""
+    rows = await _topic_rows(admin, with_cluster, on_progress)
+    if with_attributes:
+        index = await attribute_index(admin)
+        blank = dict.fromkeys(ATTRIBUTE_COLUMNS)
+        rows = [row | index.get(row["topic"], blank) for row in rows]
+    return rows
+
+
+async def _topic_rows(admin: MQAdmin, with_cluster: bool, on_progress: Progress | None
+                      ) -> list[Row]:
     topics = sorted((await admin.namesrv.all_topics()).topic_list)
     if not with_cluster:
         return [{"topic": topic} for topic in topics]
@@ -245,8 +265,9 @@ class TopicState:
 def show_config(config: TopicConfig | None) -> str:
     if config is None:
         return "(absent)"
-    return (f"r={config.read_queue_nums} w={config.write_queue_nums} "
-            f"perm={perm_to_string(config.perm)} sysFlag={config.topic_sys_flag}")
+    shown = (f"r={config.read_queue_nums} w={config.write_queue_nums} "
+             f"perm={perm_to_string(config.perm)} sysFlag={config.topic_sys_flag}")
+    return f"{shown} attrs={show_attributes(config.attributes)}" if config.attributes else shown
 
 
 async def broker_topic(admin: MQAdmin, addr: str, topic: str) -> TopicConfig | None:
@@ -287,10 +308,17 @@ def _merge_order_conf(current: str | None, entries: dict[str, int]) -> str:
 
 
 def update_topic(admin: MQAdmin, config: TopicConfig, *, broker_addr: str | None,
-                 cluster: str | None) -> Mutation[TopicState]:
+                 cluster: str | None, attributes: Mapping[str, str] | None = None
+                 ) -> Mutation[TopicState]:
     """Create or update `config` on one broker or every master of a cluster; for an ordered
-    topic also write its order conf (broker:writeQueueNums;...) to every name server."""
+    topic also write its order conf (broker:writeQueueNums;...) to every name server.
+
+    `attributes` are changes in Apache's signed form (`parse_attributes`); without them a
+    broker keeps the topic's attributes.  A 4.x broker keeps none: it is refused before
+    anything is changed on it.
+    """
     topic = config.topic_name
+    changes = dict(attributes or {})
     brokers: dict[str, str] = {}  # addr -> broker name, filled when the servers are listed
 
     async def servers() -> list[str]:
@@ -316,21 +344,35 @@ def update_topic(admin: MQAdmin, config: TopicConfig, *, broker_addr: str | None
 
     async def change(addr: str) -> str:
         if addr in brokers:
-            await admin.broker.create_topic(addr, config)
+            if changes:
+                await refuse_without_attributes(
+                    addr, admin.broker.topic_config(addr, topic), "topic attributes (-a)")
+            await admin.broker.create_topic(addr, config, attributes=changes)
             return "OK"
         current = await namesrv_topic(admin, addr, topic, cluster)
         await admin.namesrv.put_kv_config(ORDER_NAMESPACE, topic,
                                           wanted_conf(current.order_conf), addr=addr)
         return "order conf written"
 
+    def wanted(before: TopicState) -> TopicConfig:
+        kept = before.config.attributes if before.config else None
+        if changes:
+            kept = expected_attributes(before.config, changes)
+        return replace(config, attributes=kept)
+
     def after(state: TopicState) -> str:
-        return f"order={wanted_conf(state.order_conf)}" if state.on_namesrv \
-            else show_config(config)
+        if state.on_namesrv:
+            return f"order={wanted_conf(state.order_conf)}"
+        if changes and expected_attributes(state.config, changes) is None:
+            return f"{show_config(replace(config, attributes=None))} (attributes refused)"
+        return show_config(wanted(state))
 
     def done(before: TopicState, state: TopicState) -> bool:
         if state.on_namesrv:
             return state.order_conf == wanted_conf(before.order_conf)
-        return _same(state.config, config)
+        if not _same(state.config, config) or state.config is None:
+            return False
+        return not changes or state.config.attributes == wanted(before).attributes
 
     return Mutation("updateTopic", topic, servers=servers, read=read, show=TopicState.show,
                     done=done, apply=change, after=after, sequential=True,

@@ -347,3 +347,24 @@ async def test_answers_that_do_not_decode(broker_admin: BrokerAdmin,
     with pytest.raises(ConsumeMsgTimeoutError) as caught:
         await broker_admin.consumer_running_info(addr, "CG", "C1")
     assert caught.value.summary == "consumer <CG> <C1> Timeout"
+
+
+async def test_topic_attributes_and_orderly_groups(broker: BrokerController,
+                                                   broker_admin: BrokerAdmin) -> None:
+    """RocketMQ 5 calls: create with attribute changes, GET_TOPIC_CONFIG (351) and
+    GET_SUBSCRIPTIONGROUP_CONFIG (352)."""
+    await broker_admin.create_topic(broker.addr, TopicConfig("Fifo", 2, 2),
+                                    attributes={"+message.type": "FIFO"})
+    config = await broker_admin.topic_config(broker.addr, "Fifo")
+    assert (config.write_queue_nums, config.message_type) == (2, "FIFO")
+    await broker_admin.create_topic(broker.addr, TopicConfig("Fifo", 4, 4))  # kept
+    assert (await broker_admin.topic_config(broker.addr, "Fifo")).attributes == {
+        "message.type": "FIFO"}
+    with pytest.raises(ServerSystemError, match="unsupported key: colour"):
+        await broker_admin.create_topic(broker.addr, TopicConfig("Fifo", 4, 4),
+                                        attributes={"+colour": "red"})
+    with pytest.raises(TopicNotExistError):
+        await broker_admin.topic_config(broker.addr, "Nope")
+    await broker_admin.create_group(broker.addr, SubscriptionGroupConfig(
+        "Orderly", consume_message_orderly=True))
+    assert (await broker_admin.group_config(broker.addr, "Orderly")).orderly is True

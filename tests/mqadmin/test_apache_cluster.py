@@ -70,3 +70,29 @@ def test_acl_1_version_of_a_broker_with_acl_off_says_so(apache: ApacheCluster) -
     assert result.exit_code == ExitCode.ERROR, result.stderr
     assert "access control off (aclEnable=false)" in result.stderr
     assert "unreachable" not in result.stderr
+
+
+def test_topic_attributes_on_a_4x_broker_are_refused_before_any_change(
+        apache: ApacheCluster) -> None:
+    """A 4.9 broker keeps no attributes (it would take the topic and drop `-a` silently):
+    updateTopic -a says so and changes nothing; without -a the same command works."""
+    result = invoke("updateTopic", "-n", apache.ns, "-b", apache.master, "-t", "AttrTopic",
+                    "-a", "+message.type=FIFO", "--yes")
+    assert result.exit_code == ExitCode.REJECTED, result.stderr
+    assert "RocketMQ 4.x" in result.stderr and "nothing was changed" in result.stderr
+    assert "AttrTopic" not in {r["topic"] for r in json_rows("topicList", "-n", apache.ns)}
+    result = invoke("updateTopic", "-n", apache.ns, "-b", apache.master, "-t", "AttrTopic",
+                    "--yes")
+    assert result.exit_code == 0, result.stderr
+    [row] = [r for r in json_rows("topicConfig", "-t", "AttrTopic", "-n", apache.ns)]
+    assert (row["addr"], row["writeQueueNums"], row["messageType"], row["attributes"]) == (
+        apache.master, 8, None, "")
+    rows = {r["topic"]: r for r in json_rows("topicList", "--attributes", "-n", apache.ns)}
+    assert rows["AttrTopic"]["messageType"] is None
+
+
+def test_consume_message_orderly_on_a_4x_broker_is_refused(apache: ApacheCluster) -> None:
+    result = invoke("updateSubGroup", "-n", apache.ns, "-b", apache.master, "-g", "OrderlyG",
+                    "-o", "true", "--yes")
+    assert result.exit_code == ExitCode.REJECTED, result.stderr
+    assert "RocketMQ 4.x" in result.stderr

@@ -49,7 +49,7 @@ def filled(cluster: BackgroundCluster, topic: str, group: str, counts: list[int]
 
 def test_update_sub_group(cluster: BackgroundCluster) -> None:
     result = invoke("updateSubGroup", "-c", "DefaultCluster", "-g", "G1", "-r", "3", "-s",
-                    "false", "-d", "true", "-n", cluster.ns, "--yes", "-o", "json")
+                    "false", "-d", "true", "-n", cluster.ns, "--yes", "--output", "json")
     assert result.exit_code == 0, result.stderr
     [row] = rows_of(result)
     assert row["before"] == "(absent)" and row["verified"] is True
@@ -62,7 +62,7 @@ def test_update_sub_group(cluster: BackgroundCluster) -> None:
 def test_update_sub_group_resizes_its_retry_topic(cluster: BackgroundCluster) -> None:
     cluster.create_topic("%RETRY%G2", queues=1)
     result = invoke("updateSubGroup", "-b", cluster.broker_addr, "-g", "G2", "-q", "2",
-                    "-n", cluster.ns, "--yes", "-o", "json")
+                    "-n", cluster.ns, "--yes", "--output", "json")
     assert result.exit_code == 0, result.stderr
     assert "resized" in rows_of(result)[0]["result"]
     retry = topic_config(cluster, "%RETRY%G2")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from engine.broker.handlers.admin_topic import body, slave_refusal
 from engine.broker.state import BrokerState
+from engine.protocol import attributes as attrs
 from engine.protocol.body.decode import request_body
 from engine.protocol.body.offsets import ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper
 from engine.protocol.body.subscription import SubscriptionGroupConfig
@@ -14,6 +16,7 @@ from engine.protocol.command import RemotingCommand
 from engine.protocol.header.broker import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
 )
 from engine.protocol.wire import from_ext
 from engine.remoting.router import RequestContext, Router
@@ -34,7 +37,14 @@ def update_and_create_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> Remo
     if not config.group_name or not config.group_name.strip():
         return cmd.response(ResponseCode.SYSTEM_ERROR, "the SubscriptionGroupConfig has no "
                             "groupName; name the group to create or update")
-    ctx.state.groups.put(config)
+    current = ctx.state.groups.get(config.group_name)
+    try:  # 5.3 defines no group attribute: any change is refused, as Apache refuses it
+        attributes = attrs.alter((current.attributes if current else None) or {},
+                                 config.attributes or {}, create=current is None,
+                                 known=attrs.GROUP_ATTRIBUTES)
+    except attrs.AttributeProblem as exc:
+        return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
+    ctx.state.groups.put(replace(config, attributes=attributes or None))
     return cmd.response()
 
 
@@ -51,6 +61,17 @@ def delete_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand
     if header.remove_offset:  # offsets are written by the periodic flush, as in 4.9.7
         st.offsets.remove_group(header.group_name)
     return cmd.response()
+
+
+@router.handles(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG)
+def get_subscription_group(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    """5.x: one group's config (the 5.x proxy reads consumeMessageOrderly here); created on
+    first use when autoCreateSubscriptionGroup allows, as `findSubscriptionGroupConfig`."""
+    group = from_ext(GetSubscriptionGroupConfigRequestHeader, cmd.ext_fields).group
+    config = ctx.state.groups.find_or_create(group)
+    if config is None:
+        return cmd.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
+    return cmd.response(body=body(config))
 
 
 @router.handles(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from engine.broker.state import BrokerState
 from engine.broker.topics import KEEP_QUEUES_OF, topic_name_problem
+from engine.protocol import attributes as attrs
 from engine.protocol import fastjson
 from engine.protocol.body.admin import GroupList, TopicOffset, TopicStatsTable
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.route import TopicList
-from engine.protocol.body.topic import TopicConfig
+from engine.protocol.body.topic import TopicConfig, TopicConfigAndQueueMapping
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
 from engine.protocol.header.broker import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
+    GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
@@ -27,6 +30,8 @@ log = logging.getLogger("engine.broker")
 
 Ctx = RequestContext[BrokerState]
 
+#: The signed key whose MIXED value is refused unless enableMixedMessageType.
+MIXED_KEY = attrs.ADD + attrs.MESSAGE_TYPE.name
 #: 4.9.7 `validateSlave` remark, shared by the topic and subscription-group mutations.
 SLAVE_REFUSAL = ("Can't modify topic or subscription group from slave broker, "
                  "please execute it from master broker.")
@@ -75,10 +80,21 @@ def update_and_create_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     refused = system_topic_refusal(ctx, cmd, header.topic)
     if refused is not None:
         return refused
+    try:
+        modification = attrs.parse_modification(header.attributes)
+    except attrs.AttributeProblem as exc:
+        return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
+    if (not ctx.state.config.enable_mixed_message_type
+            and modification.get(MIXED_KEY) == attrs.TopicMessageType.MIXED):
+        return cmd.response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+    try:
+        attributes = ctx.state.topics.attributes_after(header.topic, modification)
+    except attrs.AttributeProblem as exc:
+        return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
     # Like 4.9.7, `order` is not stored: ordering lives in the name server's KV config.
     ctx.state.topics.put(TopicConfig(
         header.topic, header.read_queue_nums, header.write_queue_nums, header.perm,
-        header.topic_filter_type, header.topic_sys_flag or 0))
+        header.topic_filter_type, header.topic_sys_flag or 0, attributes=attributes or None))
     return cmd.response()
 
 
@@ -105,6 +121,19 @@ def delete_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
 @router.handles(RequestCode.GET_ALL_TOPIC_CONFIG)
 def get_all_topic_config(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     return cmd.response(body=body(ctx.state.topics.wrapper()))
+
+
+@router.handles(RequestCode.GET_TOPIC_CONFIG)
+def get_topic_config(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+    """5.x: one topic's config with its attributes (the 5.x proxy reads `message.type` here)."""
+    topic = from_ext(GetTopicConfigRequestHeader, cmd.ext_fields).topic
+    config = ctx.state.topics.get(topic)
+    if config is None:
+        return cmd.response(ResponseCode.TOPIC_NOT_EXIST,
+                            f"No topic in this broker. topic: {topic}")
+    answer = TopicConfigAndQueueMapping(**{f.name: getattr(config, f.name)
+                                           for f in dataclasses.fields(config)})
+    return cmd.response(body=body(answer))
 
 
 @router.handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)

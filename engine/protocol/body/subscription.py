@@ -22,6 +22,24 @@ class SubscriptionGroupConfig:
     broker_id: BrokerId = MASTER_ID
     which_broker_when_consume_slowly: BrokerId = 1
     notify_consumer_ids_changed_enable: bool = True
+    #: 5.x: the group's messages of a FIFO topic go out in order (POP's `order=true`);
+    #: `updateSubGroup -o true`.  None (absent from the JSON, as 4.9 writes it) is false.
+    consume_message_orderly: bool | None = None
+    #: 5.x group attributes: stored without sign; an update carries signed changes
+    #: (`+key=value`), see `engine.protocol.attributes`.  5.3 defines none; None is none.
+    attributes: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        # Absent, false and {} are the same as Apache's defaults: kept as None (not written).
+        if self.consume_message_orderly is False:
+            object.__setattr__(self, "consume_message_orderly", None)
+        if self.attributes is not None and not self.attributes:
+            object.__setattr__(self, "attributes", None)
+
+    @property
+    def orderly(self) -> bool:
+        """consumeMessageOrderly, false when absent."""
+        return bool(self.consume_message_orderly)
 
 
 @dataclass(frozen=True, slots=True)

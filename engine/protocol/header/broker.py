@@ -453,6 +453,25 @@ class CreateTopicRequestHeader:
     topic_filter_type: TopicFilterType
     order: bool = False  # @CFNotNull in Java, but 4.9.7 never reads it: tolerate its absence
     topic_sys_flag: int | None = None
+    #: 5.x: the attribute changes, `+message.type=FIFO,-reserve.time` (absent from 4.x).
+    attributes: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GetTopicConfigRequestHeader:
+    """GET_TOPIC_CONFIG (351, 5.x); `lo` asks for a static topic's queue mapping too."""
+
+    topic: Topic
+    lo: bool | None = None
+    bname: BrokerName | None = None  # RpcRequestHeader's routing field
+
+
+@dataclass(frozen=True, slots=True)
+class GetSubscriptionGroupConfigRequestHeader:
+    """GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x)."""
+
+    group: GroupName
+    bname: BrokerName | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """The Consumer groups screen's data: every group's lag, topics and online clients (one
 consume-stats request per broker, one client list per group), and one group's queues with
-their lag in time and its clients (consumerProgress and consumerConnection)."""
+their lag in time, its clients (consumerProgress and consumerConnection) and its config
+(consumeMessageOrderly, retries)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
+from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.config import Endpoint
 from mqadmin.operations import consumer as consumer_ops
 from mqadmin.operations import lag_status as st
@@ -109,11 +111,36 @@ class GroupDetail:
     consume_tps: float
     topics: list[str]
     error: str = ""
+    #: The group's config on its masters (updateSubGroup's settings), one line.
+    settings: str = ""
 
 
 async def read_group(admin: MQAdmin, group: str) -> GroupDetail:
-    """consumerProgress (lag in messages and time per queue) and consumerConnection."""
-    progress = await consumer_ops.read_progress(admin, group)
+    """consumerProgress (lag in messages and time per queue), consumerConnection and the
+    group's config (consumeMessageOrderly, retries, ...) as its masters keep it."""
+    progress, settings = await asyncio.gather(consumer_ops.read_progress(admin, group),
+                                              group_settings(admin, group))
     return GroupDetail(consumer_ops.progress_rows(progress),
                        consumer_ops.connection_rows(progress.clients.connection),
-                       progress.consume_tps, progress.topics)
+                       progress.consume_tps, progress.topics, settings=settings)
+
+
+async def group_settings(admin: MQAdmin, group: str) -> str:
+    """The group's config as each master keeps it (the same on all: said once), or why not."""
+    addrs = list((await masters(admin)).values())
+    outcomes = await admin.on_brokers(addrs, admin.broker.all_group_config)
+    shown = {show_settings(o.value.subscription_group_table.get(group))
+             for o in outcomes if o.value is not None}
+    shown.discard("")
+    if not shown:
+        return "no broker keeps a config of this group (it is created on first use)"
+    return " | ".join(sorted(shown))
+
+
+def show_settings(config: SubscriptionGroupConfig | None) -> str:
+    if config is None:
+        return ""
+    return (f"consumeMessageOrderly={str(config.orderly).lower()}  "
+            f"consumeEnable={str(config.consume_enable).lower()}  "
+            f"broadcast={str(config.consume_broadcast_enable).lower()}  "
+            f"retryMaxTimes={config.retry_max_times}  retryQueueNums={config.retry_queue_nums}")

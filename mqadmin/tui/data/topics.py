@@ -1,5 +1,6 @@
-"""The Topics screen's data: every topic with its queues, permission, brokers, consuming
-groups and backlog, from one topic-config and one consume-stats request per master."""
+"""The Topics screen's data: every topic with its message type (RocketMQ 5), queues,
+permission, brokers, consuming groups and backlog, from one topic-config and one
+consume-stats request per master."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string
 from mqadmin.operations import topic as topic_ops
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
+from mqadmin.operations.topic_attributes import message_type_cell, topic_config
 from mqadmin.tui.data.consume import Lags, masters, read_lags
 
 Row = dict[str, Any]
@@ -74,8 +76,10 @@ async def read_topics(admin: MQAdmin, *, with_lag: bool = True) -> TopicsView:
     for topic in sorted({r["topic"] for r in listed} | set(per_topic)):
         on = sorted(per_topic.get(topic, []), key=lambda p: p[0])
         perms = {c.perm for _, c in on}
+        types = {message_type_cell(c) or "" for _, c in on}
         rows.append({
             "topic": topic, "kind": kind_of(topic, set(found), clusters),
+            "type": "/".join(sorted(t or "(none)" for t in types)) if types - {""} else None,
             "read": sum(c.read_queue_nums for _, c in on) if on else None,
             "write": sum(c.write_queue_nums for _, c in on) if on else None,
             "perm": perm_to_string(perms.pop()) if len(perms) == 1 else
@@ -97,14 +101,17 @@ class TopicDetail:
     queues: list[Row]
     groups: list[Row]
     failures: list[str] = field(default_factory=list)
+    #: The message type and attributes the brokers keep (topicConfig's rows), one line.
+    attributes: str = ""
 
 
 async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
     """A topic's routes and per-queue status (topicRoute's and topicStatus's rows, from one
-    read of its route) and its groups' lag."""
-    read, found = await asyncio.gather(
+    read of its route), its groups' lag and its attributes (topicConfig's rows)."""
+    read, found, configs = await asyncio.gather(
         topic_ops.read_status(admin, topic),
-        read_lags(admin, list((await masters(admin)).values())))
+        read_lags(admin, list((await masters(admin)).values())),
+        topic_config(admin, topic))
     routes, status = topic_ops.route_rows(topic, read.route), topic_ops.status_rows(read)
     lags = [lag for lag in found.rows if lag.topic == topic]
     per_group: dict[str, Row] = {}
@@ -115,4 +122,16 @@ async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
         row["queues"] += 1
     failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in status.failures]
     return TopicDetail(routes, status.rows, sorted(per_group.values(), key=lambda r: r["group"]),
-                       failures + found.failed)
+                       failures + found.failed, attributes_line(configs.rows))
+
+
+def attributes_line(rows: list[Row]) -> str:
+    """`message type FIFO (message.type=FIFO)`, per broker when the brokers differ."""
+    def one(row: Row) -> str:
+        kind = row["messageType"] or "not set (NORMAL to RocketMQ 5 clients)"
+        return f"message type {kind}" + (f" ({row['attributes']})" if row["attributes"] else "")
+
+    shown = {one(r) for r in rows if r["readQueueNums"] is not None}
+    if len(shown) <= 1:
+        return next(iter(shown), "")
+    return " · ".join(f"{r['brokerName']}: {one(r)}" for r in rows)

@@ -133,7 +133,8 @@ def reset_offsets(screen: DashScreen, group: str, topics: list[str]) -> None:
 
 
 class GroupScreen(DashScreen):
-    """One group: each queue's lag in messages and time, and its online clients."""
+    """One group: its settings (consumeMessageOrderly, retries), each queue's lag in
+    messages and time, and its online clients."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("r", "reset", "Reset offsets")]
 
@@ -146,6 +147,8 @@ class GroupScreen(DashScreen):
         return f"Consumer group {self.group}  (Esc: back)"
 
     def body(self) -> ComposeResult:
+        yield Static("Settings", classes="section")
+        yield Static("", id="group-settings", classes="panel")
         yield Static("Queues", classes="section")
         yield RowTable([
             Col("topic", "topic"), Col("brokerName", "broker"), Col("queueId", "queue"),
@@ -167,6 +170,7 @@ class GroupScreen(DashScreen):
         rows: list[Row] = [dict(r, topic=r["topic"] if r["topic"] else "") for r in data.queues]
         self.query_one("#queues", RowTable).show(rows)
         self.query_one("#clients", RowTable).show(data.clients)
+        self.query_one("#group-settings", Static).update(data.settings)
 
     def action_reset(self) -> None:
         if self.dashboard.allow_change("resetting offsets"):

@@ -1,9 +1,11 @@
-"""The topic form: name, cluster, queues, permission, order; checked with the same
-`new_topic_config` the CLI's updateTopic uses before any plan is made."""
+"""The topic form: name, cluster, queues, permission, order, message type; checked with the
+same `new_topic_config` the CLI's updateTopic uses before any plan is made.  The message type
+becomes updateTopic's `-a +message.type=...` (only when it is set or changed, so the form
+still works against RocketMQ 4.x brokers, which keep no attributes)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from textual import on
@@ -13,17 +15,23 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
+from engine.protocol import attributes as attrs
 from engine.protocol.body.topic import TopicConfig
 from mqadmin.exit_codes import CliError
 from mqadmin.operations import topic as topic_ops
+from mqadmin.operations.topic_attributes import MESSAGE_TYPES
 
 PERMS = [("read and write (6)", 6), ("read only (4)", 4), ("write only (2)", 2)]
+#: The message type select's value when none is set (or, updating, none is to be set).
+UNSET = "-"
 
 
 @dataclass(frozen=True, slots=True)
 class TopicRequest:
     config: TopicConfig
     cluster: str
+    #: Attribute changes in Apache's signed form (`{"+message.type": "FIFO"}`), or none.
+    attributes: dict[str, str] = field(default_factory=dict)
 
 
 class TopicForm(ModalScreen[TopicRequest | None]):
@@ -32,12 +40,15 @@ class TopicForm(ModalScreen[TopicRequest | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
 
     def __init__(self, clusters: list[str], *, topic: str = "", read: int = 8, write: int = 8,
-                 perm: int = 6, order: bool = False, cluster: str | None = None) -> None:
+                 perm: int = 6, order: bool = False, cluster: str | None = None,
+                 message_type: str | None = None) -> None:
         super().__init__()
         self.clusters = clusters or ["DefaultCluster"]
         self.topic = topic
         self.defaults = (read, write, perm, order)
         self.cluster = cluster if cluster in self.clusters else self.clusters[0]
+        known = {t.value for t in MESSAGE_TYPES}
+        self.message_type = message_type if message_type in known else UNSET
 
     def compose(self) -> ComposeResult:
         read, write, perm, order = self.defaults
@@ -61,6 +72,11 @@ class TopicForm(ModalScreen[TopicRequest | None]):
             yield Select(PERMS, value=perm, id="perm", allow_blank=False)
             yield Checkbox("Ordered (also writes the order conf to the name servers)",
                            order, id="order")
+            yield Label("Message type (RocketMQ 5 clients check it; 4.x brokers keep none)")
+            unset = "unchanged" if self.topic else "not set (NORMAL to 5.x clients)"
+            yield Select([(unset, UNSET), *((t.value, t.value) for t in MESSAGE_TYPES)],
+                         value=self.message_type if self.topic else UNSET, id="type",
+                         allow_blank=False)
             yield Static("", id="form-error")
             with Horizontal(id="form-buttons"):
                 yield Button("Plan", variant="primary", id="plan")
@@ -91,4 +107,8 @@ class TopicForm(ModalScreen[TopicRequest | None]):
         except CliError as exc:
             error.update(str(exc))
             return
-        self.dismiss(TopicRequest(config, str(self.query_one("#cluster", Select).value)))
+        chosen = str(self.query_one("#type", Select).value)
+        changes = ({} if chosen in (UNSET, self.message_type)
+                   else {attrs.ADD + attrs.MESSAGE_TYPE.name: chosen})
+        self.dismiss(TopicRequest(config, str(self.query_one("#cluster", Select).value),
+                                  changes))

@@ -1,5 +1,6 @@
-"""Topics: every topic (queues, permission, brokers, groups, backlog, TPS); a topic's routes
-and queues; create, update and delete through the plan / confirm / apply / verify dialog."""
+"""Topics: every topic (message type, queues, permission, brokers, groups, backlog, TPS); a
+topic's routes and queues; create, update and delete through the plan / confirm / apply /
+verify dialog."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
+from engine.protocol.attributes import format_modification
 from mqadmin.operations import topic as topic_ops
 from mqadmin.tui.data.changes import MutationChange
 from mqadmin.tui.data.topics import TopicDetail, TopicsView, read_topic, read_topics
@@ -45,7 +47,8 @@ class TopicsScreen(DashScreen):
 
     def body(self) -> ComposeResult:
         yield RowTable([
-            Col("topic", "topic"), Col("kind", "kind", kind), Col("read", "read q"),
+            Col("topic", "topic"), Col("kind", "kind", kind), Col("type", "type"),
+            Col("read", "read q"),
             Col("write", "write q"), Col("perm", "perm"), Col("order", "order"),
             Col("cluster", "cluster"), Col("brokers", "brokers"), Col("groups", "groups"),
             Col("backlog", "backlog", count), Col("tps", "TPS in"),
@@ -102,18 +105,21 @@ class TopicsScreen(DashScreen):
         self.app.push_screen(TopicForm(
             self.clusters, topic=str(row["topic"]), read=(row["read"] or 8 * brokers) // brokers,
             write=(row["write"] or 8 * brokers) // brokers, perm=perm, order=bool(row["order"]),
-            cluster=str(row["cluster"]).split(",")[0]), self._plan_update)
+            cluster=str(row["cluster"]).split(",")[0], message_type=row.get("type")),
+            self._plan_update)
 
     def _plan_update(self, request: TopicRequest | None) -> None:
         if request is None:
             return
-        config, cluster = request.config, request.cluster
+        config, cluster, changes = request.config, request.cluster, request.attributes
+        args = {"topic": config.topic_name, "cluster": cluster, "read_queues":
+                config.read_queue_nums, "write_queues": config.write_queue_nums,
+                "perm": config.perm, "order": config.order}
+        if changes:
+            args["attributes"] = format_modification(changes)
         change = MutationChange(
             lambda admin: topic_ops.update_topic(admin, config, broker_addr=None,
-                                                 cluster=cluster),
-            {"topic": config.topic_name, "cluster": cluster, "read_queues":
-             config.read_queue_nums, "write_queues": config.write_queue_nums,
-             "perm": config.perm, "order": config.order})
+                                                 cluster=cluster, attributes=changes), args)
         self.app.push_screen(ChangeScreen(change, f"updateTopic {config.topic_name} on "
                                           f"{cluster}"), lambda _: self.action_refresh_now())
 
@@ -132,7 +138,8 @@ class TopicsScreen(DashScreen):
 
 
 class TopicScreen(DashScreen):
-    """One topic: its routes, each queue's offsets, the groups consuming it."""
+    """One topic: its message type, its routes, each queue's offsets, the groups consuming
+    it."""
 
     def __init__(self, topic: str) -> None:
         super().__init__()
@@ -142,6 +149,7 @@ class TopicScreen(DashScreen):
         return f"Topic {self.topic}  (Esc: back)"
 
     def body(self) -> ComposeResult:
+        yield Static("", id="topic-attributes", classes="panel")
         yield Static("Routes", classes="section")
         yield RowTable([Col(c, c) for c in ("brokerName", "brokerId", "addr", "readQueueNums",
                                             "writeQueueNums", "perm")],
@@ -160,6 +168,7 @@ class TopicScreen(DashScreen):
         return await read_topic(admin, self.topic)
 
     def present(self, data: TopicDetail) -> None:
+        self.query_one("#topic-attributes", Static).update(data.attributes)
         self.query_one("#routes", RowTable).show(data.routes)
         self.query_one("#queues", RowTable).show(data.queues)
         self.query_one("#topic-groups", RowTable).show(data.groups)

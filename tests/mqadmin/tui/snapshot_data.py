@@ -71,10 +71,12 @@ FIXED: dict[type[DashScreen], Any] = {
           "disk": "41.0%", "hours": 71.5, "replication": "1,024 B (≈12 msgs)"}],
         [{"addr": "10.0.0.9:9876", "up": True, "brokers": 2, "error": ""}]),
     TopicsScreen: TopicsView(
-        [{"topic": "Orders", "kind": "normal", "read": 8, "write": 8, "perm": "RW-",
+        [{"topic": "Orders", "kind": "normal", "type": "FIFO", "read": 8, "write": 8,
+          "perm": "RW-",
           "order": False, "cluster": "C", "brokers": "broker-a", "groups": 2,
           "backlog": 1523, "produced": 99},
-         {"topic": "%DLQ%billing", "kind": "dlq", "read": 1, "write": 1, "perm": "RW-",
+         {"topic": "%DLQ%billing", "kind": "dlq", "type": None, "read": 1, "write": 1,
+          "perm": "RW-",
           "order": False, "cluster": "C", "brokers": "broker-a", "groups": 0,
           "backlog": None, "produced": None}], ["C"], {"broker-a": M}),
     GroupsScreen: GroupsView(
