@@ -135,9 +135,10 @@ async def change_invisible(client: RemotingClient, addr: str, msg: Popped, invis
     return resp, Popped(msg.record, info, msg.group)
 
 
-def notification_request(group: str, topic: str, *, queue_id: int = -1, poll_ms: int = 0
-                         ) -> RemotingCommand:
+def notification_request(group: str, topic: str, *, queue_id: int = -1, poll_ms: int = 0,
+                         order: bool = False, attempt_id: str | None = None) -> RemotingCommand:
     header = NotificationRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id,
-                                       poll_time=poll_ms, born_time=int(time.time() * 1000))
+                                       poll_time=poll_ms, born_time=int(time.time() * 1000),
+                                       order=order, attempt_id=attempt_id)
 
     return request(RequestCode.NOTIFICATION, to_ext(header))

@@ -184,3 +184,14 @@ async def test_sync_flush_answers_once_the_records_are_on_disk(
         assert store.get_flushed_offset() >= store.get_max_phy_offset()  # the checkpoint too
         assert (await ack(client, controller.addr, got.messages[0])).code == ResponseCode.SUCCESS
         assert store.get_flushed_offset() >= store.get_max_phy_offset()
+
+
+async def test_fifo_notification_wakes_when_the_held_queue_frees_itself(
+        client: RemotingClient, broker: BrokerController) -> None:
+    await send_one(client, broker.addr, "broker-a", FIFO, b"f0")
+    held = await pop(client, broker.addr, GROUP, FIFO, order=True, attempt_id="A",
+                     invisible_ms=300, init_mode=INIT_MODE_MIN)
+    assert [m.body for m in held.messages] == [b"f0"]
+    resp = await client.invoke(broker.addr, notification_request(
+        GROUP, FIFO, poll_ms=10_000, order=True, attempt_id="B"), timeout=20)
+    assert from_ext(NotificationResponseHeader, resp.ext_fields).has_msg is True

@@ -269,8 +269,13 @@ async def _hold_notification(st: BrokerState, cmd: RemotingCommand,
     watched = [header.topic, receipt.pop_retry_topic(header.topic, header.consumer_group),
                receipt.pop_retry_topic(header.topic, header.consumer_group, v2=True)]
     while True:
+        deadline = expires
+        if header.order:  # a held FIFO queue frees itself when its invisible time runs out
+            free_at = st.pop.order.unblocked_at(header.topic, header.consumer_group)
+            if free_at is not None:
+                deadline = min(deadline, free_at + 1)
         await st.pop.polling.wait(header.topic, header.consumer_group, header.queue_id, watched,
-                                  expires - st.clock())
+                                  deadline - st.clock())
         if _has_message(st, header):
             return _notified(cmd, True)
         if st.clock() >= expires or st.is_slave or st.pop.polling.closed:
