@@ -79,8 +79,8 @@ def language_of(code: int) -> LanguageCode:
 
 
 def connection_data(channel: ClientChannel) -> ConnectionData:
-    return ConnectionData(channel.client_id, channel.conn.remote_addr,
-                          language_of(channel.language), channel.version)
+    return ConnectionData(channel.client_id, channel.client_addr or channel.conn.remote_addr,
+                          language_of(channel.language), channel.version, channel.protocol)
 
 
 def queues(state: BrokerState, topic: str, count: int) -> Iterator[MessageQueue]:
@@ -175,7 +175,8 @@ def get_producer_connection_list(ctx: Ctx, cmd: RemotingCommand) -> RemotingComm
 @router.handles(RequestCode.GET_ALL_PRODUCER_INFO)
 def get_all_producer_info(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     data = {
-        group: [ProducerInfo(c.client_id, "/" + c.conn.remote_addr, language_of(c.language),
+        group: [ProducerInfo(c.client_id, "/" + (c.client_addr or c.conn.remote_addr),
+                             language_of(c.language),
                              c.version, c.last_update_ms) for c in members.values()]
         for group, members in ctx.state.producers.groups.items()
     }
