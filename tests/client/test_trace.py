@@ -23,7 +23,7 @@ from engine.client.results import (
     SendResult,
     SendStatus,
 )
-from engine.client.trace_dispatch import TraceDispatcher
+from engine.client.trace_dispatch import KEYS_BYTES, TraceDispatcher
 from engine.client.trace_hooks import SendTracer
 from engine.client.transaction import TransactionProducer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
@@ -283,3 +283,21 @@ async def test_the_pub_hook_writes_what_encode_writes_for_the_record() -> None:
     tracer.sent(Message(TRACE_TOPIC, b"x"), SendResult(SendStatus.SEND_OK, "M", "O", mq, 0),
                 "h:1", began)
     assert not dispatcher._queue
+
+
+async def test_a_batch_keeps_its_keys_within_the_properties_limit() -> None:
+    """Records with long KEYS: a batch takes as many as keep its keys within KEYS_BYTES
+    (the KEYS property must fit the 32767 bytes of a message's properties); the rest stay
+    queued in their order, and a record too long for any batch still goes alone."""
+    dispatcher = TraceDispatcher(ClientInstance(), "G", "PRODUCER")
+    long_key = "k" * 9_000
+    for i in range(6):
+        dispatcher.append_encoded(f"T{i}", f"ID{i}", f"{long_key}{i} shared")
+    dispatcher.append_encoded("T6", "ID6", "x" * (KEYS_BYTES + 1))
+    taken: list[tuple[list[str], list[str]]] = []
+    while dispatcher._queue:
+        taken.append(dispatcher._take())
+    assert [texts for texts, _ in taken] == [["T0", "T1", "T2"], ["T3", "T4", "T5"], ["T6"]]
+    assert taken[0][1] == ["ID0", "ID1", "ID2", f"{long_key}0", "shared", f"{long_key}1",
+                           "shared", f"{long_key}2", "shared"]
+    assert all(len(" ".join(keys).encode()) <= KEYS_BYTES for _, keys in taken[:2])
