@@ -31,8 +31,8 @@ from engine.protocol.trace import (
     encode,
 )
 
-#: A record encoded (`trace.encode`, `trace.pub_text`), with its message id and KEYS value
-#: (None without keys), from which `_take` makes its keys as `trace.keys_of` does.
+#: A record encoded (`trace.encode`, or as the Pub hook writes it), with its message id and
+#: KEYS value (None without keys), from which `_take` makes its keys as `trace.keys_of` does.
 Encoded = tuple[str, str, str | None]
 
 if TYPE_CHECKING:
@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 2048  # AsyncTraceDispatcher's queueSize (4.9) and traceContextQueue (5.x)
 #: records of one trace message: 4.9.8 fills each to BATCH_BYTES (some 500-700 Pub records);
-#: a trace message costs the client and the broker the same whatever its size, so few large
-#: ones cost a traced producer far less than many small ones (100: 2 us more CPU a send)
+#: a trace message costs the client about as much whatever its size, so few large ones cost
+#: a traced producer less than many small ones (batches of 100: ~1 us more CPU a send)
 BATCH_RECORDS = 500
 BATCH_BYTES = 128_000 - 10_000  # its maxMsgSize less the margin it keeps
 #: KEYS of one trace message, at most: its properties must stay within 32767 bytes

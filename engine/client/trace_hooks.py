@@ -3,10 +3,10 @@
 How this works (Apache's `SendMessageTraceHookImpl`, `ConsumeMessageTraceHookImpl`,
 `EndTransactionTraceHookImpl`): `SendTracer.sent` turns a send's result into a Pub record,
 encoded at once (skipped when the broker answered TRACE_ON=false, or for the trace topic
-itself); `traced_listener` wraps a consumer's listener so that each call records SubBefore (one per
-message not marked TRACE_ON=false, one request id for the call) and then SubAfter with the
-call's time divided by its number of messages, whether it succeeded and how it ended
-(`ConsumeReturnType`).  Everything goes to a `TraceDispatcher`, which never waits.
+itself); `traced_listener` wraps a consumer's listener so that each call records SubBefore
+(one per message not marked TRACE_ON=false, one request id for the call) and then SubAfter
+with the call's time divided by its number of messages, whether it succeeded and how it
+ended (`ConsumeReturnType`).  Everything goes to a `TraceDispatcher`, which never waits.
 """
 
 from __future__ import annotations
