@@ -109,11 +109,14 @@ def consumed_topics(state: BrokerState, group: str,
 def offset_wrapper(state: BrokerState, group: str, topic: str, queue_id: int) -> OffsetWrapper:
     store = state.store
     broker_offset = max(store.get_max_offset_in_queue(topic, queue_id), 0)
-    consumer_offset = max(state.offsets.query(group, topic, queue_id), 0)
+    consumer_offset, pull_offset = state.pop.progress(
+        topic, group, queue_id, state.offsets.query(group, topic, queue_id))
+    consumer_offset, pull_offset = max(consumer_offset, 0), max(pull_offset, 0)
     last = 0
     if consumer_offset > 0:
         last = max(store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1), 0)
-    return OffsetWrapper(broker_offset, consumer_offset, last)
+    return OffsetWrapper(broker_offset, consumer_offset, last,
+                         pull_offset if pull_offset != consumer_offset else None)
 
 
 def topic_offsets(state: BrokerState, group: str, topic: str,
