@@ -7,7 +7,8 @@ while the others wait. A scenario is a plain CommonJS script in tests/proxy/node
 subprocess with that install on ``NODE_PATH`` and its arguments as one JSON object; it prints
 one JSON object per line on stdout (``{"event": ..., ...}``) and the client's log on stderr.
 Without node or npm, or when npm cannot reach its registry, the tests using `node_client`
-skip, naming what is missing.
+skip, naming what is missing. ``RMQ_NODE_DEBUG=1`` adds the client's debug lines to the log a
+failing scenario shows.
 """
 
 from __future__ import annotations
@@ -23,13 +24,15 @@ import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
 PACKAGE = "rocketmq-client-nodejs"
 VERSION = "1.0.8"
 SCRIPTS = Path(__file__).resolve().parent / "node"
+#: Where the client's `getDefaultLogger` writes, under HOME.
+CLIENT_LOG = Path("logs", "rocketmq", "rocketmq_client_nodejs.log")
 #: npm gives up on an unreachable registry after this long (and two retries).
 INSTALL_TIMEOUT_S = 300
 
@@ -84,7 +87,7 @@ class Scenario:
 
     name: str
     process: asyncio.subprocess.Process
-    log: IO[bytes]
+    home: Path
     events: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     async def next(self, event: str, timeout: float = 60) -> dict[str, Any]:
@@ -122,9 +125,9 @@ class Scenario:
         if self.process.returncode is None:
             self.process.kill()
             await self.process.wait()
-        self.log.seek(0)
-        log = self.log.read().decode(errors="replace")
-        tail = "\n".join(log.splitlines()[-40:])
+        logs = [self.home / "stderr.log", self.home / CLIENT_LOG]
+        text = "\n".join(path.read_text(errors="replace") for path in logs if path.exists())
+        tail = "\n".join(text.splitlines()[-60:])
         return ScenarioError(f"node {self.name}: {what}; events {self.events}\n{tail}")
 
 
@@ -135,15 +138,20 @@ class NodeClient:
 
     @contextlib.asynccontextmanager
     async def start(self, script: str, **args: Any) -> AsyncIterator[Scenario]:
-        """Start tests/proxy/node/`script` with `args`; killed on the way out if still running."""
-        env = {**os.environ, "NODE_PATH": str(self.modules)}
-        with tempfile.TemporaryFile() as log:  # the client's log: shown when a scenario fails
-            process = await asyncio.create_subprocess_exec(
-                self.node, str(SCRIPTS / script), json.dumps(args), env=env,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-                limit=1 << 20)
+        """Start tests/proxy/node/`script` with `args`; killed on the way out if still running.
+
+        Its HOME is a temporary folder: parts of the client log to a file under HOME whatever
+        logger it is given (`getDefaultLogger`), which a failure shows beside its stderr.
+        """
+        with tempfile.TemporaryDirectory(prefix="rmq-node-") as home:
+            env = {**os.environ, "NODE_PATH": str(self.modules), "HOME": home}
+            with (Path(home) / "stderr.log").open("wb") as stderr:
+                process = await asyncio.create_subprocess_exec(
+                    self.node, str(SCRIPTS / script), json.dumps(args), env=env,
+                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    stderr=stderr, limit=1 << 20)
             try:
-                yield Scenario(script, process, log)
+                yield Scenario(script, process, Path(home))
             finally:
                 if process.returncode is None:
                     process.kill()

@@ -18,8 +18,14 @@ function line(level) {
   return (...parts) => process.stderr.write(`${level} ${util.format(...parts)}\n`);
 }
 
-// The client's ILogger (info, warn, error, debug): to stderr instead of ~/logs/rocketmq.
-const logger = { info: line('INFO'), warn: line('WARN'), error: line('ERROR'), debug() {} };
+// The client's ILogger (info, warn, error, debug): to stderr instead of ~/logs/rocketmq; its
+// debug lines (every receive) only with RMQ_NODE_DEBUG=1 in the environment.
+const logger = {
+  info: line('INFO'),
+  warn: line('WARN'),
+  error: line('ERROR'),
+  debug: process.env.RMQ_NODE_DEBUG === '1' ? line('DEBUG') : () => {},
+};
 
 // The options every client of a scenario starts with: the proxy, credentials when given.
 function clientOptions(extra) {
