@@ -33,7 +33,8 @@ VERSION = "1.0.8"
 SCRIPTS = Path(__file__).resolve().parent / "node"
 #: Where the client's `getDefaultLogger` writes, under HOME.
 CLIENT_LOG = Path("logs", "rocketmq", "rocketmq_client_nodejs.log")
-#: npm gives up on an unreachable registry after this long (and two retries).
+#: One request to the registry, and the whole install, give up after this long.
+FETCH_TIMEOUT_MS = 60_000
 INSTALL_TIMEOUT_S = 300
 
 
@@ -54,27 +55,48 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def install(npm: str, root: Path) -> str | None:
-    """Install the pinned client under `root` unless it is there; None, or why it is not."""
-    done = root / "installed"
+    """Install the pinned client under `root` unless it is there; None, or why it is not.
+
+    A failure is remembered for the rest of the test run (the pytest-xdist workers of one run
+    share its id), so the workers do not each wait for an unreachable registry.
+    """
+    done, failed = root / "installed", root / "failed"
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
     with _locked(root.parent / f"{VERSION}.lock"):
-        if done.exists():
+        if done.exists() and (root / "node_modules" / PACKAGE / "package.json").exists():
             return None
+        if run_id and failed.exists():
+            failed_run, _, reason = failed.read_text().partition("\n")
+            if failed_run == run_id:
+                return reason
         root.mkdir(parents=True, exist_ok=True)
         # A package.json of its own, so npm installs here and not in a parent folder's project.
         (root / "package.json").write_text(json.dumps({"private": True}))
-        try:
-            result = subprocess.run(
-                [npm, "install", "--no-audit", "--no-fund", "--no-package-lock",
-                 "--fetch-retries=2", f"{PACKAGE}@{VERSION}"],
-                cwd=root, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                stdin=subprocess.DEVNULL, check=False)
-        except subprocess.TimeoutExpired:
-            return f"npm install {PACKAGE}@{VERSION} did not finish in {INSTALL_TIMEOUT_S} s"
-        if result.returncode != 0:
-            last = (result.stderr.strip().splitlines() or ["no output"])[-1]
-            return f"npm install {PACKAGE}@{VERSION} failed (registry unreachable?): {last}"
-        done.write_text(f"{PACKAGE}@{VERSION}\n")
-    return None
+        reason = _npm_install(npm, root)
+        if reason is None:
+            failed.unlink(missing_ok=True)
+            done.write_text(f"{PACKAGE}@{VERSION}\n")
+        else:
+            failed.write_text(f"{run_id}\n{reason}")
+    return reason
+
+
+def _npm_install(npm: str, root: Path) -> str | None:
+    try:
+        result = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--no-package-lock",
+             "--fetch-retries=1", "--fetch-retry-mintimeout=2000",
+             "--fetch-retry-maxtimeout=5000", f"--fetch-timeout={FETCH_TIMEOUT_MS}",
+             f"{PACKAGE}@{VERSION}"],
+            cwd=root, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+            stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        return f"npm install {PACKAGE}@{VERSION} did not finish in {INSTALL_TIMEOUT_S} s"
+    if result.returncode == 0:
+        return None
+    errors = [line.removeprefix("npm error").strip() for line in result.stderr.splitlines()
+              if line.startswith("npm error") and "complete log" not in line]
+    return f"npm install {PACKAGE}@{VERSION} failed: {'; '.join(errors[:3]) or 'no output'}"
 
 
 class ScenarioError(AssertionError):
@@ -166,10 +188,15 @@ class NodeClient:
 def installed_client() -> NodeClient:
     """The client, installed if need be; skips the test when it cannot be."""
     node, npm = shutil.which("node"), shutil.which("npm")
+    missing = [name for name, path in (("node", node), ("npm", npm)) if path is None]
     if node is None or npm is None:
-        pytest.skip(f"the Node.js tests need node and npm on PATH ({PACKAGE}@{VERSION})")
+        pytest.skip(f"the Node.js client tests ({PACKAGE}@{VERSION}) need "
+                    f"{' and '.join(missing)} on PATH")
     root = cache_root()
-    reason = install(npm, root)
+    try:
+        reason = install(npm, root)
+    except OSError as exc:
+        reason = f"cannot install {PACKAGE}@{VERSION} under {root}: {exc}"
     if reason is not None:
         pytest.skip(reason)
     return NodeClient(node, root / "node_modules")
