@@ -1,9 +1,10 @@
 // Producer: sends args.messages to args.topic (normal, FIFO with a messageGroup, delayed with a
-// deliveryTimestampMs), one "sent" line per receipt.
+// deliveryTimestampMs), one "sent" line per receipt; with args.hold, stays up until the test
+// closes stdin.
 'use strict';
 
 const { Producer } = require('rocketmq-client-nodejs');
-const { args, clientOptions, emit, run } = require('./common');
+const { args, clientOptions, emit, run, stdinClosed } = require('./common');
 
 function options(message) {
   const fields = { topic: args.topic, body: Buffer.from(message.body) };
@@ -25,6 +26,9 @@ run(async () => {
     for (const message of args.messages) {
       const receipt = await producer.send(options(message));
       emit('sent', { messageId: receipt.messageId, offset: receipt.offset });
+    }
+    if (args.hold) {
+      await stdinClosed();
     }
   } finally {
     await producer.shutdown();
