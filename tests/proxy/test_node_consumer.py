@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -73,6 +74,22 @@ async def test_change_invisible_duration_brings_a_message_back_sooner(
     assert [m["messageId"] for m in of(events, "received")] == [msg_id, msg_id]
     # Acked with the handle ChangeInvisibleDuration answered (the first one is spent).
     assert [a["messageId"] for a in of(events, "acked")] == [msg_id]
+
+
+async def test_delay_message_is_received_with_its_delivery_time(
+        pop_stack: Stack, node_client: NodeClient) -> None:
+    await pop_stack.create_topic("Delay", message_type="DELAY")
+    deliver_at_ms = int(time.time() * 1000) + 1500
+    events = await node_client.run("producer.js", endpoint=pop_stack.endpoint, topic="Delay",
+                                   messages=[{"body": "later",
+                                              "deliveryTimestampMs": deliver_at_ms}])
+    (msg_id,) = [e["messageId"] for e in of(events, "sent")]
+    events = await node_client.run("receive_ack.js", endpoint=pop_stack.endpoint, topic="Delay",
+                                   group=GROUP, awaitMs=AWAIT_MS, count=1)
+    (received,) = of(events, "received")
+    assert (received["messageId"], received["body"]) == (msg_id, "later")
+    # The time it was set for, in milliseconds (when it is delivered is the broker's timers').
+    assert received["deliveryTimestampMs"] == deliver_at_ms
 
 
 async def test_push_consumer_gets_a_failed_message_again(

@@ -46,6 +46,7 @@ function viewOf(message) {
     keys: message.keys,
     messageGroup: message.messageGroup ?? null,
     deliveryAttempt: message.deliveryAttempt ?? null,
+    deliveryTimestampMs: message.deliveryTimestamp?.getTime() ?? null,
     properties: Object.fromEntries(message.properties),
   };
 }
