@@ -30,6 +30,8 @@ lint: $(STAMP)
 # on servers or processes (one worker per core: 174 s, four: 145 s, quiet 2-core machine); the
 # Spark tests share one worker and its session (tests/scheduling.py).
 # `make test WORKERS=0` runs them all in this process, one after the other.
+# The Node.js client tests install their npm client on first use (tests/proxy/nodejs.py) and
+# skip without node/npm or the npm registry (-ra, in pyproject.toml, prints why).
 WORKERS ?= 4
 test: lint
 	$(BIN)/pytest -q -n $(WORKERS) --dist loadgroup

@@ -78,6 +78,7 @@ async def _settings(core: ProxyCore, ctx: CallContext, command: spb.TelemetryCom
                                   retry_max_times=group.retry_max_times)
     else:
         session.settings = merged(settings, core.config)
+    session.adopt_user_agent(settings.user_agent)
     session.outbox = outbox
     await register(core, session)
     return session

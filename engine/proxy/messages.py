@@ -13,8 +13,8 @@ broker's attributes share); `check_message_type` is 5.3's `DefaultTopicMessageTy
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
-import zlib
 from dataclasses import dataclass
 
 from engine.client.compression import inflate
@@ -219,8 +219,11 @@ def check_message_type(expected: TopicMessageType, actual: TopicMessageType) -> 
 
 # ---------------------------------------------------------------------- stored -> 5.x
 
-def _crc32_hex(body: bytes) -> str:
-    return f"{zlib.crc32(body) & 0xFFFFFFFF:08X}"
+def body_md5(body: bytes) -> str:
+    """The body digest 5.3's `GrpcConverter` sends: MD5, upper-case hex.  Every 5.x client checks
+    MD5 the same way; their CRC32 checks differ (Node compares the decimal value, Java and
+    Python hex), and the Node client drops a push consumer's message whose check fails."""
+    return hashlib.md5(body, usedforsecurity=False).hexdigest().upper()
 
 
 _PROTO_TYPES = {TopicMessageType.NORMAL: pb.NORMAL, TopicMessageType.FIFO: pb.FIFO,
@@ -253,8 +256,8 @@ def to_proto(record: MessageRecord, *, topic: str | None = None,
     if keys:
         sysp.keys.extend(k for k in keys.split(KEY_SEPARATOR) if k)
     sysp.message_id = props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or offset_msg_id
-    sysp.body_digest.type = pb.CRC32
-    sysp.body_digest.checksum = _crc32_hex(body)
+    sysp.body_digest.type = pb.MD5
+    sysp.body_digest.checksum = body_md5(body)
     sysp.body_encoding = pb.IDENTITY
     sysp.message_type = _proto_type(props)  # type: ignore[assignment]
     sysp.born_timestamp.FromMilliseconds(record.born_timestamp)

@@ -36,7 +36,7 @@ from engine.protocol.body.heartbeat import (
     ProducerData,
     SubscriptionData,
 )
-from engine.protocol.codes import RequestCode
+from engine.protocol.codes import LanguageCode, RequestCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.errors import ProtocolError
 from engine.protocol.header.broker import (
@@ -84,6 +84,14 @@ def subscription(entry: pb.SubscriptionEntry) -> SubscriptionData:
                          f"expression format is not correct: {exc}") from None
 
 
+#: A client's language as its settings' user agent names it (5.x `Language`), as remoting's.
+USER_AGENT_LANGUAGES = {
+    pb.JAVA: LanguageCode.JAVA, pb.CPP: LanguageCode.CPP, pb.DOT_NET: LanguageCode.DOTNET,
+    pb.GOLANG: LanguageCode.GO, pb.RUST: LanguageCode.RUST, pb.PYTHON: LanguageCode.PYTHON,
+    pb.PHP: LanguageCode.PHP, pb.NODE_JS: LanguageCode.NODE_JS, pb.RUBY: LanguageCode.RUBY,
+}
+
+
 class ClientSession:
     """One gRPC client: its settings, its Telemetry stream, its connections to brokers."""
 
@@ -105,6 +113,14 @@ class ClientSession:
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
+
+    def adopt_user_agent(self, user_agent: pb.UA) -> None:
+        """The language of the client's settings, where it names one, over x-mq-language: the
+        Node.js client sends "HTTP" there (Apache's LanguageCode has no name it accepts), and
+        NODE_JS in its user agent."""
+        language = USER_AGENT_LANGUAGES.get(user_agent.language)
+        if language is not None:
+            self.language = language.value
 
     # ------------------------------------------------------------------ what it is
 

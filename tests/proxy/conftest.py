@@ -28,6 +28,7 @@ from engine.proxy.local import local_proxy
 from engine.proxy.server import ProxyServer
 from engine.remoting.client import RemotingClient
 from tests.broker.conftest import running_broker
+from tests.proxy.nodejs import NodeClient, installed_client
 
 T = TypeVar("T")
 
@@ -105,3 +106,9 @@ async def stored(stack: Stack, topic: str, message_id: str, *,
             await asyncio.sleep(0.05)
     finally:
         await client.close()
+
+
+@pytest.fixture(scope="session")
+def node_client() -> NodeClient:
+    """The official Node.js client (tests/proxy/nodejs.py); the test skips where it cannot run."""
+    return installed_client()

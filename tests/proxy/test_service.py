@@ -11,8 +11,9 @@ from pathlib import Path
 import grpc
 import pytest
 
+from engine.client.broker_admin import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
-from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.proxy.config import ProxyConfig
 from engine.proxy.v2 import definition_pb2 as pb
@@ -113,6 +114,28 @@ async def test_telemetry_answers_the_merged_settings(
     heartbeat = await stub.Heartbeat(spb.HeartbeatRequest(client_type=pb.PRODUCER),
                                      metadata=HEADERS, timeout=TIMEOUT)
     assert heartbeat.status.code == pb.OK
+
+
+async def test_the_user_agent_of_the_settings_names_the_language(
+        stack: Stack, stub: service_pb2_grpc.MessagingServiceStub) -> None:
+    # The Node.js client's header says HTTP (a name Apache's LanguageCode accepts); its
+    # settings say NODE_JS, which is what producerConnection shows.
+    await stack.create_topic("Lang")
+    headers = (("x-mq-client-id", "node-client-1"), ("x-mq-language", "HTTP"),
+               ("x-mq-client-version", "1.0.8"), ("x-mq-protocol", "v2"))
+    settings = pb.Settings(client_type=pb.PRODUCER, user_agent=pb.UA(language=pb.NODE_JS),
+                           publishing=pb.Publishing(topics=[pb.Resource(name="Lang")]))
+    call = stub.Telemetry(metadata=headers, timeout=TIMEOUT)
+    await call.write(spb.TelemetryCommand(settings=settings))
+    assert (await call.read()).status.code == pb.OK
+    client = RemotingClient()
+    try:
+        conns = await BrokerAdmin(client).producer_connections(stack.broker.addr, "Lang")
+    finally:
+        await client.close()
+        await call.done_writing()
+    assert [(c.client_id, c.language) for c in conns.connection_set] == [
+        ("node-client-1", LanguageCode.NODE_JS)]
 
 
 async def test_telemetry_without_publishing_or_subscription_is_invalid(

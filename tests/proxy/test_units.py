@@ -6,13 +6,20 @@ import json
 from pathlib import Path
 
 import pytest
+from rocketmq.v5.util.misc import Misc
 
 from engine.common.config import ConfigError
 from engine.protocol.attributes import TopicMessageType
 from engine.proxy.auth import hex_signature, parse_authorization
 from engine.proxy.config import ProxyConfig, load_proxy_config, read_proxy_config
 from engine.proxy.context import call_context
-from engine.proxy.messages import check_message_type, delay_level, message_type, to_remoting
+from engine.proxy.messages import (
+    body_md5,
+    check_message_type,
+    delay_level,
+    message_type,
+    to_remoting,
+)
 from engine.proxy.route import consistent_hash, java_string_hash
 from engine.proxy.status import ProxyError
 from engine.proxy.v2 import definition_pb2 as pb
@@ -126,3 +133,11 @@ def test_queue_choice_matches_guava_and_java() -> None:
     assert consistent_hash(2201, 100001) == 22152
     assert java_string_hash("hello") == 99162322
     assert java_string_hash("polygenelubricants") == -2147483648  # Java's famous MIN_VALUE
+
+
+def test_body_digest_is_the_md5_every_client_checks() -> None:
+    # 5.3's proxy sends MD5; the Node client reads a CRC32 digest as a decimal number, so the
+    # hex CRC32 the Python client accepts made the Node push consumer drop every message.
+    assert body_md5(b"abc") == "900150983CD24FB0D6963F7D28E17F72"
+    assert body_md5(b"") == Misc.md5_checksum(b"")
+    assert body_md5(b"x" * 5000) == Misc.md5_checksum(b"x" * 5000)
