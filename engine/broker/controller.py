@@ -78,6 +78,7 @@ class BrokerController:
                             self._expire_clients),
             PeriodicService("stats-sampler", 1.0, st.stats.sample),
             st.schedule,
+            st.timer,
             self.transaction_check,
         ]
         #: /metrics (metricsExporterType=PROM); prometheus_client is imported only then.

@@ -77,6 +77,12 @@ _STATUS_CODES = {
     PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
 }
 
+_TIMER_CODES = {
+    PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL: ResponseCode.SYSTEM_ERROR,
+    PutMessageStatus.WHEEL_TIMER_NOT_ENABLE: ResponseCode.SYSTEM_ERROR,
+}
+
 
 def _header(cmd: RemotingCommand) -> SendHeader:
     if cmd.code == RequestCode.SEND_MESSAGE:
@@ -228,6 +234,8 @@ def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
             f"32767B{detail}")
     if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
         return ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK + detail
+    if status in _TIMER_CODES:  # timer messages: as 5.x SendMessageProcessor answers
+        return _TIMER_CODES[status], result.error_message
     if status is PutMessageStatus.OS_PAGECACHE_BUSY:
         return ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control " \
                                           "for a while"

@@ -1,0 +1,87 @@
+"""`TimerService`: the one asyncio task that moves timer messages (enqueue, deliver, flush).
+
+How this works (docs/timers.md): each round enqueues the timer topic's new entries into the
+wheel (woken by their arrival), then, on a master, delivers what is due: timers that arrived
+after their slot was taken, then slot after slot while `now >= slot + precision`, in chunks
+so the event loop keeps serving sends.  It sleeps until the next slot is due (at most
+`IDLE_S`).  Every `timerFlushIntervalMs` it snapshots the progress and flushes the timer log,
+the wheel and the checkpoint in a worker thread.  A slave enqueues (its files stay ready) but
+never delivers; when it becomes master, `TimerMessageStore.take_over` runs first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from engine.common.service import Service
+from engine.store.record_scan import TIMER_TOPIC
+from engine.store.timer.timer_store import TimerMessageStore
+
+log = logging.getLogger(__name__)
+
+IDLE_S = 0.1
+ENQUEUE_BATCH = 4096     # entries per round before the event loop gets a turn
+DELIVER_BATCH = 1024     # deliveries per round before the event loop gets a turn
+RETRY_AFTER_MS = 1000    # a put failed (store busy, role switch): try again after this
+
+
+class TimerService(Service):
+    name = "timer-message"
+
+    def __init__(self, timers: TimerMessageStore, clock: Callable[[], int],
+                 is_master: Callable[[], bool]) -> None:
+        super().__init__(IDLE_S)
+        self.timers = timers
+        self.clock = clock
+        self.is_master = is_master
+        self._was_master = False
+        self._flushed_at = 0
+        self._flushing: asyncio.Future[None] | None = None
+        self._retry_at = 0
+        timers.store.add_arrival_listener(self._arrived)
+
+    def _arrived(self, topic: str, queue_id: int, max_offset: int) -> None:
+        if topic == TIMER_TOPIC:
+            self.wakeup()
+
+    async def run_once(self) -> None:
+        timers = self.timers
+        master = self.is_master()
+        if master and not self._was_master:
+            timers.take_over()
+        self._was_master = master
+        busy = timers.enqueue(ENQUEUE_BATCH, deliver_late=master) >= ENQUEUE_BATCH
+        now = self.clock()
+        if master and now >= self._retry_at:
+            budget = DELIVER_BATCH
+            while budget > 0:
+                handled, failed = timers.deliver(now, budget)
+                budget -= handled
+                if failed:
+                    self._retry_at = now + RETRY_AFTER_MS
+                    break
+                if timers.pending or not timers.take_slot(now):
+                    break
+            busy = busy or budget <= 0
+        self._maybe_flush(now)
+        if busy:
+            self.interval = 0.0
+            return
+        next_due = timers.read_ms + timers.precision
+        self.interval = min(max(next_due - self.clock(), 1) / 1000, IDLE_S)
+
+    def _maybe_flush(self, now: int) -> None:
+        timers = self.timers
+        if not timers.opened or (self._flushing is not None and not self._flushing.done()):
+            return
+        if now - self._flushed_at < timers.store.config.timer_flush_interval_ms:
+            return
+        self._flushed_at = now
+        cp = timers.snapshot()
+        self._flushing = asyncio.ensure_future(asyncio.to_thread(timers.flush_files, cp))
+
+    async def on_stop(self) -> None:
+        if self._flushing is not None:
+            await self._flushing  # the store's close writes the final checkpoint

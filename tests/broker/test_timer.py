@@ -1,0 +1,164 @@
+"""Timer messages through the real protocol: parked in rmq_sys_wheel_timer, delivered at their
+time with 5.x's properties, refused as 5.x refuses them, kept across a restart.  The broker
+runs on a manual clock, so "due" is decided by the test, not by waiting."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from engine.broker.controller import BrokerController
+from engine.namesrv.controller import NamesrvController
+from engine.protocol.codes import ResponseCode
+from engine.protocol.message import MessageRecord, decode_records
+from engine.remoting.client import RemotingClient
+from engine.store.record_scan import TIMER_TOPIC
+from tests.clock import ManualClock
+
+from .conftest import running_broker
+from .helpers import pull_request, send_request
+
+TOPIC = "Timed"
+
+
+@pytest.fixture
+async def broker(tmp_path: Path, namesrv: NamesrvController,
+                 clock: ManualClock) -> AsyncIterator[BrokerController]:
+    async with running_broker(tmp_path, namesrv, clock=clock) as controller:
+        yield controller
+
+
+async def pull_all(client: RemotingClient, broker: BrokerController, topic: str,
+                   queue_id: int = 0) -> list[MessageRecord]:
+    resp = await client.invoke(broker.addr, pull_request(topic, queue_id, 0))
+    if resp.code != ResponseCode.SUCCESS:
+        return []
+    return decode_records(resp.body or b"")
+
+
+def queue_size(broker: BrokerController, topic: str, queue_id: int = 0) -> int:
+    return broker.state.store.get_max_offset_in_queue(topic, queue_id)
+
+
+async def send(client: RemotingClient, broker: BrokerController, body: bytes,
+               **props: str) -> tuple[int, str]:
+    resp = await client.invoke(broker.addr, send_request(TOPIC, body, queue_id=1, tags="T",
+                                                         extra=props))
+    return resp.code, resp.remark or ""
+
+
+async def test_timer_is_parked_then_delivered_at_its_time(
+        broker: BrokerController, client: RemotingClient, clock: ManualClock) -> None:
+    deliver_at = clock.now + 5_300
+    code, remark = await send(client, broker, b"later", TIMER_DELIVER_MS=str(deliver_at),
+                              color="blue")
+    assert code == ResponseCode.SUCCESS, remark
+    assert queue_size(broker, TIMER_TOPIC) == 1
+    assert queue_size(broker, TOPIC, 1) == 0
+
+    timer = broker.state.timer
+    await timer.run_once()
+    assert broker.state.store.timer.waiting == 1
+    clock.advance(5_299)  # slot 5 000 is taken once its precision (1 s) has passed: at 6 000
+    await timer.run_once()
+    assert queue_size(broker, TOPIC, 1) == 0
+    clock.advance(701)
+    await timer.run_once()
+
+    [record] = await pull_all(client, broker, TOPIC, 1)
+    props = record.properties()
+    assert record.body == b"later"
+    assert props["color"] == "blue" and props["TAGS"] == "T"
+    assert props["TIMER_OUT_MS"] == str(deliver_at // 1000 * 1000)
+    assert props["TIMER_DELIVER_MS"] == str(deliver_at)
+    assert props["TIMER_DEQUEUE_MS"] == str(clock.now)
+    assert "TIMER_ENQUEUE_MS" in props
+    assert "REAL_TOPIC" not in props and "REAL_QID" not in props
+    await timer.run_once()
+    clock.advance(10_000)
+    await timer.run_once()
+    assert queue_size(broker, TOPIC, 1) == 1  # delivered once
+    assert broker.state.store.timer.waiting == 0
+
+
+async def test_delay_sec_and_delay_ms(broker: BrokerController, client: RemotingClient,
+                                      clock: ManualClock) -> None:
+    assert (await send(client, broker, b"s", TIMER_DELAY_SEC="3"))[0] == ResponseCode.SUCCESS
+    assert (await send(client, broker, b"ms", TIMER_DELAY_MS="1500"))[0] == ResponseCode.SUCCESS
+    timer = broker.state.timer
+    await timer.run_once()
+    clock.advance(1_999)  # 1 500 ms lands in slot 1 000, taken at 2 000
+    await timer.run_once()
+    assert queue_size(broker, TOPIC, 1) == 0
+    clock.advance(1)
+    await timer.run_once()
+    assert [r.body for r in await pull_all(client, broker, TOPIC, 1)] == [b"ms"]
+    clock.advance(1_000)  # 3 000 exactly is a multiple: slot 2 000, taken at 3 000
+    await timer.run_once()
+    assert [r.body for r in await pull_all(client, broker, TOPIC, 1)] == [b"ms", b"s"]
+
+
+async def test_due_timer_is_an_ordinary_message(broker: BrokerController,
+                                                client: RemotingClient,
+                                                clock: ManualClock) -> None:
+    code, _ = await send(client, broker, b"now", TIMER_DELIVER_MS=str(clock.now - 1))
+    assert code == ResponseCode.SUCCESS
+    assert queue_size(broker, TIMER_TOPIC) == 0
+    [record] = await pull_all(client, broker, TOPIC, 1)
+    assert "TIMER_OUT_MS" not in record.properties()
+
+
+async def test_refusals_as_apache(broker: BrokerController, client: RemotingClient,
+                                  clock: ManualClock) -> None:
+    beyond = str(clock.now + 3 * 86_400_000 + 1_000)
+    code, remark = await send(client, broker, b"x", TIMER_DELIVER_MS=beyond)
+    assert code == ResponseCode.MESSAGE_ILLEGAL
+    assert remark.startswith("timer message illegal, the delay time should not be bigger "
+                             "than the max delay 259200000ms")
+    code, _ = await send(client, broker, b"x", TIMER_DELAY_SEC="soon")
+    assert code == ResponseCode.MESSAGE_ILLEGAL
+    code, _ = await send(client, broker, b"x", TIMER_DELAY_MS="1 000")
+    assert code == ResponseCode.MESSAGE_ILLEGAL
+    within = str(clock.now + 3 * 86_400_000)
+    assert (await send(client, broker, b"x", TIMER_DELIVER_MS=within))[0] == ResponseCode.SUCCESS
+    assert queue_size(broker, TIMER_TOPIC) == 1
+
+
+async def test_delay_level_wins_over_timer(broker: BrokerController, client: RemotingClient,
+                                           clock: ManualClock) -> None:
+    code, _ = await send(client, broker, b"x", DELAY="1", TIMER_DELAY_SEC="100")
+    assert code == ResponseCode.SUCCESS
+    assert queue_size(broker, TIMER_TOPIC) == 0
+    assert queue_size(broker, "SCHEDULE_TOPIC_XXXX", 0) == 1
+
+
+async def test_timer_disabled(tmp_path: Path, namesrv: NamesrvController,
+                              client: RemotingClient, clock: ManualClock) -> None:
+    async with running_broker(tmp_path, namesrv, clock=clock,
+                              timer_wheel_enable=False) as broker:
+        code, remark = await send(client, broker, b"x", TIMER_DELAY_SEC="5")
+        assert code == ResponseCode.SYSTEM_ERROR
+        assert "timerWheelEnable is false" in remark
+
+
+async def test_timers_survive_a_restart_and_are_delivered_once(
+        tmp_path: Path, namesrv: NamesrvController, client: RemotingClient,
+        clock: ManualClock) -> None:
+    async with running_broker(tmp_path, namesrv, clock=clock) as broker:
+        for i in range(20):
+            code, _ = await send(client, broker, b"m%d" % i, TIMER_DELAY_MS=str(1_000 + i * 500))
+            assert code == ResponseCode.SUCCESS
+        await broker.state.timer.run_once()
+        clock.advance(5_000)
+        await broker.state.timer.run_once()
+        delivered = queue_size(broker, TOPIC, 1)
+        assert 0 < delivered < 20
+    async with running_broker(tmp_path, namesrv, clock=clock) as broker:
+        assert broker.state.store.timer.congest_num_total() == 20 - delivered
+        clock.advance(20_000)
+        await broker.state.timer.run_once()
+        await broker.state.timer.run_once()
+        bodies = [r.body for r in await pull_all(client, broker, TOPIC, 1)]
+        assert sorted(bodies) == sorted(b"m%d" % i for i in range(20))
