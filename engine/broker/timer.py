@@ -79,6 +79,8 @@ class TimerService(Service):
         if now - self._flushed_at < timers.store.config.timer_flush_interval_ms:
             return
         self._flushed_at = now
+        if timers.log is not None:
+            timers.log.delete_delivered(timers.commit_read_ms, timers.precision)
         cp = timers.snapshot()
         self._flushing = asyncio.ensure_future(asyncio.to_thread(timers.flush_files, cp))
 

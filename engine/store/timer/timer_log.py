@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from engine.store.mapped_file import MappedFile
 from engine.store.mapped_file_queue import MappedFileQueue
 
 UNIT = struct.Struct(
@@ -63,6 +64,7 @@ class TimerLog:
 
     def __init__(self, path: str, file_size: int) -> None:
         self.mfq = MappedFileQueue(path, file_size)
+        self._latest: dict[int, int] = {}  # full segment -> latest delivery time in it
 
     def load(self) -> None:
         self.mfq.load()
@@ -137,9 +139,34 @@ class TimerLog:
             pos += UNIT_SIZE
         return out
 
-    def delete_below(self, pos: int) -> int:
-        """Delete whole segments (never the last) that end at or before `pos`."""
-        return len(self.mfq.delete_below(lambda mf: mf.file_end_offset > pos, 0, 0))
+    def count_from(self, slot_ms: int, precision_ms: int) -> int:
+        """Units whose slot is `slot_ms` or later (how many timers wait, after recovery)."""
+        total = 0
+        for mf in self.mfq.files:
+            data = mf.read_raw(0, mf.wrote_position - mf.wrote_position % UNIT_SIZE)
+            for size, _, magic, write_ms, delta, _, _, _, _ in UNIT.iter_unpack(data):
+                if size != UNIT_SIZE or magic != MAGIC_DEFAULT:
+                    break
+                if (write_ms + delta) // precision_ms * precision_ms >= slot_ms:
+                    total += 1
+        return total
+
+    def delete_delivered(self, slot_ms: int, precision_ms: int) -> int:
+        """Delete leading full segments whose every unit's slot is before `slot_ms` (all
+        delivered); returns how many went.  Never the last segment."""
+        def still_needed(mf: MappedFile) -> bool:
+            latest = self._latest.get(mf.file_from_offset)
+            if latest is None:
+                data = mf.read_raw(0, mf.wrote_position - mf.wrote_position % UNIT_SIZE)
+                latest = max((w + d for size, _, magic, w, d, _, _, _, _ in UNIT.iter_unpack(data)
+                              if size == UNIT_SIZE and magic == MAGIC_DEFAULT), default=0)
+                self._latest[mf.file_from_offset] = latest
+            return latest // precision_ms * precision_ms >= slot_ms
+
+        gone = self.mfq.delete_below(still_needed, 0, 0)
+        for mf in gone:
+            self._latest.pop(mf.file_from_offset, None)
+        return len(gone)
 
     def flush(self) -> None:
         self.mfq.flush(0)

@@ -153,7 +153,7 @@ class TimerMessageStore:
         self.read_ms = self.commit_read_ms = (
             cp.read_ms or now // self.precision * self.precision)
         self.delivered_from_phy = cp.delivered_from_phy
-        self.waiting = wheel.count_from(self.read_ms)
+        self.waiting = timer_log.count_from(self.read_ms, self.precision)
         log.info("timer store recovered: read %d, queue offset %d of %d, log end %d (%d units "
                  "cut), %d waiting", self.read_ms, self.queue_offset, high, end, cut,
                  self.waiting)

@@ -91,16 +91,6 @@ class TimerWheel:
         """Forget the slot (its time no longer matches anything)."""
         SLOT.pack_into(self.mm, self._at(time_ms), -1, -1, -1, 0, 0)
 
-    def count_from(self, time_ms: int) -> int:
-        """Units in every slot from `time_ms` on, over the wheel's span (a full scan)."""
-        base = time_ms // self.precision
-        total = 0
-        data = self.mm[:]
-        for i, (t, _, _, num, _) in enumerate(SLOT.iter_unpack(data)):
-            if num and t >= base and t - base < self.slots_total and t % self._ring == i:
-                total += num
-        return total
-
     def flush(self) -> None:
         """msync the map (blocking: call from a worker thread)."""
         if self.fd >= 0:
