@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 
 from engine.common.service import Service
@@ -40,7 +41,22 @@ class TimerService(Service):
         self._flushed_at = 0
         self._flushing: asyncio.Future[None] | None = None
         self._retry_at = 0
+        #: (ms, enqueued, delivered) about once a second, for the runtime info's rates
+        self._samples: deque[tuple[int, int, int]] = deque(maxlen=11)
         timers.store.add_arrival_listener(self._arrived)
+
+    def tps(self) -> tuple[float, float]:
+        """Enqueue and delivery rates over the last ~10 s (timerEnqueueTps/timerDequeueTps)."""
+        if len(self._samples) < 2:
+            return 0.0, 0.0
+        (t0, e0, d0), (t1, e1, d1) = self._samples[0], self._samples[-1]
+        seconds = max(t1 - t0, 1) / 1000
+        return (e1 - e0) / seconds, (d1 - d0) / seconds
+
+    def _sample(self, now: int) -> None:
+        if not self._samples or now - self._samples[-1][0] >= 1000:
+            t = self.timers
+            self._samples.append((now, t.enqueue_total, t.dequeue_total))
 
     def _arrived(self, topic: str, queue_id: int, max_offset: int) -> None:
         if topic == TIMER_TOPIC:
@@ -66,6 +82,7 @@ class TimerService(Service):
                     break
             busy = busy or budget <= 0
         self._maybe_flush(now)
+        self._sample(now)
         if busy:
             self.interval = 0.0
             return

@@ -128,8 +128,9 @@ class TimerMessageStore:
             return self.log, self.wheel
         now = self.store.clock()
         timer_log, wheel = self._open()
-        self.read_ms = self.commit_read_ms = now // self.precision * self.precision
-        self.delivered_from_phy = self.store.get_max_phy_offset()
+        if self.read_ms == 0:  # else a slave already follows its master's progress
+            self.read_ms = self.commit_read_ms = now // self.precision * self.precision
+            self.delivered_from_phy = self.store.get_max_phy_offset()
         write_checkpoint(self.store.config.timer_checkpoint_path, self.snapshot())
         return timer_log, wheel
 
@@ -172,6 +173,8 @@ class TimerMessageStore:
             if entry is not None and entry[2] < self.read_ms:
                 self.immediate.append(Due(entry[0], entry[1], store.clock(), q))
         self.master_queue_offset = self.queue_offset
+        if self.log is not None:
+            self.waiting = self.log.count_from(self.read_ms, self.precision)
         if self.redelivery:
             log.warning("timer: %d deliveries made before the restart or switch are in the "
                         "commit log; they are not delivered again",
@@ -243,7 +246,8 @@ class TimerMessageStore:
                 pos = timer_log.append(slot.last, write_ms, deliver_ms, offset_py, size_py)
                 wheel.put(slot_ms, Slot(pos if slot.first < 0 else slot.first, pos,
                                         slot.num + 1))
-                self.waiting += 1
+                if slot_ms >= self.read_ms:  # (a slave parks late ones for a take-over)
+                    self.waiting += 1
             q += 1
             done += 1
         self.queue_offset = q
