@@ -59,6 +59,7 @@ from engine.store.index_service import IndexService
 from engine.store.mapped_file_queue import Preallocator
 from engine.store.message_filter import MessageFilter
 from engine.store.read_path import MessageReader
+from engine.store.record_scan import TIMER_TOPIC
 from engine.store.recovery import RecoveryReport, recover
 from engine.store.results import (
     GetMessageResult,
@@ -363,9 +364,11 @@ class MessageStore:
         if isinstance(out, PutMessageStatus):
             return PutMessageResult(out, error_message=_TIMER_REFUSALS[out].format(
                 max_ms=timer.max_delay_sec * 1000, enabled=str(timer.enabled).lower()))
-        if out is not msg and timer.is_reject_message(out):
-            return PutMessageResult(PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL,
-                                    error_message="timer message is under flow control")
+        if out.topic == TIMER_TOPIC and msg.topic != TIMER_TOPIC:  # parked
+            if timer.is_reject_message(out):
+                return PutMessageResult(PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL,
+                                        error_message="timer message is under flow control")
+            timer.put_by_topic[msg.topic] += 1
         return out
 
     def append_many(self, msgs: Sequence[BrokerMessage]) -> list[PutMessageResult]:

@@ -9,15 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from engine.broker.config import MetricsExporterType
 from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
-from engine.protocol.codes import ResponseCode
+from engine.protocol import fastjson
+from engine.protocol.body.route import KVTable
+from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.message import MessageRecord, decode_records
+from engine.protocol.wire import from_json
 from engine.remoting.client import RemotingClient
 from engine.store.record_scan import TIMER_TOPIC
 from tests.clock import ManualClock
 
-from .conftest import running_broker
+from .conftest import call, running_broker
 from .helpers import pull_request, send_request
 
 TOPIC = "Timed"
@@ -162,3 +166,37 @@ async def test_timers_survive_a_restart_and_are_delivered_once(
         await broker.state.timer.run_once()
         bodies = [r.body for r in await pull_all(client, broker, TOPIC, 1)]
         assert sorted(bodies) == sorted(b"m%d" % i for i in range(20))
+
+
+async def test_operators_see_waiting_timers(tmp_path: Path, namesrv: NamesrvController,
+                                            client: RemotingClient, clock: ManualClock) -> None:
+    """GET_BROKER_RUNTIME_INFO with 5.3's timer keys, and the timer metrics on /metrics."""
+    async with running_broker(tmp_path, namesrv, clock=clock,
+                              metrics_exporter_type=MetricsExporterType.PROM,
+                              metrics_prom_exporter_host="127.0.0.1",
+                              metrics_prom_exporter_port=0) as broker:
+        for i in range(3):
+            assert (await send(client, broker, b"x", TIMER_DELAY_SEC=str(10 + i)))[0] == 0
+        await broker.state.timer.run_once()
+        clock.advance(3_500)
+        resp = await call(client, broker.addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        table = from_json(KVTable, fastjson.loads(resp.body or b"")).table
+        assert table["timerCongestNum"] == "3"
+        assert table["timerOffsetBehind"] == "0"
+        assert table["timerReadBehind"] == "0"  # empty slots are passed as time goes
+        assert float(table["timerEnqueueTps"]) >= 0.0 and "timerDequeueTps" in table
+
+        assert broker.metrics is not None
+        registry = broker.metrics.registry
+        node = {"cluster": "DefaultCluster", "node_type": "broker", "node_id": "broker-a"}
+        assert registry.get_sample_value("rocketmq_timer_dequeue_lag", node) == 3
+        assert registry.get_sample_value("rocketmq_timer_enqueue_lag", node) == 0
+        latency = registry.get_sample_value("rocketmq_timer_dequeue_latency_milliseconds", node)
+        assert latency is not None and 0 <= latency < 1_000
+        assert registry.get_sample_value("rocketmq_timer_enqueue_total",
+                                         {**node, "topic": TOPIC}) == 3
+        clock.advance(20_000)
+        await broker.state.timer.run_once()
+        assert registry.get_sample_value("rocketmq_timer_dequeue_total",
+                                         {**node, "topic": TOPIC}) == 3
+        assert registry.get_sample_value("rocketmq_timer_dequeue_lag", node) == 0

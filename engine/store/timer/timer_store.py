@@ -94,6 +94,7 @@ class TimerMessageStore:
         self.enqueue_total = 0
         self.dequeue_total = 0
         self.dequeue_by_topic: Counter[str] = Counter()
+        self.put_by_topic: Counter[str] = Counter()  # timers parked, by real topic
         self.skipped_total = 0
         self.last_late_ms = 0       # when an enqueue last found its slot taken
         self.last_late_store_ms = 0
