@@ -96,8 +96,12 @@ class TimerService(Service):
         if now - self._flushed_at < timers.store.config.timer_flush_interval_ms:
             return
         self._flushed_at = now
-        if timers.log is not None:
-            timers.log.delete_delivered(timers.commit_read_ms, timers.precision)
+        if self._was_master:
+            timers.master_queue_offset = timers.queue_offset
+        if timers.log is not None and timers.written is not None:
+            # only what the last written checkpoint says is delivered: a restart from it
+            # walks slots from its read time on
+            timers.log.delete_delivered(timers.written.read_ms, timers.precision)
         cp = timers.snapshot()
         self._flushing = asyncio.ensure_future(asyncio.to_thread(timers.flush_files, cp))
 

@@ -58,7 +58,7 @@ def delivered_since(read: ReadCommitLog, start: int, end: int) -> Counter[Identi
     found: Counter[Identity] = Counter()
     pos = start
     while pos < end:
-        chunk = read(pos, _CHUNK)
+        chunk = read(pos, min(_CHUNK, end - pos))
         if not chunk:
             break
         i, skip = 0, 0

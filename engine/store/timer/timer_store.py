@@ -98,6 +98,7 @@ class TimerMessageStore:
         self.skipped_total = 0
         self.last_late_ms = 0       # when an enqueue last found its slot taken
         self.last_late_store_ms = 0
+        self.written: TimerCheckpoint | None = None  # the checkpoint last written or read
 
     # ------------------------------------------------------------------ files
     @property
@@ -132,7 +133,10 @@ class TimerMessageStore:
         if self.read_ms == 0:  # else a slave already follows its master's progress
             self.read_ms = self.commit_read_ms = now // self.precision * self.precision
             self.delivered_from_phy = self.store.get_max_phy_offset()
-        write_checkpoint(self.store.config.timer_checkpoint_path, self.snapshot())
+        first = self.snapshot()
+        assert first is not None  # nothing was taken yet
+        write_checkpoint(self.store.config.timer_checkpoint_path, first)
+        self.written = first
         return timer_log, wheel
 
     def load(self) -> None:
@@ -144,6 +148,7 @@ class TimerMessageStore:
             return
         timer_log, wheel = self._open()
         cp = read_checkpoint(store.config.timer_checkpoint_path) or TimerCheckpoint()
+        self.written = cp
         end = min(cp.log_flush_pos, timer_log.end())
         cut = cut_wheel(wheel, timer_log, end)
         timer_log.recover(end)
@@ -181,20 +186,33 @@ class TimerMessageStore:
                         "commit log; they are not delivered again",
                         sum(self.redelivery.values()))
 
-    def snapshot(self) -> TimerCheckpoint:
+    def snapshot(self) -> TimerCheckpoint | None:
+        """The progress as a checkpoint, or None while it cannot be one: timers taken from
+        the timer queue straight for delivery (`immediate`) are in neither the timer log nor
+        the commit log's deliveries yet, so a checkpoint past them could lose them."""
+        if self.immediate:
+            return None
         end = self.log.end() if self.log is not None else 0
-        return TimerCheckpoint(
+        cp = TimerCheckpoint(
             read_ms=self.commit_read_ms, log_flush_pos=end, queue_offset=self.queue_offset,
             master_queue_offset=self.master_queue_offset, timestamp=self.store.clock(),
             delivered_from_phy=self.delivered_from_phy)
+        return cp
 
-    def flush_files(self, cp: TimerCheckpoint) -> None:
-        """Flush log and wheel, then write `cp` (blocking: from a worker thread)."""
+    def last_checkpoint(self) -> TimerCheckpoint:
+        """The current progress if it can be a checkpoint, else the last one written."""
+        return self.snapshot() or self.written or TimerCheckpoint()
+
+    def flush_files(self, cp: TimerCheckpoint | None) -> None:
+        """Flush log and wheel, then write `cp` if there is one (blocking: from a worker
+        thread)."""
         if self.log is None or self.wheel is None:
             return
         self.log.flush()
         self.wheel.flush()
-        write_checkpoint(self.store.config.timer_checkpoint_path, cp)
+        if cp is not None:
+            write_checkpoint(self.store.config.timer_checkpoint_path, cp)
+            self.written = cp
 
     def close(self) -> None:
         if self.log is None or self.wheel is None:
