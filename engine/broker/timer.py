@@ -1,12 +1,12 @@
-"""`TimerService`: the one asyncio task that moves timer messages (enqueue, deliver, flush).
+"""`TimerService`: the one asyncio task that moves timer messages (take, enqueue, deliver).
 
-How this works (docs/timers.md): each round enqueues the timer topic's new entries into the
-wheel (woken by their arrival), then, on a master, delivers what is due: timers that arrived
-after their slot was taken, then slot after slot while `now >= slot + precision`, in chunks
-so the event loop keeps serving sends.  It sleeps until the next slot is due (at most
-`IDLE_S`).  Every `timerFlushIntervalMs` it snapshots the progress and flushes the timer log,
-the wheel and the checkpoint in a worker thread.  A slave enqueues (its files stay ready) but
-never delivers; when it becomes master, `TimerMessageStore.take_over` runs first.
+How this works (docs/timers.md): each round, on a master, takes the slots whose time has
+begun, enqueues the timer topic's new entries into the wheel (woken by their arrival), and
+delivers the timers whose time has come, in chunks so the event loop keeps serving sends.
+It sleeps until the next timer or slot is due (at most `IDLE_S`).  Every
+`timerFlushIntervalMs` it snapshots the progress and flushes the timer log, the wheel and
+the checkpoint in a worker thread.  A slave enqueues (its files stay ready) but never
+delivers; when it becomes master, `TimerMessageStore.take_over` runs first.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 IDLE_S = 0.1
 ENQUEUE_BATCH = 4096     # entries per round before the event loop gets a turn
+TAKE_BATCH = 64          # slots taken per round (catching up after a pause)
 DELIVER_BATCH = 1024     # deliveries per round before the event loop gets a turn
 RETRY_AFTER_MS = 1000    # a put failed (store busy, role switch): try again after this
 
@@ -67,27 +68,27 @@ class TimerService(Service):
         master = self.is_master()
         if master and not self._was_master:
             timers.take_over()
+        elif self._was_master and not master:
+            timers.step_down()
         self._was_master = master
-        busy = timers.enqueue(ENQUEUE_BATCH, deliver_late=master) >= ENQUEUE_BATCH
         now = self.clock()
+        taken = 0
+        while taken < TAKE_BATCH and timers.take_slot(now):
+            taken += 1
+        busy = taken >= TAKE_BATCH
+        busy = timers.enqueue(ENQUEUE_BATCH) >= ENQUEUE_BATCH or busy
         if master and now >= self._retry_at:
-            budget = DELIVER_BATCH
-            while budget > 0:
-                handled, failed = timers.deliver(now, budget)
-                budget -= handled
-                if failed:
-                    self._retry_at = now + RETRY_AFTER_MS
-                    break
-                if timers.pending or not timers.take_slot(now):
-                    break
-            busy = busy or budget <= 0
+            handled, failed = timers.deliver(now, DELIVER_BATCH)
+            if failed:
+                self._retry_at = now + RETRY_AFTER_MS
+            busy = busy or handled >= DELIVER_BATCH
         self._maybe_flush(now)
         self._sample(now)
         if busy:
             self.interval = 0.0
             return
-        next_due = timers.read_ms + timers.precision
-        self.interval = min(max(next_due - self.clock(), 1) / 1000, IDLE_S)
+        wake = timers.next_wake() if master else now + int(IDLE_S * 1000)
+        self.interval = min(max(wake - self.clock(), 1) / 1000, IDLE_S)
 
     def _maybe_flush(self, now: int) -> None:
         timers = self.timers
@@ -96,7 +97,7 @@ class TimerService(Service):
         if now - self._flushed_at < timers.store.config.timer_flush_interval_ms:
             return
         self._flushed_at = now
-        if self._was_master:
+        if timers.delivering:
             timers.master_queue_offset = timers.queue_offset
         if timers.log is not None and timers.written is not None:
             # only what the last written checkpoint says is delivered: a restart from it

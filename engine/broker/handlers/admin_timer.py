@@ -41,4 +41,4 @@ def timer_runtime_info(st: BrokerState) -> dict[str, str]:
 @router.handles(RequestCode.GET_TIMER_CHECK_POINT)
 def get_timer_check_point(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     """The checkpoint as 5.3 encodes it (its 56 bytes, then our deliveredFromPhy)."""
-    return cmd.response(body=ctx.state.store.timer.last_checkpoint().encode())
+    return cmd.response(body=ctx.state.store.timer.snapshot().encode())

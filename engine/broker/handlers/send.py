@@ -59,6 +59,7 @@ from engine.remoting.router import RequestContext, Router
 from engine.store.config import BrokerRole, FlushDiskType
 from engine.store.delay import delay_level
 from engine.store.results import PutMessageResult, PutMessageStatus
+from engine.store.timer.transform import TIMER_KEYS, TIMER_MARK
 
 router = Router()
 
@@ -191,7 +192,15 @@ def _is_half(st: BrokerState, props: str, reconsume_times: int) -> bool:
         raise Refused(ResponseCode.MESSAGE_ILLEGAL,
                           "a transactional message cannot have a delay level (DELAY); send it "
                           "without one")
+    if TIMER_MARK in props and _is_timer(props):  # 5.x clients refuse it too (docs/timers.md)
+        raise Refused(ResponseCode.MESSAGE_ILLEGAL,
+                          "a transactional message cannot be a timer message (TIMER_DELIVER_MS, "
+                          "TIMER_DELAY_SEC, TIMER_DELAY_MS); send it without them")
     return True
+
+
+def _is_timer(props: str) -> bool:
+    return any(property_value(props, key) is not None for key in TIMER_KEYS)
 
 
 def _refuse_in_batch(props: str) -> None:

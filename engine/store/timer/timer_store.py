@@ -1,18 +1,18 @@
-"""`TimerMessageStore`: enqueue parked timers into the wheel, deliver due slots, recover.
+"""`TimerMessageStore`: park timers in the wheel, take due slots, deliver, recover.
 
 How this works (docs/timers.md):
   * Enqueue: the timer topic's consume queue (queue 0; its tags code is TIMER_OUT_MS) is read
     from `queue_offset`; each entry becomes a timer-log unit chained into its slot's list.  An
-    entry whose slot has already been taken (`deliver_ms < read_ms`) is delivered at once.
-  * Dequeue (master only): slot `read_ms` is taken once `now >= read_ms + precision`: its
-    chain is walked into `pending` and `read_ms` moves on; pending units are delivered in
-    store order; when the slot is done `commit_read_ms` follows and `delivered_from_phy`
-    becomes the commit log's end (every later delivery lies after it).
-  * Checkpoint: (commit_read_ms, timer-log end, queue_offset, delivered_from_phy), taken
-    together on the event loop, written after the log and the wheel are flushed.
+    entry whose slot was already taken joins the newest open slot (`inflight.py`).
+  * Take (master only): slot `read_ms` is taken when its time begins: its chain is walked and
+    its timers go into the in-flight heap by the time each asked for; `read_ms` moves on.
+  * Deliver: timers whose time has come are put into their real queues, oldest first.
+  * Checkpoint: (oldest open slot, timer-log end, queue_offset, the commit log's end when
+    that slot was taken), taken together on the event loop, written after the log and the
+    wheel are flushed.
   * Exactly once: after a crash, or when a slave takes over, the deliveries in the commit log
-    from delivered_from_phy on are counted by identity (`recovery.delivered_since`); a unit
-    whose identity is counted is skipped once instead of delivered again.
+    from that offset on are counted by identity (`recovery.delivered_since`); a timer whose
+    identity is counted is skipped once instead of delivered again.
 
 Threading: everything but `flush_files()` runs on the event loop thread, like the store.
 """
@@ -22,14 +22,15 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections import Counter, deque
-from typing import TYPE_CHECKING, NamedTuple
+from collections import Counter
+from typing import TYPE_CHECKING
 
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import (
     PROPERTY_TIMER_DEL_UNIQKEY,
     PROPERTY_TIMER_OUT_MS,
     BrokerMessage,
+    MessageRecord,
     decode_record,
     property_value,
 )
@@ -37,10 +38,12 @@ from engine.store.errors import StoreConfigError
 from engine.store.record_scan import TIMER_TOPIC
 from engine.store.results import PutMessageStatus
 from engine.store.timer.checkpoint import TimerCheckpoint, read_checkpoint, write_checkpoint
+from engine.store.timer.inflight import Due, InFlight
 from engine.store.timer.recovery import cut_wheel, delivered_since
-from engine.store.timer.timer_log import TimerLog
+from engine.store.timer.timer_log import TimerLog, Unit
 from engine.store.timer.transform import (
     Identity,
+    asked_time,
     delivery,
     effective_precision,
     timer_identity,
@@ -61,15 +64,6 @@ _PERMANENT = frozenset({
 })
 
 
-class Due(NamedTuple):
-    """A timer to deliver: where its parked record is, and when it was enqueued."""
-
-    offset_py: int
-    size_py: int
-    enqueue_ms: int
-    queue_offset: int  # -1 when it came from the wheel
-
-
 class TimerMessageStore:
     """The timer log, wheel and checkpoint of one store, and what moves between them."""
 
@@ -83,13 +77,12 @@ class TimerMessageStore:
         self.log: TimerLog | None = None
         self.wheel: TimerWheel | None = None
         self.read_ms = 0            # currReadTimeMs: slots before it are taken
-        self.commit_read_ms = 0     # commitReadTimeMs: slots before it are delivered
         self.queue_offset = 0       # currQueueOffset: next timer-queue entry to enqueue
         self.master_queue_offset = 0
-        self.delivered_from_phy = 0
-        self.pending: deque[Due] = deque()   # the taken slot's units, in store order
-        self.immediate: deque[Due] = deque()  # enqueued after their slot was taken
-        self.waiting = 0                     # units in the wheel not yet delivered
+        self.recovered_phy = 0      # deliveredFromPhy as last read or followed
+        self.delivering = False     # a master that took over
+        self.inflight = InFlight(self.precision)
+        self.waiting = 0            # units in slots not yet taken
         self.redelivery: Counter[Identity] = Counter()  # deliveries to skip (recovery)
         self.enqueue_total = 0
         self.dequeue_total = 0
@@ -99,6 +92,23 @@ class TimerMessageStore:
         self.last_late_ms = 0       # when an enqueue last found its slot taken
         self.last_late_store_ms = 0
         self.written: TimerCheckpoint | None = None  # the checkpoint last written or read
+
+    @property
+    def commit_read_ms(self) -> int:
+        """commitReadTimeMs: slots before it are delivered."""
+        oldest = self.inflight.oldest_open()
+        return self.read_ms if oldest is None else oldest
+
+    @property
+    def delivered_from_phy(self) -> int:
+        """Every delivery the checkpoint's read time and queue offset do not cover is at or
+        after this commit-log offset."""
+        oldest = self.inflight.oldest_open()
+        if oldest is not None:
+            return self.inflight.slots[oldest].phy
+        if not self.delivering:
+            return self.recovered_phy
+        return self.store.get_max_phy_offset()
 
     # ------------------------------------------------------------------ files
     @property
@@ -131,10 +141,9 @@ class TimerMessageStore:
         now = self.store.clock()
         timer_log, wheel = self._open()
         if self.read_ms == 0:  # else a slave already follows its master's progress
-            self.read_ms = self.commit_read_ms = now // self.precision * self.precision
-            self.delivered_from_phy = self.store.get_max_phy_offset()
+            self.read_ms = now // self.precision * self.precision
+            self.recovered_phy = self.store.get_max_phy_offset()
         first = self.snapshot()
-        assert first is not None  # nothing was taken yet
         write_checkpoint(self.store.config.timer_checkpoint_path, first)
         self.written = first
         return timer_log, wheel
@@ -157,9 +166,8 @@ class TimerMessageStore:
         self.queue_offset = min(max(cp.queue_offset, low), high)
         self.master_queue_offset = cp.master_queue_offset or self.queue_offset
         now = store.clock()
-        self.read_ms = self.commit_read_ms = (
-            cp.read_ms or now // self.precision * self.precision)
-        self.delivered_from_phy = cp.delivered_from_phy
+        self.read_ms = cp.read_ms or now // self.precision * self.precision
+        self.recovered_phy = cp.delivered_from_phy
         self.waiting = timer_log.count_from(self.read_ms, self.precision)
         log.info("timer store recovered: read %d, queue offset %d of %d, log end %d (%d units "
                  "cut), %d waiting", self.read_ms, self.queue_offset, high, end, cut,
@@ -167,52 +175,53 @@ class TimerMessageStore:
 
     def take_over(self) -> None:
         """Before delivering (after recovery, or when a slave becomes master): count the
-        deliveries already in the commit log, and queue the parked timers whose slot passed
-        while another broker was the one delivering."""
-        if not self.opened:
+        deliveries already in the commit log, and re-park the timers whose slot passed while
+        another broker was the one delivering (they join slot `read_ms`)."""
+        self.delivering = True
+        if self.log is None or self.wheel is None:
             return
         store = self.store
-        self.redelivery = delivered_since(store.read_commit_log, self.delivered_from_phy,
+        self.redelivery = delivered_since(store.read_commit_log, self.recovered_phy,
                                           store.get_max_phy_offset())
+        write_ms = store.clock() // self.precision * self.precision
         for q in range(min(self.master_queue_offset, self.queue_offset), self.queue_offset):
             entry = store.get_queue_entry(TIMER_TOPIC, 0, q)
             if entry is not None and entry[2] < self.read_ms:
-                self.immediate.append(Due(entry[0], entry[1], store.clock(), q))
+                self._chain(self.read_ms, write_ms, entry[2], entry[0], entry[1])
         self.master_queue_offset = self.queue_offset
-        if self.log is not None:
-            self.waiting = self.log.count_from(self.read_ms, self.precision)
+        self.waiting = self.log.count_from(self.read_ms, self.precision)
         if self.redelivery:
             log.warning("timer: %d deliveries made before the restart or switch are in the "
                         "commit log; they are not delivered again",
                         sum(self.redelivery.values()))
 
-    def snapshot(self) -> TimerCheckpoint | None:
-        """The progress as a checkpoint, or None while it cannot be one: timers taken from
-        the timer queue straight for delivery (`immediate`) are in neither the timer log nor
-        the commit log's deliveries yet, so a checkpoint past them could lose them."""
-        if self.immediate:
-            return None
+    def step_down(self) -> None:
+        """No longer master: forget the open slots (their units stay chained; whoever
+        delivers next takes them again from the oldest one)."""
+        if not self.delivering:
+            return
+        self.recovered_phy = self.delivered_from_phy
+        self.read_ms = self.commit_read_ms
+        self.inflight = InFlight(self.precision)
+        self.delivering = False
+        if self.log is not None:
+            self.waiting = self.log.count_from(self.read_ms, self.precision)
+
+    def snapshot(self) -> TimerCheckpoint:
         end = self.log.end() if self.log is not None else 0
-        cp = TimerCheckpoint(
+        return TimerCheckpoint(
             read_ms=self.commit_read_ms, log_flush_pos=end, queue_offset=self.queue_offset,
             master_queue_offset=self.master_queue_offset, timestamp=self.store.clock(),
             delivered_from_phy=self.delivered_from_phy)
-        return cp
 
-    def last_checkpoint(self) -> TimerCheckpoint:
-        """The current progress if it can be a checkpoint, else the last one written."""
-        return self.snapshot() or self.written or TimerCheckpoint()
-
-    def flush_files(self, cp: TimerCheckpoint | None) -> None:
-        """Flush log and wheel, then write `cp` if there is one (blocking: from a worker
-        thread)."""
+    def flush_files(self, cp: TimerCheckpoint) -> None:
+        """Flush log and wheel, then write `cp` (blocking: from a worker thread)."""
         if self.log is None or self.wheel is None:
             return
         self.log.flush()
         self.wheel.flush()
-        if cp is not None:
-            write_checkpoint(self.store.config.timer_checkpoint_path, cp)
-            self.written = cp
+        write_checkpoint(self.store.config.timer_checkpoint_path, cp)
+        self.written = cp
 
     def close(self) -> None:
         if self.log is None or self.wheel is None:
@@ -238,7 +247,17 @@ class TimerMessageStore:
             num - self.congest_num) / self.congest_num
 
     # ------------------------------------------------------------------ enqueue
-    def enqueue(self, limit: int, deliver_late: bool) -> int:
+    def _chain(self, slot_ms: int, write_ms: int, deliver_ms: int, offset_py: int,
+               size_py: int) -> None:
+        """Append a unit for a parked record and link it into slot `slot_ms`'s chain."""
+        assert self.log is not None and self.wheel is not None
+        slot = self.wheel.get(slot_ms)
+        pos = self.log.append(slot.last, write_ms, deliver_ms, offset_py, size_py)
+        self.wheel.put(slot_ms, Slot(pos if slot.first < 0 else slot.first, pos, slot.num + 1))
+        if slot_ms >= self.read_ms:
+            self.waiting += 1
+
+    def enqueue(self, limit: int) -> int:
         """Move up to `limit` new timer-queue entries into the wheel; returns how many."""
         store = self.store
         high = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
@@ -246,7 +265,7 @@ class TimerMessageStore:
         if q >= high:
             self.queue_offset = q
             return 0
-        timer_log, wheel = self._ensure_open()
+        self._ensure_open()
         now = store.clock()
         write_ms = now // self.precision * self.precision
         precision = self.precision
@@ -256,81 +275,97 @@ class TimerMessageStore:
             if entry is None:
                 break
             offset_py, size_py, deliver_ms = entry
-            if deliver_ms < self.read_ms and deliver_late:
-                self.immediate.append(Due(offset_py, size_py, now, q))
+            slot_ms = deliver_ms // precision * precision
+            if slot_ms < self.read_ms:  # its slot was taken: it joins the newest open one
                 self.last_late_ms, self.last_late_store_ms = now, deliver_ms
+                target = self.inflight.newest_open() if self.delivering else None
+                if target is None:
+                    target = self.read_ms
+                self._chain(target, write_ms, deliver_ms, offset_py, size_py)
+                if target < self.read_ms:
+                    record = self._record(offset_py, size_py)
+                    if record is not None:
+                        self.inflight.add(asked_time(record, deliver_ms, precision), target,
+                                          offset_py, size_py, now, record)
             else:
-                slot_ms = deliver_ms // precision * precision
-                slot = wheel.get(slot_ms)
-                pos = timer_log.append(slot.last, write_ms, deliver_ms, offset_py, size_py)
-                wheel.put(slot_ms, Slot(pos if slot.first < 0 else slot.first, pos,
-                                        slot.num + 1))
-                if slot_ms >= self.read_ms:  # (a slave parks late ones for a take-over)
-                    self.waiting += 1
+                self._chain(slot_ms, write_ms, deliver_ms, offset_py, size_py)
             q += 1
             done += 1
         self.queue_offset = q
         self.enqueue_total += done
         return done
 
-    # ------------------------------------------------------------------ dequeue
+    # ------------------------------------------------------------------ take and deliver
     def take_slot(self, now: int) -> bool:
-        """Take slot `read_ms` into `pending` if it is due; False when nothing is due."""
-        if self.pending or self.read_ms + self.precision > now:
+        """Take slot `read_ms` if its time has begun; False when there is none to take."""
+        if not self.delivering or self.read_ms > now:
             return False
         wheel, timer_log = self.wheel, self.log
+        current = now // self.precision * self.precision
         if wheel is None or timer_log is None or self.waiting <= 0:
-            # nothing parked: jump to the current slot (later arrivals for earlier slots
-            # are delivered at once by enqueue)
-            self.read_ms = self.commit_read_ms = now // self.precision * self.precision
-            self.delivered_from_phy = self.store.get_max_phy_offset()
-            return False
-        slot = wheel.get(self.read_ms)
-        units: list[Due] = []
+            self.read_ms = max(self.read_ms, current)  # nothing parked: skip to now
+        slot_ms = self.read_ms
+        self.inflight.open(slot_ms, self.store.get_max_phy_offset())
+        self.read_ms = slot_ms + self.precision
+        if wheel is None or timer_log is None:
+            return True
+        slot = wheel.get(slot_ms)
+        if slot.num == 0:
+            return True
+        units: list[Unit] = []
         pos = slot.last
         while pos >= 0 and len(units) < slot.num:
             unit = timer_log.read(pos)
             if unit is None:
-                log.error("timer: slot %d lost its unit at %d; %d units skipped", self.read_ms,
-                          pos, slot.num - len(units))
+                log.error("timer: slot %d lost its unit at %d; %d units skipped", slot_ms, pos,
+                          slot.num - len(units))
                 break
-            units.append(Due(unit.offset_py, unit.size_py, unit.write_ms, -1))
+            units.append(unit)
             pos = unit.prev
         self.waiting -= slot.num
-        self.pending.extend(reversed(units))
-        self.read_ms += self.precision
-        if not self.pending:
-            self._slot_done()
+        for unit in reversed(units):
+            record = self._record(unit.offset_py, unit.size_py)
+            if record is None:
+                continue
+            self.inflight.add(asked_time(record, unit.deliver_ms, self.precision), slot_ms,
+                              unit.offset_py, unit.size_py, unit.write_ms, record)
         return True
 
-    def _slot_done(self) -> None:
-        self.commit_read_ms = self.read_ms
-        self.delivered_from_phy = self.store.get_max_phy_offset()
+    def next_wake(self) -> int:
+        """When there is next something to do (a timer's time, or a slot to take)."""
+        at = self.inflight.next_at()
+        return self.read_ms if at is None else min(at, self.read_ms)
 
     def deliver(self, now: int, budget: int) -> tuple[int, bool]:
-        """Deliver up to `budget` due timers (immediate ones first, then the taken slot).
+        """Deliver up to `budget` timers whose time has come.
 
         Returns:
             (how many were handled, whether a put failed and the rest should wait).
         """
         handled = 0
-        for queue in (self.immediate, self.pending):
-            while queue and handled < budget:
-                chunk = [queue.popleft() for _ in range(min(PUT_BATCH, len(queue),
-                                                            budget - handled))]
-                retry = self._put(chunk, now)
-                handled += len(chunk) - len(retry)
-                if retry:
-                    queue.extendleft(reversed(retry))
-                    return handled, True
-            if queue is self.pending and not queue and self.commit_read_ms < self.read_ms:
-                self._slot_done()
-        return handled, False
+        failed = False
+        while handled < budget:
+            chunk = self.inflight.pop_due(now, min(PUT_BATCH, budget - handled))
+            if not chunk:
+                break
+            retry = self._put(chunk, now)
+            handled += len(chunk) - len(retry)
+            if retry:
+                self.inflight.push_back(retry)
+                failed = True
+                break
+        self.inflight.close_passed(now)
+        return handled, failed
 
     def _put(self, chunk: list[Due], now: int) -> list[Due]:
         """Put a chunk's deliveries; returns the timers whose put must be retried."""
-        made = [(due, self._message(due, now)) for due in chunk]
-        ready = [(due, msg) for due, msg in made if msg is not None]
+        ready: list[tuple[Due, BrokerMessage]] = []
+        for due in chunk:
+            msg = self._message(due, now)
+            if msg is None:
+                self.inflight.done(due)
+            else:
+                ready.append((due, msg))
         if not ready:
             return []
         results = self.store.append_many([msg for _, msg in ready])
@@ -339,9 +374,11 @@ class TimerMessageStore:
             if result.status is PutMessageStatus.PUT_OK:
                 self.dequeue_total += 1
                 self.dequeue_by_topic[msg.topic] += 1
+                self.inflight.done(due)
             elif result.status in _PERMANENT:
                 log.error("timer: %s refused a due message for good (%s %s); it stays in %s",
                           msg.topic, result.status, result.error_message, TIMER_TOPIC)
+                self.inflight.done(due)
             else:
                 if not retry:
                     log.warning("timer: put to %s failed (%s %s); retrying", msg.topic,
@@ -349,16 +386,22 @@ class TimerMessageStore:
                 retry.append(due)
         return retry
 
-    def _message(self, due: Due, now: int) -> BrokerMessage | None:
-        """The delivery of one due timer, None when there is nothing to deliver."""
-        data = self.store.look_message_by_offset(due.offset_py, due.size_py)
+    def _record(self, offset_py: int, size_py: int) -> MessageRecord | None:
+        data = self.store.look_message_by_offset(offset_py, size_py)
         if data is None:
-            log.warning("timer: commit-log offset %d is gone; timer skipped", due.offset_py)
+            log.warning("timer: commit-log offset %d is gone; timer skipped", offset_py)
             return None
         try:
-            record = decode_record(data)
+            return decode_record(data)
         except ProtocolError as exc:
-            log.error("timer: unreadable record at %d (%s); skipped", due.offset_py, exc)
+            log.error("timer: unreadable record at %d (%s); skipped", offset_py, exc)
+            return None
+
+    def _message(self, due: Due, now: int) -> BrokerMessage | None:
+        """The delivery of one due timer, None when there is nothing to deliver."""
+        record = self.inflight.records.get(due.seq) or self._record(due.offset_py,
+                                                                    due.size_py)
+        if record is None:
             return None
         if self.redelivery:
             ident = timer_identity(record)
@@ -379,17 +422,17 @@ class TimerMessageStore:
     def follow(self, cp: TimerCheckpoint) -> None:
         """Adopt the master's progress (a slave's sync): its read time, its queue offset and
         where its undelivered-for-sure region starts."""
-        if cp.read_ms <= 0:
+        if cp.read_ms <= 0 or self.delivering:
             return
-        if self.wheel is not None:
-            t = self.read_ms
-            while t < cp.read_ms and self.waiting > 0:
-                self.waiting -= self.wheel.get(t).num
-                t += self.precision
-            self.waiting = max(self.waiting, 0)
         if cp.read_ms > self.read_ms:
-            self.read_ms = self.commit_read_ms = cp.read_ms
-            self.delivered_from_phy = cp.delivered_from_phy
+            if self.wheel is not None:
+                t = self.read_ms
+                while t < cp.read_ms and self.waiting > 0:
+                    self.waiting -= self.wheel.get(t).num
+                    t += self.precision
+                self.waiting = max(self.waiting, 0)
+            self.read_ms = cp.read_ms
+            self.recovered_phy = cp.delivered_from_phy
         self.master_queue_offset = cp.queue_offset
 
     # ------------------------------------------------------------------ observability
@@ -398,10 +441,13 @@ class TimerMessageStore:
         return max(self.store.get_max_offset_in_queue(TIMER_TOPIC, 0) - self.queue_offset, 0)
 
     def dequeue_behind_ms(self, now: int) -> int:
-        """How far the wheel's read time is behind now (Apache's getDequeueBehindMillis)."""
+        """How far delivery is behind now: since the oldest undelivered timer's time, or since
+        the next slot to take began (Apache's getDequeueBehindMillis)."""
         if not self.opened:
             return 0
-        return max(now - self.read_ms, 0)
+        at = self.inflight.next_at()
+        behind = now - self.read_ms if at is None else now - min(at, self.read_ms)
+        return max(behind, 0)
 
     def enqueue_behind_ms(self, now: int) -> int:
         if now - self.last_late_ms < 2000:
@@ -410,5 +456,4 @@ class TimerMessageStore:
 
     def congest_num_total(self) -> int:
         """timerCongestNum: timers waiting in the wheel or taken and not yet delivered."""
-        return self.waiting + len(self.pending) + len(self.immediate)
-
+        return self.waiting + len(self.inflight)

@@ -43,7 +43,7 @@ from engine.store.record_scan import TIMER_TOPIC
 from engine.store.results import PutMessageStatus
 
 TIMER_MARK = "TIMER_"  # every timer property starts so: the cheap test on the put path
-_TIMER_KEYS = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS)
+TIMER_KEYS = (PROPERTY_TIMER_DELIVER_MS, PROPERTY_TIMER_DELAY_SEC, PROPERTY_TIMER_DELAY_MS)
 _JAVA_LONG = re.compile(r"[+-]?[0-9]{1,19}")
 PRECISIONS = (100, 200, 500, 1000)
 
@@ -80,11 +80,11 @@ def to_timer(msg: BrokerMessage, now: int, precision_ms: int, max_delay_sec: int
     if msg.topic == TIMER_TOPIC:
         return msg
     props = string_to_properties(msg.properties)
-    if not any(k in props for k in _TIMER_KEYS):
+    if not any(k in props for k in TIMER_KEYS):
         return msg
     level = props.get(PROPERTY_DELAY_TIME_LEVEL, "")
     if level.isdigit() and int(level) > 0:  # a delay level wins: the timer keys are dropped
-        for key in _TIMER_KEYS:
+        for key in TIMER_KEYS:
             props.pop(key, None)
         return msg._replace(properties=properties_to_string(props))
     if PROPERTY_TIMER_OUT_MS in props:  # already delivered once: an ordinary message now
@@ -114,6 +114,23 @@ def to_timer(msg: BrokerMessage, now: int, precision_ms: int, max_delay_sec: int
     props[PROPERTY_REAL_TOPIC] = msg.topic
     props[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
     return msg._replace(topic=TIMER_TOPIC, queue_id=0, properties=properties_to_string(props))
+
+
+def asked_time(record: MessageRecord, out_ms: int, precision_ms: int) -> int:
+    """When the parked record asked to be delivered: TIMER_DELIVER_MS, or its store time plus
+    TIMER_DELAY_SEC / TIMER_DELAY_MS, kept within its slot (`out_ms`, `out_ms + precision`];
+    the slot's end when it cannot be read."""
+    props = record.properties()
+    try:
+        if PROPERTY_TIMER_DELAY_SEC in props:
+            at = record.store_timestamp + _parse_long(props[PROPERTY_TIMER_DELAY_SEC]) * 1000
+        elif PROPERTY_TIMER_DELAY_MS in props:
+            at = record.store_timestamp + _parse_long(props[PROPERTY_TIMER_DELAY_MS])
+        else:
+            at = _parse_long(props.get(PROPERTY_TIMER_DELIVER_MS, ""))
+    except ValueError:
+        return out_ms + precision_ms
+    return min(max(at, out_ms + 1), out_ms + precision_ms)
 
 
 def delivery(record: MessageRecord, enqueue_ms: int, now: int) -> BrokerMessage | None:
