@@ -16,6 +16,8 @@ from typing import NamedTuple
 
 from engine.protocol.message import MessageRecord
 
+KEEP_RECORDS = 16_384  # records kept from take to delivery; beyond, read again when due
+
 
 class Due(NamedTuple):
     """A timer to deliver (ordered by `at`, then `seq`: store order within a time)."""
@@ -62,7 +64,7 @@ class InFlight:
             record: MessageRecord | None) -> None:
         self._seq += 1
         heapq.heappush(self.heap, Due(at, self._seq, slot_ms, offset_py, size_py, enqueue_ms))
-        if record is not None:
+        if record is not None and len(self.records) < KEEP_RECORDS:
             self.records[self._seq] = record
         self.slots[slot_ms].remaining += 1
 
