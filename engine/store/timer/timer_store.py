@@ -261,7 +261,8 @@ class TimerMessageStore:
         """Move up to `limit` new timer-queue entries into the wheel; returns how many."""
         store = self.store
         high = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
-        q = max(self.queue_offset, store.get_min_offset_in_queue(TIMER_TOPIC, 0))
+        # (above `high` only after an HA tail was cut: those entries are gone)
+        q = min(max(self.queue_offset, store.get_min_offset_in_queue(TIMER_TOPIC, 0)), high)
         if q >= high:
             self.queue_offset = q
             return 0
@@ -392,10 +393,14 @@ class TimerMessageStore:
             log.warning("timer: commit-log offset %d is gone; timer skipped", offset_py)
             return None
         try:
-            return decode_record(data)
+            record = decode_record(data)
         except ProtocolError as exc:
             log.error("timer: unreadable record at %d (%s); skipped", offset_py, exc)
             return None
+        if record.topic != TIMER_TOPIC:  # the commit log was cut under it (HA divergence)
+            log.error("timer: the record at %d is no longer a parked timer; skipped", offset_py)
+            return None
+        return record
 
     def _message(self, due: Due, now: int) -> BrokerMessage | None:
         """The delivery of one due timer, None when there is nothing to deliver."""
