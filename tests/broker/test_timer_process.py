@@ -20,7 +20,7 @@ from tests.ha.procs import BrokerProcess, brokers  # noqa: F401  (the fixture)
 from .helpers import pull_request, send_request
 
 TOPIC = "TimerProc"
-SETTINGS = {"brokerClusterName": "TimerCluster", "timerPrecisionMs": "100",
+SETTINGS = {"brokerClusterName": "TimerCluster",
             "mappedFileSizeCommitLog": str(64 * 1024 * 1024)}
 
 
