@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 
 from engine.protocol.message import (
+    NAME_VALUE_SEPARATOR,
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_SEPARATOR,
     PROPERTY_TIMER_DEL_UNIQKEY,
     PROPERTY_TIMER_DELAY_MS,
     PROPERTY_TIMER_DELAY_SEC,
@@ -37,6 +39,7 @@ from engine.protocol.message import (
     MessageRecord,
     message_from_record,
     properties_to_string,
+    property_value,
     string_to_properties,
 )
 from engine.store.record_scan import TIMER_TOPIC
@@ -120,31 +123,55 @@ def asked_time(record: MessageRecord, out_ms: int, precision_ms: int) -> int:
     """When the parked record asked to be delivered: TIMER_DELIVER_MS, or its store time plus
     TIMER_DELAY_SEC / TIMER_DELAY_MS, kept within its slot (`out_ms`, `out_ms + precision`];
     the slot's end when it cannot be read."""
-    props = record.properties()
+    text = record.properties_raw.decode()
     try:
-        if PROPERTY_TIMER_DELAY_SEC in props:
-            at = record.store_timestamp + _parse_long(props[PROPERTY_TIMER_DELAY_SEC]) * 1000
-        elif PROPERTY_TIMER_DELAY_MS in props:
-            at = record.store_timestamp + _parse_long(props[PROPERTY_TIMER_DELAY_MS])
+        value = property_value(text, PROPERTY_TIMER_DELAY_SEC)
+        if value is not None:
+            at = record.store_timestamp + _parse_long(value) * 1000
         else:
-            at = _parse_long(props.get(PROPERTY_TIMER_DELIVER_MS, ""))
+            value = property_value(text, PROPERTY_TIMER_DELAY_MS)
+            if value is not None:
+                at = record.store_timestamp + _parse_long(value)
+            else:
+                at = _parse_long(property_value(text, PROPERTY_TIMER_DELIVER_MS) or "")
     except ValueError:
         return out_ms + precision_ms
     return min(max(at, out_ms + 1), out_ms + precision_ms)
 
 
+_DROPPED = tuple(k + NAME_VALUE_SEPARATOR for k in (
+    PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TIMER_ENQUEUE_MS,
+    PROPERTY_TIMER_DEQUEUE_MS, PROPERTY_WAIT_STORE_MSG_OK))
+
+
 def delivery(record: MessageRecord, enqueue_ms: int, now: int) -> BrokerMessage | None:
-    """The message a due timer puts into its real queue; None when REAL_TOPIC is missing."""
-    props = record.properties()
-    topic = props.pop(PROPERTY_REAL_TOPIC, None)
-    queue = props.pop(PROPERTY_REAL_QUEUE_ID, "")
+    """The message a due timer puts into its real queue; None when REAL_TOPIC is missing.
+
+    Works on the raw properties string (this runs once per delivered timer): the entries
+    are kept in their order, REAL_TOPIC / REAL_QID dropped, the TIMER_*_MS and WAIT added."""
+    topic = queue = ""
+    kept: list[str] = []
+    for entry in record.properties_raw.decode().split(PROPERTY_SEPARATOR):
+        if not entry:
+            continue
+        if entry.startswith(_DROPPED):
+            if entry.startswith(_REAL_TOPIC):
+                topic = entry[len(_REAL_TOPIC):]
+            elif entry.startswith(_REAL_QID):
+                queue = entry[len(_REAL_QID):]
+            continue
+        kept.append(entry)
     if not topic or not queue.lstrip("-").isdigit():
         return None
-    props[PROPERTY_TIMER_ENQUEUE_MS] = str(enqueue_ms)
-    props[PROPERTY_TIMER_DEQUEUE_MS] = str(now)
-    props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
+    kept.append(f"{PROPERTY_TIMER_ENQUEUE_MS}{NAME_VALUE_SEPARATOR}{enqueue_ms}")
+    kept.append(f"{PROPERTY_TIMER_DEQUEUE_MS}{NAME_VALUE_SEPARATOR}{now}")
+    kept.append(f"{PROPERTY_WAIT_STORE_MSG_OK}{NAME_VALUE_SEPARATOR}false")
     return message_from_record(record, topic=topic, queue_id=int(queue),
-                               properties=properties_to_string(props))
+                               properties=PROPERTY_SEPARATOR.join(kept))
+
+
+_REAL_TOPIC = PROPERTY_REAL_TOPIC + NAME_VALUE_SEPARATOR
+_REAL_QID = PROPERTY_REAL_QUEUE_ID + NAME_VALUE_SEPARATOR
 
 
 def timer_identity(record: MessageRecord) -> Identity | None:
