@@ -37,7 +37,7 @@ def test_timer_fields_write_the_5x_properties() -> None:
 async def test_push_consumer_receives_timers_at_their_time(
         start_broker: BrokerFactory, client_config: ClientConfig,
         track: Callable[[Any], Any]) -> None:
-    broker = await start_broker(timer_precision_ms=100)
+    broker = await start_broker()
     await make_topic(broker, TOPIC, queues=2)
     producer: Producer = track(Producer("TimedPG", client_config))
     await producer.start()
