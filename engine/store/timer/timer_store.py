@@ -287,7 +287,7 @@ class TimerMessageStore:
                     record = self._record(offset_py, size_py)
                     if record is not None:
                         self.inflight.add(asked_time(record, deliver_ms, precision), target,
-                                          offset_py, size_py, now, record)
+                                          offset_py, size_py, write_ms, record)
             else:
                 self._chain(slot_ms, write_ms, deliver_ms, offset_py, size_py)
             q += 1

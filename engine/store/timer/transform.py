@@ -4,10 +4,10 @@ How this works (Apache 5.3 `HookUtils.handleScheduleMessage` / `transformTimerMe
 `TimerMessageStore.convert`): a message with TIMER_DELIVER_MS, TIMER_DELAY_SEC or
 TIMER_DELAY_MS (transaction type NOT or COMMIT, no DELAY level) due later than now is stored
 in `rmq_sys_wheel_timer` queue 0 with TIMER_OUT_MS (its delivery time, rounded to the wheel's
-precision: down, or one precision down on an exact multiple, so that the slot it lands in is
-delivered at or after the asked time), REAL_TOPIC and REAL_QID.  One due now or earlier is an
-ordinary message.  A delivery is the same record put into REAL_TOPIC / REAL_QID with
-TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS added and REAL_TOPIC / REAL_QID removed.
+precision: down, or one precision down on an exact multiple), REAL_TOPIC and REAL_QID.  One
+due now or earlier is an ordinary message.  A delivery is the same record put into
+REAL_TOPIC / REAL_QID with TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS added (REAL_TOPIC and
+REAL_QID stay in its properties, as in what 5.3 stores).
 
 `identity()` names a delivery independently of where it was stored, so that recovery can
 recognise the deliveries already in the commit log (docs/timers.md, "Exactly once").
@@ -31,7 +31,6 @@ from engine.protocol.message import (
     PROPERTY_TIMER_ENQUEUE_MS,
     PROPERTY_TIMER_OUT_MS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
-    PROPERTY_WAIT_STORE_MSG_OK,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
@@ -139,39 +138,27 @@ def asked_time(record: MessageRecord, out_ms: int, precision_ms: int) -> int:
     return min(max(at, out_ms + 1), out_ms + precision_ms)
 
 
-_DROPPED = tuple(k + NAME_VALUE_SEPARATOR for k in (
-    PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TIMER_ENQUEUE_MS,
-    PROPERTY_TIMER_DEQUEUE_MS, PROPERTY_WAIT_STORE_MSG_OK))
+_REPLACED = (PROPERTY_TIMER_ENQUEUE_MS + NAME_VALUE_SEPARATOR,
+             PROPERTY_TIMER_DEQUEUE_MS + NAME_VALUE_SEPARATOR)
 
 
 def delivery(record: MessageRecord, enqueue_ms: int, now: int) -> BrokerMessage | None:
     """The message a due timer puts into its real queue; None when REAL_TOPIC is missing.
 
-    Works on the raw properties string (this runs once per delivered timer): the entries
-    are kept in their order, REAL_TOPIC / REAL_QID dropped, the TIMER_*_MS and WAIT added."""
-    topic = queue = ""
-    kept: list[str] = []
-    for entry in record.properties_raw.decode().split(PROPERTY_SEPARATOR):
-        if not entry:
-            continue
-        if entry.startswith(_DROPPED):
-            if entry.startswith(_REAL_TOPIC):
-                topic = entry[len(_REAL_TOPIC):]
-            elif entry.startswith(_REAL_QID):
-                queue = entry[len(_REAL_QID):]
-            continue
-        kept.append(entry)
+    Its properties are the parked record's, REAL_TOPIC and REAL_QID included, with
+    TIMER_ENQUEUE_MS and TIMER_DEQUEUE_MS set: what 5.3 stores (its `convertMessage` writes
+    the properties string before it clears REAL_TOPIC / REAL_QID from the map).  Works on the
+    raw string: this runs once per delivered timer."""
+    text = record.properties_raw.decode()
+    topic = property_value(text, PROPERTY_REAL_TOPIC)
+    queue = property_value(text, PROPERTY_REAL_QUEUE_ID) or ""
     if not topic or not queue.lstrip("-").isdigit():
         return None
+    kept = [e for e in text.split(PROPERTY_SEPARATOR) if e and not e.startswith(_REPLACED)]
     kept.append(f"{PROPERTY_TIMER_ENQUEUE_MS}{NAME_VALUE_SEPARATOR}{enqueue_ms}")
     kept.append(f"{PROPERTY_TIMER_DEQUEUE_MS}{NAME_VALUE_SEPARATOR}{now}")
-    kept.append(f"{PROPERTY_WAIT_STORE_MSG_OK}{NAME_VALUE_SEPARATOR}false")
     return message_from_record(record, topic=topic, queue_id=int(queue),
                                properties=PROPERTY_SEPARATOR.join(kept))
-
-
-_REAL_TOPIC = PROPERTY_REAL_TOPIC + NAME_VALUE_SEPARATOR
-_REAL_QID = PROPERTY_REAL_QUEUE_ID + NAME_VALUE_SEPARATOR
 
 
 def timer_identity(record: MessageRecord) -> Identity | None:
@@ -191,8 +178,6 @@ def delivered_identity(record: MessageRecord) -> Identity | None:
     if record.topic == TIMER_TOPIC or b"TIMER_DEQUEUE_MS\x01" not in record.properties_raw:
         return None
     props = record.properties()
-    if PROPERTY_REAL_TOPIC in props:
-        return None
     return (record.topic, record.queue_id, record.born_timestamp, record.body_crc,
             props.get(PROPERTY_TIMER_OUT_MS, ""),
             props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, ""))
