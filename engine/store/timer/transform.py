@@ -81,7 +81,11 @@ def to_timer(msg: BrokerMessage, now: int, precision_ms: int, max_delay_sec: int
         return msg
     if msg.topic == TIMER_TOPIC:
         return msg
-    props = string_to_properties(msg.properties)
+    text = msg.properties
+    if (property_value(text, PROPERTY_TIMER_OUT_MS) is not None
+            and property_value(text, PROPERTY_DELAY_TIME_LEVEL) is None):
+        return msg  # a delivery (the common case here): not timed again, as below
+    props = string_to_properties(text)
     if not any(k in props for k in TIMER_KEYS):
         return msg
     level = props.get(PROPERTY_DELAY_TIME_LEVEL, "")
