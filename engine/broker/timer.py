@@ -98,8 +98,6 @@ class TimerService(Service):
         if now - self._flushed_at < timers.store.config.timer_flush_interval_ms:
             return
         self._flushed_at = now
-        if timers.delivering:
-            timers.master_queue_offset = timers.queue_offset
         if timers.log is not None and timers.written is not None:
             # only what the last written checkpoint says is delivered: a restart from it
             # walks slots from its read time on

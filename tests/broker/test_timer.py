@@ -235,3 +235,28 @@ async def test_a_transactional_timer_is_refused(broker: BrokerController,
     assert resp.code == ResponseCode.MESSAGE_ILLEGAL
     assert "cannot be a timer message" in (resp.remark or "")
     assert queue_size(broker, TIMER_TOPIC) == 0
+
+
+async def test_a_timer_joining_an_open_slot_survives_a_restart(
+        tmp_path: Path, namesrv: NamesrvController, client: RemotingClient,
+        clock: ManualClock) -> None:
+    """A timer due within the current slot joins that open slot's chain; a restart before it
+    is due takes the slot again and delivers it, and the later one, once each."""
+    async with running_broker(tmp_path, namesrv, clock=clock) as broker:
+        timer = broker.state.timer
+        await timer.run_once()  # the current slot is taken (and open)
+        assert (await send(client, broker, b"soon", TIMER_DELAY_MS="300"))[0] == 0
+        assert (await send(client, broker, b"later", TIMER_DELAY_MS="5300"))[0] == 0
+        await timer.run_once()
+        assert broker.state.store.timer.congest_num_total() == 2
+        assert queue_size(broker, TOPIC, 1) == 0
+    async with running_broker(tmp_path, namesrv, clock=clock) as broker:
+        timer = broker.state.timer
+        assert broker.state.store.timer.congest_num_total() == 2
+        clock.advance(300)
+        await timer.run_once()
+        assert [r.body for r in await pull_all(client, broker, TOPIC, 1)] == [b"soon"]
+        clock.advance(6_000)
+        await timer.run_once()
+        await timer.run_once()
+        assert [r.body for r in await pull_all(client, broker, TOPIC, 1)] == [b"soon", b"later"]

@@ -187,7 +187,7 @@ class TimerMessageStore:
         for q in range(min(self.master_queue_offset, self.queue_offset), self.queue_offset):
             entry = store.get_queue_entry(TIMER_TOPIC, 0, q)
             if entry is not None and entry[2] < self.read_ms:
-                self._chain(self.read_ms, write_ms, entry[2], entry[0], entry[1])
+                self._chain(self.read_ms, write_ms, entry[0], entry[1])
         self.master_queue_offset = self.queue_offset
         self.waiting = self.log.count_from(self.read_ms, self.precision)
         if self.redelivery:
@@ -211,7 +211,8 @@ class TimerMessageStore:
         end = self.log.end() if self.log is not None else 0
         return TimerCheckpoint(
             read_ms=self.commit_read_ms, log_flush_pos=end, queue_offset=self.queue_offset,
-            master_queue_offset=self.master_queue_offset, timestamp=self.store.clock(),
+            master_queue_offset=self.queue_offset if self.delivering
+            else self.master_queue_offset, timestamp=self.store.clock(),
             delivered_from_phy=self.delivered_from_phy)
 
     def flush_files(self, cp: TimerCheckpoint) -> None:
@@ -247,12 +248,14 @@ class TimerMessageStore:
             num - self.congest_num) / self.congest_num
 
     # ------------------------------------------------------------------ enqueue
-    def _chain(self, slot_ms: int, write_ms: int, deliver_ms: int, offset_py: int,
-               size_py: int) -> None:
-        """Append a unit for a parked record and link it into slot `slot_ms`'s chain."""
+    def _chain(self, slot_ms: int, write_ms: int, offset_py: int, size_py: int) -> None:
+        """Append a unit for a parked record and link it into slot `slot_ms`'s chain.  The
+        unit's delivery time is that slot (as 5.3 writes the adjusted time of a rolled
+        timer): recovery and the waiting count find a unit's chain by it; the time the timer
+        asked for stays in its record."""
         assert self.log is not None and self.wheel is not None
         slot = self.wheel.get(slot_ms)
-        pos = self.log.append(slot.last, write_ms, deliver_ms, offset_py, size_py)
+        pos = self.log.append(slot.last, write_ms, slot_ms, offset_py, size_py)
         self.wheel.put(slot_ms, Slot(pos if slot.first < 0 else slot.first, pos, slot.num + 1))
         if slot_ms >= self.read_ms:
             self.waiting += 1
@@ -282,14 +285,14 @@ class TimerMessageStore:
                 target = self.inflight.newest_open() if self.delivering else None
                 if target is None:
                     target = self.read_ms
-                self._chain(target, write_ms, deliver_ms, offset_py, size_py)
+                self._chain(target, write_ms, offset_py, size_py)
                 if target < self.read_ms:
                     record = self._record(offset_py, size_py)
                     if record is not None:
-                        self.inflight.add(asked_time(record, deliver_ms, precision), target,
+                        self.inflight.add(asked_time(record, precision), target,
                                           offset_py, size_py, write_ms, record)
             else:
-                self._chain(slot_ms, write_ms, deliver_ms, offset_py, size_py)
+                self._chain(slot_ms, write_ms, offset_py, size_py)
             q += 1
             done += 1
         self.queue_offset = q
@@ -323,12 +326,12 @@ class TimerMessageStore:
                 break
             units.append(unit)
             pos = unit.prev
-        self.waiting -= slot.num
+        self.waiting = max(self.waiting - slot.num, 0)
         for unit in reversed(units):
             record = self._record(unit.offset_py, unit.size_py)
             if record is None:
                 continue
-            self.inflight.add(asked_time(record, unit.deliver_ms, self.precision), slot_ms,
+            self.inflight.add(asked_time(record, self.precision), slot_ms,
                               unit.offset_py, unit.size_py, unit.write_ms, record)
         return True
 

@@ -122,11 +122,15 @@ def to_timer(msg: BrokerMessage, now: int, precision_ms: int, max_delay_sec: int
     return msg._replace(topic=TIMER_TOPIC, queue_id=0, properties=properties_to_string(props))
 
 
-def asked_time(record: MessageRecord, out_ms: int, precision_ms: int) -> int:
+def asked_time(record: MessageRecord, precision_ms: int) -> int:
     """When the parked record asked to be delivered: TIMER_DELIVER_MS, or its store time plus
-    TIMER_DELAY_SEC / TIMER_DELAY_MS, kept within its slot (`out_ms`, `out_ms + precision`];
-    the slot's end when it cannot be read."""
+    TIMER_DELAY_SEC / TIMER_DELAY_MS, kept within its slot (TIMER_OUT_MS, TIMER_OUT_MS +
+    precision]; the slot's end when it cannot be read."""
     text = record.properties_raw.decode()
+    try:
+        out_ms = _parse_long(property_value(text, PROPERTY_TIMER_OUT_MS) or "")
+    except ValueError:
+        return record.store_timestamp  # not a parked timer: now
     try:
         value = property_value(text, PROPERTY_TIMER_DELAY_SEC)
         if value is not None:
