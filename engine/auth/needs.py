@@ -235,6 +235,7 @@ NEEDS: dict[int, Rule] = {
     C.GET_ALL_TOPIC_CONFIG: _on_cluster(GET_LIST),
     C.GET_ALL_CONSUMER_OFFSET: _on_cluster(GET_LIST),
     C.GET_ALL_DELAY_OFFSET: _on_cluster(GET_LIST),
+    C.GET_TIMER_CHECK_POINT: _on_cluster(GET_LIST),
     C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: _on_cluster(GET_LIST),
     C.UPDATE_BROKER_CONFIG: _on_cluster(UPDATE),
     C.GET_BROKER_CONFIG: _on_cluster(GET),

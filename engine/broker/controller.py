@@ -78,6 +78,7 @@ class BrokerController:
                             self._expire_clients),
             PeriodicService("stats-sampler", 1.0, st.stats.sample),
             st.schedule,
+            st.timer,
             self.transaction_check,
             PeriodicService("flush-consumer-order-info",
                             st.config.flush_consumer_offset_interval / 1000, st.pop.order.persist),

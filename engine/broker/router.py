@@ -8,6 +8,7 @@ from engine.broker.handlers import (
     admin_broker,
     admin_consumer,
     admin_group,
+    admin_timer,
     admin_topic,
     client,
     ha,
@@ -26,7 +27,7 @@ from engine.remoting.router import Router
 
 MODULES = (admin_auth, admin_acl_v1, send, send_back, transaction, pull, offsets, client, lock,
            query, admin_topic, admin_group, admin_broker, admin_consumer, store_admin, ha, pop,
-           pop_ack)
+           pop_ack, admin_timer)
 
 
 def build_router() -> Router:

@@ -12,6 +12,8 @@ not this broker's.  Each step stands alone (a failure is logged, the others stil
   GET_ALL_DELAY_OFFSET (45): replaces the delay offsets (delayOffset.json).
   GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): a different DataVersion replaces the groups.
   GET_BROKER_HA_STATUS (907): the master's max offset, for the failover loss estimate.
+  GET_TIMER_CHECK_POINT (60): the master's timer progress (read time, queue offset, where
+      its undelivered-for-sure region starts), adopted by the slave's timer store.
 
 Consumer offsets committed to this slave while consumers read from it (the master away)
 are kept in `BrokerState.slave_commits`; before the master's table is adopted, each one
@@ -40,6 +42,7 @@ from engine.protocol.header.broker import UpdateConsumerOffsetRequestHeader
 from engine.protocol.wire import to_ext
 from engine.remoting.address import format_addr, parse_addr
 from engine.remoting.errors import RemotingConnectError, RemotingError
+from engine.store.timer.checkpoint import TimerCheckpoint
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +88,7 @@ class SlaveSyncService(Service):
         """One round; with `once` (a last sync before a promotion) a master that refuses
         the connection ends the round at its first step."""
         for step in (self._topics, self._offsets, self._delay_offsets, self._groups,
-                     self._master_offset):
+                     self._master_offset, self._timer_checkpoint):
             try:
                 await step(master)
             except RemotingConnectError as exc:
@@ -151,6 +154,17 @@ class SlaveSyncService(Service):
         schedule.offsets = {level: offset for level, offset in wrapper.offset_table.items()
                             if level in schedule.delays}
         schedule.persist()
+
+    async def _timer_checkpoint(self, master: str) -> None:
+        """GET_TIMER_CHECK_POINT (60, 5.x): the master's timer progress, so that this slave,
+        once promoted, delivers from there (docs/timers.md, "Slaves")."""
+        try:
+            resp = await self._call(master, RequestCode.GET_TIMER_CHECK_POINT)
+        except SyncError as exc:
+            if exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                return  # a 4.x master has no timers
+            raise
+        self.state.store.timer.follow(TimerCheckpoint.decode(resp.body or b""))
 
     async def _groups(self, master: str) -> None:
         wrapper = await self._body(SubscriptionGroupWrapper, master,

@@ -14,6 +14,7 @@ from engine.broker.offsets import ConsumerOffsetManager
 from engine.broker.pop.service import PopService
 from engine.broker.schedule import ScheduleMessageService
 from engine.broker.stats import BrokerStats
+from engine.broker.timer import TimerService
 from engine.broker.topics import TopicConfigManager
 from engine.ha.client import HAClient
 from engine.ha.master import HAService
@@ -49,6 +50,7 @@ class BrokerState:
             files, auto_create=config.auto_create_subscription_group, clock=clock)
         self.offsets = ConsumerOffsetManager(files)
         self.schedule = ScheduleMessageService(self.store, clock, lambda: not self.is_slave)
+        self.timer = TimerService(self.store.timer, clock, lambda: not self.is_slave)
         self.consumers = ConsumerManager(clock, notify_enabled=self._notify_enabled)
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)

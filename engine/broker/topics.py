@@ -15,7 +15,7 @@ from engine.protocol import attributes as attrs
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from engine.protocol.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
 from engine.store.config_files import ConfigFiles
-from engine.store.record_scan import SCHEDULE_TOPIC
+from engine.store.record_scan import SCHEDULE_TOPIC, TIMER_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ SYSTEM_TOPICS = frozenset({TBW102, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_T
                            "RMQ_SYS_TRACE_TOPIC", TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC,
                            SELF_TEST_TOPIC, OFFSET_MOVED_EVENT})
 #: Topics `MessageStore.cleanUnusedTopic` never destroys, whether configured or not.
-KEEP_QUEUES_OF = frozenset({SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC})
+KEEP_QUEUES_OF = frozenset({SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC, TIMER_TOPIC})
 NOT_ALLOWED_SEND = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
                               TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT})
 

@@ -132,6 +132,8 @@ def end_transaction(st: BrokerState, header: EndTransactionRequestHeader) -> End
         if result.status is not PutMessageStatus.PUT_OK:
             remark = f"commit of {header.msg_id} failed: {result.status} {result.error_message}"
             log.error("%s; the half message stays and will be checked again", remark)
+            if result.status is PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL:  # as 5.x answers
+                return EndOutcome(ResponseCode.MESSAGE_ILLEGAL, result.error_message)
             return EndOutcome(ResponseCode.SYSTEM_ERROR, remark)
         st.stats.on_put(msg.topic, 1, len(msg.body))
     op = st.store.append_message(op_message(st, half.queue_id, half.queue_offset))

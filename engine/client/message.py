@@ -21,6 +21,9 @@ from engine.protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_TAGS,
+    PROPERTY_TIMER_DELAY_MS,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELIVER_MS,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
@@ -42,6 +45,9 @@ RESERVED_PROPERTIES = frozenset({
     "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "INSTANCE_ID",
     "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER",
     "MSG_TYPE", "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET",
+    # 5.x timer messages: set them with Message(deliver_time_ms=/delay_time_sec=/delay_time_ms=)
+    "TIMER_DELAY_SEC", "TIMER_DELIVER_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS",
+    "TIMER_ROLL_TIMES", "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "TIMER_DELAY_MS",
 })
 
 
@@ -55,7 +61,12 @@ def _keys(keys: str | Sequence[str] | None) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True, init=False)
 class Message:
-    """A message to send.  `keys` may be one string ("k1 k2") or a sequence of keys."""
+    """A message to send.  `keys` may be one string ("k1 k2") or a sequence of keys.
+
+    A timer message (RocketMQ 5, delivered at any time up to the broker's timerMaxDelaySec)
+    sets one of `deliver_time_ms` (epoch ms), `delay_time_sec` or `delay_time_ms`, as Java
+    5.x's `setDeliverTimeMs` / `setDelayTimeSec` / `setDelayTimeMs` do (docs/client.md).
+    """
 
     topic: str
     body: bytes
@@ -66,12 +77,17 @@ class Message:
     delay_time_level: int
     wait_store_msg_ok: bool
     system_properties: Mapping[str, str]
+    deliver_time_ms: int
+    delay_time_sec: int
+    delay_time_ms: int
 
     def __init__(self, topic: str, body: bytes, *, tags: str | None = None,
                  keys: str | Sequence[str] | None = None, flag: int = 0,
                  properties: Mapping[str, str] | None = None, delay_time_level: int = 0,
                  wait_store_msg_ok: bool = True,
-                 system_properties: Mapping[str, str] | None = None) -> None:
+                 system_properties: Mapping[str, str] | None = None,
+                 deliver_time_ms: int = 0, delay_time_sec: int = 0,
+                 delay_time_ms: int = 0) -> None:
         props = dict(properties or {})
         reserved = sorted(RESERVED_PROPERTIES.intersection(props))
         if reserved:
@@ -87,6 +103,9 @@ class Message:
         setattr_(self, "delay_time_level", delay_time_level)
         setattr_(self, "wait_store_msg_ok", wait_store_msg_ok)
         setattr_(self, "system_properties", dict(system_properties or {}))
+        setattr_(self, "deliver_time_ms", deliver_time_ms)
+        setattr_(self, "delay_time_sec", delay_time_sec)
+        setattr_(self, "delay_time_ms", delay_time_ms)
 
     def properties_map(self) -> dict[str, str]:
         """Every property as it goes on the wire (system ones last, so they win)."""
@@ -97,6 +116,12 @@ class Message:
             props[PROPERTY_TAGS] = self.tags
         if self.delay_time_level > 0:
             props[PROPERTY_DELAY_TIME_LEVEL] = str(self.delay_time_level)
+        if self.deliver_time_ms > 0:
+            props[PROPERTY_TIMER_DELIVER_MS] = str(self.deliver_time_ms)
+        if self.delay_time_sec > 0:
+            props[PROPERTY_TIMER_DELAY_SEC] = str(self.delay_time_sec)
+        if self.delay_time_ms > 0:
+            props[PROPERTY_TIMER_DELAY_MS] = str(self.delay_time_ms)
         props[PROPERTY_WAIT_STORE_MSG_OK] = "true" if self.wait_store_msg_ok else "false"
         props.update(self.system_properties)
         return props
@@ -117,12 +142,16 @@ class Message:
         return Message(self.topic, self.body, tags=self.tags, keys=self.keys, flag=self.flag,
                        properties=self.properties, delay_time_level=self.delay_time_level,
                        wait_store_msg_ok=self.wait_store_msg_ok,
-                       system_properties={**self.system_properties, **extra})
+                       system_properties={**self.system_properties, **extra},
+                       deliver_time_ms=self.deliver_time_ms, delay_time_sec=self.delay_time_sec,
+                       delay_time_ms=self.delay_time_ms)
 
     def without_delay(self) -> Message:
         return Message(self.topic, self.body, tags=self.tags, keys=self.keys, flag=self.flag,
                        properties=self.properties, wait_store_msg_ok=self.wait_store_msg_ok,
-                       system_properties=self.system_properties)
+                       system_properties=self.system_properties,
+                       deliver_time_ms=self.deliver_time_ms, delay_time_sec=self.delay_time_sec,
+                       delay_time_ms=self.delay_time_ms)
 
 
 @dataclass(frozen=True, slots=True)

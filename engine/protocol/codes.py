@@ -61,6 +61,7 @@ class RequestCode(IntEnum):
     GET_ALL_CONSUMER_OFFSET = 43
     GET_ALL_DELAY_OFFSET = 45
     CHECK_CLIENT_CONFIG = 46
+    GET_TIMER_CHECK_POINT = 60  # 5.x timer messages: a slave follows its master's progress
     # 4.9.x ACL 1.0 (removed in 5.3.3)
     UPDATE_AND_CREATE_ACL_CONFIG = 50
     DELETE_ACL_CONFIG = 51

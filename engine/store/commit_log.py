@@ -54,7 +54,7 @@ from engine.protocol.message import (
 from engine.store.errors import MappedFileError
 from engine.store.mapped_file import MappedFile
 from engine.store.mapped_file_queue import MappedFileQueue, Preallocator
-from engine.store.record_scan import SCHEDULE_TOPIC, compute_tags_code
+from engine.store.record_scan import SCHEDULE_TOPIC, TIMER_TOPIC, compute_tags_code
 from engine.store.results import DispatchRequest, PutMessageStatus
 
 END_FILE_MIN_BLANK_LENGTH = 8
@@ -385,7 +385,7 @@ class CommitLog:
         if props:
             values = native.dispatch_values or _dispatch_values
             tags, keys, uniq = values(props)
-            if topic == SCHEDULE_TOPIC:
+            if topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
                 tags_code = compute_tags_code(topic, props, now, self.delay_table)
             else:
                 tags_code = tags_hash_code(tags)

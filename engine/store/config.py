@@ -70,6 +70,14 @@ class MessageStoreConfig:
     warm_mapped_file_enable: bool = False  # warmMapedFileEnable: pre-fault segments
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     default_query_max_num: int = 32
+    # ---- timer messages (5.x MessageStoreConfig timer* keys; see docs/timers.md)
+    timer_wheel_enable: bool = True
+    timer_precision_ms: int = 1000
+    timer_max_delay_sec: int = 3600 * 24 * 3
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    timer_flush_interval_ms: int = 1000
+    timer_congest_num_each_slot: int = 2**31 - 1
+    timer_roll_window_slot: int = 3600 * 24 * 2  # accepted; the wheel never rolls (docs)
 
     # ---- paths (StorePathConfigHelper)
     @property
@@ -99,6 +107,18 @@ class MessageStoreConfig:
     @property
     def config_dir(self) -> str:
         return os.path.join(self.store_path_root_dir, "config")
+
+    @property
+    def timer_log_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "timerlog")
+
+    @property
+    def timer_wheel_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "timerwheel")
+
+    @property
+    def timer_checkpoint_path(self) -> str:
+        return os.path.join(self.config_dir, "timercheck")
 
     def delay_level_table(self) -> dict[int, int]:
         """Delay level (1-based) -> delay in ms, from `message_delay_level`."""

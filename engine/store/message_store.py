@@ -59,6 +59,7 @@ from engine.store.index_service import IndexService
 from engine.store.mapped_file_queue import Preallocator
 from engine.store.message_filter import MessageFilter
 from engine.store.read_path import MessageReader
+from engine.store.record_scan import TIMER_TOPIC
 from engine.store.recovery import RecoveryReport, recover
 from engine.store.results import (
     GetMessageResult,
@@ -66,11 +67,22 @@ from engine.store.results import (
     PutMessageStatus,
     QueryMessageResult,
 )
+from engine.store.timer.timer_store import TimerMessageStore
+from engine.store.timer.transform import TIMER_MARK, to_timer
 
 log = logging.getLogger(__name__)
 
 PUT_OK = PutMessageStatus.PUT_OK
 _new = tuple.__new__  # builds the NamedTuples of the hot path without their Python __new__
+
+
+_TIMER_REFUSALS = {
+    PutMessageStatus.WHEEL_TIMER_NOT_ENABLE:
+        "accurate timer message is not enabled, timerWheelEnable is {enabled}",
+    PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL:
+        "timer message illegal, the delay time should not be bigger than the max delay "
+        "{max_ms}ms; or if set del msg, the delay time should be bigger than the current time",
+}
 
 
 def _now_ms() -> int:
@@ -166,6 +178,8 @@ class MessageStore:
         self.on_append: Callable[[int, int], None] | None = None
         #: While set, every put fails with SERVICE_NOT_AVAILABLE and this reason (fencing).
         self.writes_refused: str | None = None
+        #: Timer messages (5.x): timer log, wheel and checkpoint beside the commit log.
+        self.timer = TimerMessageStore(self)
 
     # ------------------------------------------------------------------ lifecycle
     def load(self) -> bool:
@@ -198,6 +212,7 @@ class MessageStore:
         else:
             log.info("store %s recovered in %s: %s", cfg.store_path_root_dir, took,
                      self.recovery_report)  # fmt: skip
+        self.timer.load()
         self._loaded = True
         self._running = True
         return self.last_exit_ok
@@ -249,6 +264,7 @@ class MessageStore:
         self._close_files()
 
     def _close_files(self) -> None:
+        self.timer.close()
         self.commit_log.mfq.flush(0)
         self.queues.flush(0)
         self.index.write_header()
@@ -332,9 +348,28 @@ class MessageStore:
         refused = self._check_writable()
         if refused is not None:
             return refused
+        if TIMER_MARK in msg.properties:  # cheap test first: most messages are not timers
+            timed = self._timer_put(msg)
+            if isinstance(timed, PutMessageResult):
+                return timed
+            msg = timed
         if "DELAY\x01" in msg.properties:  # cheap test first: most messages are not delayed
             msg = schedule(msg, self._max_delay_level)
         return self._finish(self.commit_log.put(msg))
+
+    def _timer_put(self, msg: BrokerMessage) -> BrokerMessage | PutMessageResult:
+        """The timer-topic copy of a timer message (`timer/transform.py`), or its refusal."""
+        timer = self.timer
+        out = to_timer(msg, self.clock(), timer.precision, timer.max_delay_sec, timer.enabled)
+        if isinstance(out, PutMessageStatus):
+            return PutMessageResult(out, error_message=_TIMER_REFUSALS[out].format(
+                max_ms=timer.max_delay_sec * 1000, enabled=str(timer.enabled).lower()))
+        if out.topic == TIMER_TOPIC and msg.topic != TIMER_TOPIC:  # parked
+            if timer.is_reject_message(out):
+                return PutMessageResult(PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL,
+                                        error_message="timer message is under flow control")
+            timer.put_by_topic[msg.topic] += 1
+        return out
 
     def append_many(self, msgs: Sequence[BrokerMessage]) -> list[PutMessageResult]:
         """`append_message` for messages received together, in order: one commit-log lock,
@@ -343,6 +378,16 @@ class MessageStore:
         if refused is not None:
             return [refused] * len(msgs)
         max_level = self._max_delay_level
+        timed: dict[int, PutMessageResult] = {}
+        if any(TIMER_MARK in m.properties for m in msgs):
+            kept: list[BrokerMessage] = []
+            for i, m in enumerate(msgs):
+                out = self._timer_put(m) if TIMER_MARK in m.properties else m
+                if isinstance(out, PutMessageResult):
+                    timed[i] = out
+                else:
+                    kept.append(out)
+            msgs = kept
         msgs = [schedule(m, max_level) if "DELAY\x01" in m.properties else m for m in msgs]
         appended = self.commit_log.put_many(msgs)
         reqs = [r.requests[0] for r in appended if r.status is PUT_OK]
@@ -352,13 +397,16 @@ class MessageStore:
             if hook is not None:
                 last = reqs[-1]
                 hook(last.commit_log_offset + last.msg_size, len(reqs))
-        return [
+        results = [
             _new(PutMessageResult, (PUT_OK, r.wrote_offset, r.wrote_bytes, r.msg_ids[0],
                                     r.queue_offset, 1, r.store_timestamp, ""))
             if r.status is PUT_OK
             else PutMessageResult(r.status, error_message=r.error_message)
             for r in appended
         ]
+        for i in sorted(timed):  # refused timers, back in their places
+            results.insert(i, timed[i])
+        return results
 
     def append_messages(self, batch: BatchMessage) -> PutMessageResult:
         """Append and dispatch a batch (one pass, consecutive queue offsets); no flush wait."""

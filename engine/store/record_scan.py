@@ -24,6 +24,7 @@ from engine.protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_KEYS,
     PROPERTY_TAGS,
+    PROPERTY_TIMER_OUT_MS,
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     SIZE_MAGIC,
     TOPIC_LENGTH,
@@ -34,6 +35,7 @@ from engine.protocol.message import (
 from engine.store.results import DispatchRequest
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TIMER_TOPIC = "rmq_sys_wheel_timer"  # 5.x TimerMessageStore.TIMER_TOPIC
 # Topic names the broker accepts (TopicValidator); a torn tail shows up as zeros here.
 VALID_TOPIC = re.compile(rb"[%|a-zA-Z0-9_-]+")
 
@@ -57,7 +59,12 @@ class ScanResult:
 def compute_tags_code(
     topic: str, props: str, store_timestamp: int, delay_table: dict[int, int] | None
 ) -> int:
-    """Consume-queue tags code; for SCHEDULE_TOPIC_XXXX the delivery timestamp."""
+    """Consume-queue tags code; for SCHEDULE_TOPIC_XXXX and rmq_sys_wheel_timer the
+    delivery timestamp (the timer's TIMER_OUT_MS: the timer service needs nothing else)."""
+    if topic == TIMER_TOPIC:
+        out = property_value(props, PROPERTY_TIMER_OUT_MS)
+        if out and out.lstrip("-").isdigit():
+            return int(out)
     if delay_table and topic == SCHEDULE_TOPIC:
         level_text = property_value(props, PROPERTY_DELAY_TIME_LEVEL)
         if level_text and level_text.lstrip("-").isdigit():

@@ -118,6 +118,16 @@ class BrokerRuntime:
         space = _first_number(self.table.get("commitLogDiskRatio"))
         return round(space, 4) if space is not None else None
 
+    @property
+    def timers_waiting(self) -> int | None:
+        """Timer messages (5.x) waiting in the broker's wheel (timerCongestNum)."""
+        return _int(self.table.get("timerCongestNum"))
+
+    @property
+    def timer_behind_s(self) -> int | None:
+        """Seconds the timer wheel's read time is behind now (timerReadBehind)."""
+        return _int(self.table.get("timerReadBehind"))
+
     def totals(self) -> Row:
         """Messages in and out yesterday and today (clusterList -m)."""
         kv = self.table

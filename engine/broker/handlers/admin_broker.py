@@ -18,6 +18,7 @@ import os
 
 from engine.broker.config import PROTECTED_KEYS, BrokerConfig
 from engine.broker.handlers.admin_consumer import consumed_topics, group_tps, topic_offsets
+from engine.broker.handlers.admin_timer import timer_runtime_info
 from engine.broker.handlers.admin_topic import body
 from engine.broker.state import BrokerState
 from engine.broker.stats import (
@@ -324,6 +325,7 @@ def broker_runtime_info(state: BrokerState) -> dict[str, str]:
 def get_broker_runtime_info(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     st = ctx.state
     table = store_runtime_info(st, st.schedule.offsets) | broker_runtime_info(st)
+    table |= timer_runtime_info(st)
     return cmd.response(body=body(KVTable(table)))
 
 

@@ -59,6 +59,7 @@ from engine.remoting.router import RequestContext, Router
 from engine.store.config import BrokerRole, FlushDiskType
 from engine.store.delay import delay_level
 from engine.store.results import PutMessageResult, PutMessageStatus
+from engine.store.timer.transform import TIMER_KEYS, TIMER_MARK
 
 router = Router()
 
@@ -75,6 +76,12 @@ _STATUS_CODES = {
     PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
     PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
     PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+_TIMER_CODES = {
+    PutMessageStatus.WHEEL_TIMER_MSG_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL: ResponseCode.SYSTEM_ERROR,
+    PutMessageStatus.WHEEL_TIMER_NOT_ENABLE: ResponseCode.SYSTEM_ERROR,
 }
 
 
@@ -185,7 +192,15 @@ def _is_half(st: BrokerState, props: str, reconsume_times: int) -> bool:
         raise Refused(ResponseCode.MESSAGE_ILLEGAL,
                           "a transactional message cannot have a delay level (DELAY); send it "
                           "without one")
+    if TIMER_MARK in props and _is_timer(props):  # 5.x clients refuse it too (docs/timers.md)
+        raise Refused(ResponseCode.MESSAGE_ILLEGAL,
+                          "a transactional message cannot be a timer message (TIMER_DELIVER_MS, "
+                          "TIMER_DELAY_SEC, TIMER_DELAY_MS); send it without them")
     return True
+
+
+def _is_timer(props: str) -> bool:
+    return any(property_value(props, key) is not None for key in TIMER_KEYS)
 
 
 def _refuse_in_batch(props: str) -> None:
@@ -228,6 +243,8 @@ def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
             f"32767B{detail}")
     if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
         return ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK + detail
+    if status in _TIMER_CODES:  # timer messages: as 5.x SendMessageProcessor answers
+        return _TIMER_CODES[status], result.error_message
     if status is PutMessageStatus.OS_PAGECACHE_BUSY:
         return ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control " \
                                           "for a while"

@@ -132,6 +132,7 @@ class BrokerCollector(Collector):
         yield from self._transactions(node)
         yield from self._storage(node)
         yield from self._replication(node)
+        yield from self._timers(node)
         yield self._rpc_latency(node)
         for kept in self._kept:
             kept.turn()
@@ -336,6 +337,33 @@ class BrokerCollector(Collector):
             for info in ha.connection_infos():
                 family.add_metric([*node, info.addr], info.diff)
         yield family
+
+    def _timers(self, node: Node) -> Iterator[Metric]:
+        """5.3's timer gauges and counters (only with timerWheelEnable, as there)."""
+        st = self.state
+        timers = st.store.timer
+        if not timers.enabled:
+            return
+        now = st.clock()
+        for name, doc, value in (
+                (n.TIMER_ENQUEUE_LAG, "Timer enqueue messages lag",
+                 timers.enqueue_behind_messages()),
+                (n.TIMER_ENQUEUE_LATENCY, "Timer enqueue latency", timers.enqueue_behind_ms(now)),
+                (n.TIMER_DEQUEUE_LAG, "Timer dequeue messages lag", timers.congest_num_total()),
+                (n.TIMER_DEQUEUE_LATENCY, "Timer dequeue latency",
+                 timers.dequeue_behind_ms(now))):
+            family = GaugeMetricFamily(name, doc, labels=n.NODE_LABELS)
+            family.add_metric(node, value)
+            yield family
+        labels = (*n.NODE_LABELS, n.TOPIC)
+        for name, doc, table in (
+                (n.TIMER_ENQUEUE_TOTAL, "Total number of timer enqueue", timers.put_by_topic),
+                (n.TIMER_DEQUEUE_TOTAL, "Total number of timer dequeue",
+                 timers.dequeue_by_topic)):
+            counter = CounterMetricFamily(name, doc, labels=labels)
+            for topic, total in list(table.items()):
+                counter.add_metric([*node, topic], total)
+            yield counter
 
     def _rpc_latency(self, node: Node) -> Metric:
         family = HistogramMetricFamily(

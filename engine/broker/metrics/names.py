@@ -36,6 +36,13 @@ STORAGE_SIZE = "rocketmq_storage_size_bytes"  # unit "bytes"
 STORAGE_FLUSH_BEHIND = "rocketmq_storage_flush_behind_bytes"  # name holds the unit already
 STORAGE_DISPATCH_BEHIND = "rocketmq_storage_dispatch_behind_bytes"
 STORAGE_MESSAGE_RESERVE_TIME = "rocketmq_storage_message_reserve_time_milliseconds"
+# timer messages (DefaultStoreMetricsConstant; the latencies have unit "milliseconds")
+TIMER_ENQUEUE_LAG = "rocketmq_timer_enqueue_lag"
+TIMER_ENQUEUE_LATENCY = "rocketmq_timer_enqueue_latency_milliseconds"
+TIMER_DEQUEUE_LAG = "rocketmq_timer_dequeue_lag"
+TIMER_DEQUEUE_LATENCY = "rocketmq_timer_dequeue_latency_milliseconds"
+TIMER_ENQUEUE_TOTAL = "rocketmq_timer_enqueue"  # counter: rocketmq_timer_enqueue_total
+TIMER_DEQUEUE_TOTAL = "rocketmq_timer_dequeue"  # counter: rocketmq_timer_dequeue_total
 # ------------------------------------------------------------------ RemotingMetricsConstant
 RPC_LATENCY = "rocketmq_rpc_latency_milliseconds"  # histogram, unit "milliseconds"
 # ------------------------------------------------------------------ this engine (no 5.3 metric)

@@ -1,6 +1,6 @@
-"""The Cluster screen's data: every broker with its role, traffic, disk and replication
-lag (the snapshots behind clusterList and haStatus), and the name servers, from one
-cluster listing per refresh."""
+"""The Cluster screen's data: every broker with its role, traffic, disk, replication lag and
+timer messages (the snapshots behind clusterList, haStatus and brokerStatus), and the name
+servers, from one cluster listing per refresh."""
 
 from __future__ import annotations
 
@@ -86,6 +86,9 @@ async def read_cluster(admin: MQAdmin) -> ClusterView:
                      "outTPS": b.out_tps,
                      "disk": f"{space * 100:.1f}%" if space is not None else None,
                      "hours": b.hours_kept, "replication": lag,
+                     "timers": b.timers_waiting,
+                     "timerLag": f"{b.timer_behind_s} s" if b.timer_behind_s is not None
+                     else None,
                      "behindBytes": r.get("behindBytes") if slave else None})
     failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in runtime.failures]
     return ClusterView(rows, namesrvs, failures)

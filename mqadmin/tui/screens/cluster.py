@@ -1,5 +1,6 @@
 """Cluster: brokers by name and role, address, version, TPS with sparklines, disk use,
-replication lag of each slave; the name servers."""
+replication lag of each slave, timer messages waiting and how far the wheel is behind; the
+name servers."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ class ClusterScreen(DashScreen):
             Col("outTPS", "TPS out", of_row=self._tps(self.tps_out, "outTPS")),
             Col("disk", "disk used"), Col("hours", "hours kept"),
             Col("replication", "replication"),
+            Col("timers", "timers"), Col("timerLag", "timer lag"),
         ], key=lambda r: str(r["key"]), sort_by="brokerName", id="brokers")
         yield Static("", id="namesrvs", classes="panel")
 

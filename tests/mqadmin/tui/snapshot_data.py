@@ -65,10 +65,12 @@ FIXED: dict[type[DashScreen], Any] = {
     ClusterScreen: ClusterView(
         [{"key": M, "cluster": "C", "brokerName": "broker-a", "brokerId": 0,
           "role": "SYNC_MASTER", "addr": M, "version": "V4_9_7", "epoch": 2, "inTPS": 120.5,
-          "outTPS": 118.25, "disk": "41.2%", "hours": 71.5, "replication": "1 slave(s)"},
+          "outTPS": 118.25, "disk": "41.2%", "hours": 71.5, "replication": "1 slave(s)",
+          "timers": 12_345, "timerLag": "0 s"},
          {"key": S, "cluster": "C", "brokerName": "broker-a", "brokerId": 1, "role": "SLAVE",
           "addr": S, "version": "V4_9_7", "epoch": 2, "inTPS": 0.0, "outTPS": 0.0,
-          "disk": "41.0%", "hours": 71.5, "replication": "1,024 B (≈12 msgs)"}],
+          "disk": "41.0%", "hours": 71.5, "replication": "1,024 B (≈12 msgs)",
+          "timers": 12_345, "timerLag": "3 s"}],
         [{"addr": "10.0.0.9:9876", "up": True, "brokers": 2, "error": ""}]),
     TopicsScreen: TopicsView(
         [{"topic": "Orders", "kind": "normal", "type": "FIFO", "read": 8, "write": 8,

@@ -1,0 +1,65 @@
+"""Timer messages across a switchover: the slave keeps its own timer log and wheel from the
+replicated commit log and follows the master's progress (GET_TIMER_CHECK_POINT); promoted in
+the middle of the deliveries, it delivers the rest, none twice."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+from engine.namesrv.controller import NamesrvController
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.message import decode_record
+from engine.remoting.client import RemotingClient
+from engine.store.config import BrokerRole
+from engine.store.timer.checkpoint import TimerCheckpoint
+from tests.broker.conftest import call
+from tests.broker.helpers import send_request
+from tests.ha.inproc import MakeBroker, until
+from tests.ha.traffic import mqadmin
+
+TOPIC = "TimedHa"
+
+
+async def test_switchover_in_the_middle_of_deliveries_delivers_each_timer_once(
+        tmp_path: Path, make_broker: MakeBroker, namesrv: NamesrvController,
+        client: RemotingClient) -> None:
+    a = await make_broker("a")
+    b = await make_broker("b", broker_id=1, broker_role=BrokerRole.SLAVE)
+    await until(lambda: bool(a.state.ha and a.state.ha.connections))
+    count = 400
+    first = int(time.time() * 1000) + 1_000
+    for i in range(count):
+        deliver_at = first + i * 4_000 // count
+        resp = await client.invoke(a.addr, send_request(
+            TOPIC, str(i).encode(), queue_id=0, extra={"TIMER_DELIVER_MS": str(deliver_at)}))
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+    # the slave parks them too, and follows the master's progress
+    await until(lambda: b.state.store.timer.queue_offset == count)
+    answer = await call(client, a.addr, RequestCode.GET_TIMER_CHECK_POINT)
+    assert answer.code == ResponseCode.SUCCESS
+    assert TimerCheckpoint.decode(answer.body or b"").read_ms > 0
+
+    store_a = a.state.store
+    await until(lambda: store_a.get_max_offset_in_queue(TOPIC, 0) >= count // 3, 15)
+    ns = f"127.0.0.1:{namesrv.port}"
+    code, _, err = await mqadmin(tmp_path, "switchover", "-n", ns, "-b", "broker-a", "--yes")
+    assert code == 0, err
+    assert not b.state.is_slave and a.state.is_slave
+    store_b = b.state.store
+    await until(lambda: store_b.get_max_offset_in_queue(TOPIC, 0) >= count, 15)
+    last_slot_done = first + 4_000 + 1_000  # the last timer's slot has closed
+    await until(lambda: store_b.timer.commit_read_ms > last_slot_done, 10)
+    assert store_b.timer.congest_num_total() == 0
+
+    seen: Counter[int] = Counter()
+    for q in range(store_b.get_max_offset_in_queue(TOPIC, 0)):
+        entry = store_b.get_queue_entry(TOPIC, 0, q)
+        assert entry is not None
+        data = store_b.look_message_by_offset(entry[0], entry[1])
+        assert data is not None
+        seen[int(decode_record(data).body)] += 1
+    assert sorted(seen) == list(range(count))
+    assert [i for i, n in seen.items() if n > 1] == []
