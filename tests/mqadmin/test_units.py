@@ -142,3 +142,16 @@ def test_a_client_is_told_grpc_by_its_proxy_or_by_its_5x_client_id() -> None:
     apache = Connection("host@12@0@1a2b3c", "10.0.0.6:2", LanguageCode.JAVA, 0)
     remoting = Connection("10.0.0.7@12#4711", "10.0.0.7:3", LanguageCode.JAVA, 0)
     assert [protocol_of(c) for c in (said, apache, remoting)] == ["gRPC", "gRPC", "remoting"]
+
+
+def test_the_groups_screen_says_how_a_group_consumes() -> None:
+    from engine.protocol.body.admin import Connection, ConsumerConnection
+    from engine.protocol.body.heartbeat import ConsumeType
+    from mqadmin.tui.data.groups import consumer_kind
+    grpc = Connection("host@1@0@abc", "10.0.0.5:1", LanguageCode.PYTHON, 0, "gRPC")
+    remoting = Connection("10.0.0.7@12", "10.0.0.7:3", LanguageCode.JAVA, 0)
+    pop = ConsumerConnection(frozenset([remoting]), consume_type=ConsumeType.CONSUME_POP)
+    both = ConsumerConnection(frozenset([grpc, remoting]),
+                              consume_type=ConsumeType.CONSUME_PASSIVELY)
+    assert [consumer_kind(pop), consumer_kind(both)] == ["POP · remoting",
+                                                         "PUSH · gRPC + remoting"]

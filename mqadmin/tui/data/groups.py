@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
+from engine.protocol.body.admin import ConsumerConnection
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.config import Endpoint
 from mqadmin.operations import consumer as consumer_ops
@@ -36,17 +37,28 @@ class GroupsView:
     source: str = ""  # where the verdicts come from: "collector" or "sampled"
 
 
-async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]) -> dict[str, int]:
+def consumer_kind(cc: ConsumerConnection) -> str:
+    """How a group's online clients consume: PUSH, PULL or POP, and over gRPC (5.x clients
+    through a proxy) or remoting, e.g. "POP · remoting", "PUSH · gRPC"."""
+    protocols = sorted({consumer_ops.protocol_of(c) for c in cc.connection_set})
+    kind = cc.consume_type.type_cn if cc.consume_type is not None else "?"
+    return f"{kind} · {' + '.join(protocols)}"
+
+
+async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]
+                  ) -> dict[str, tuple[int, str]]:
+    """Each group's online clients: how many, and how they consume."""
     gate = asyncio.Semaphore(CONCURRENCY)
 
-    async def one(group: str) -> int:
+    async def one(group: str) -> tuple[int, str]:
         async with gate:
             for addr in addrs:
                 try:
-                    return len(await admin.broker.consumer_ids(addr, group))
-                except ClientError:
+                    cc = await admin.broker.consumer_connections(addr, group)
+                except ClientError:  # not online there, or the broker is away
                     continue
-        return 0
+                return len(cc.connection_set), consumer_kind(cc)
+        return 0, ""
 
     counts = await asyncio.gather(*(one(g) for g in groups))
     return dict(zip(groups, counts, strict=True))
@@ -87,10 +99,11 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
     reports = {g.group: g for g in report.groups}
     rows = []
     for group, row in sorted(per.items()):
-        clients = online.get(group, 0)
+        clients, kind = online.get(group, (0, ""))
         verdict = judged.get(group, {})
         rows.append({**row, "tps": round(tps.get(group, 0), 2),
                      "topics": ",".join(sorted(topics[group])), "clients": clients,
+                     "kind": kind,
                      "state": ("ONLINE" if clients else "OFFLINE") if full else None,
                      "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None,
                      "verdict": verdict.get("verdict"), "rule": verdict.get("rule"),

@@ -63,7 +63,8 @@ class GroupsScreen(DashScreen):
     def body(self) -> ComposeResult:
         yield RowTable([
             Col("group", "group"), Col("verdict", "verdict", verdict, sort_on="severity"),
-            Col("state", "clients", of_row=_clients), Col("lag", "lag (msgs)", count),
+            Col("state", "clients", of_row=_clients), Col("kind", "consumers"),
+            Col("lag", "lag (msgs)", count),
             Col("lagTime", "lag (time)"), Col("trend", "lag trend", of_row=self._trend),
             Col("eta", "drain ETA"), Col("tps", "consume TPS"), Col("topics", "topics"),
             Col("risk", "retention risk", _risk), Col("rule", "rule"),

@@ -86,10 +86,15 @@ FIXED: dict[type[DashScreen], Any] = {
           "lagTime": "2 h 5 min", "eta": "never at the current rate", "tps": 0.0,
           "topics": "Orders", "risk": "loses ≈ 1,240 messages in 5 h 12 min unless it "
                                       "consumes 2.3× faster",
-          "rule": "STOP: no commit for 2 h", "history": [100, 400, 900, 1523], "state": "OFFLINE"},
+          "rule": "STOP: no commit for 2 h", "history": [100, 400, 900, 1523], "state": "OFFLINE",
+          "kind": ""},
+         {"group": "notify", "verdict": "OK", "clients": 3, "lag": 40, "lagTime": "0.2 s",
+          "eta": "caught up", "tps": 210.0, "topics": "Orders", "risk": None, "rule": "",
+          "history": [30, 52, 41, 40], "state": "ONLINE", "kind": "PUSH · gRPC"},
          {"group": "shipping", "verdict": "OK", "clients": 2, "lag": 3, "lagTime": "0.4 s",
           "eta": "caught up", "tps": 50.0, "topics": "Orders", "risk": None, "rule": "",
-          "history": [5, 2, 4, 3], "state": "ONLINE"}], source="collector"),
+          "history": [5, 2, 4, 3], "state": "ONLINE", "kind": "POP · remoting"}],
+        source="collector"),
     DlqScreen: DlqView(
         [{"group": "billing", "deadLetters": 412, "unhandled": 400, "lastHour": 12,
           "lastDay": 412, "oldest": T0, "newest": T0, "topTopics": "Orders (412)",
