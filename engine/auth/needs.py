@@ -24,6 +24,7 @@ from engine.auth.model import Action, Resource, ResourcePattern, ResourceType
 from engine.protocol import fastjson
 from engine.protocol.body.heartbeat import HeartbeatData
 from engine.protocol.body.lock import LockBatchRequestBody
+from engine.protocol.body.pop import BatchAckMessageRequestBody
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.codes import RequestCode as C
 from engine.protocol.command import RemotingCommand
@@ -152,6 +153,17 @@ def _locks(body: bytes) -> list[Need]:
     return out
 
 
+def _batch_ack(body: bytes) -> list[Need]:
+    """5.x BATCH_ACK_MESSAGE: Sub on each acked topic and its group (as ACK_MESSAGE)."""
+    data = from_json(BatchAckMessageRequestBody, fastjson.loads(body or b"{}"))
+    out: list[Need] = []
+    for ack in data.acks:
+        out.append((group(ack.consumer_group), SUB))
+        if not ack.topic.startswith(RETRY_PREFIX):
+            out.append((Resource(T, ack.topic), SUB))
+    return out
+
+
 def _create_group(body: bytes) -> list[Need]:
     config = from_json(SubscriptionGroupConfig, fastjson.loads(body or b"{}"))
     return [(group(config.group_name), CREATE)]
@@ -182,6 +194,13 @@ NEEDS: dict[int, Rule] = {
     C.UPDATE_CONSUMER_OFFSET: _topic_and_group(SUB_UPDATE),
     C.CONSUMER_SEND_MSG_BACK: Rule(("group",), from_fields=lambda v: [(group(v[0]), SUB)]),
     C.HEART_BEAT: Rule(from_body=_heartbeat),
+    C.POP_MESSAGE: _topic_and_group(SUB),  # 5.x POP: 5.3 annotates each header with Sub
+    C.ACK_MESSAGE: _topic_and_group(SUB),
+    C.BATCH_ACK_MESSAGE: Rule(from_body=_batch_ack),
+    C.CHANGE_MESSAGE_INVISIBLETIME: _topic_and_group(SUB),
+    C.PEEK_MESSAGE: _topic_and_group(SUB),
+    C.NOTIFICATION: _topic_and_group(SUB),
+    C.POLLING_INFO: _topic_and_group(GET),
     C.UNREGISTER_CLIENT: Rule(("consumerGroup",), from_fields=_group_if_named),
     C.LOCK_BATCH_MQ: Rule(from_body=_locks),
     C.UNLOCK_BATCH_MQ: Rule(from_body=_locks),

@@ -38,6 +38,10 @@ class ClientChannel:
     language: int
     version: int
     last_update_ms: int
+    #: Said by a proxy registering a client of its own: the client's protocol ("gRPC") and
+    #: its address (the connection's is the proxy's).
+    protocol: str | None = None
+    client_addr: str | None = None
 
 
 @dataclass(slots=True)

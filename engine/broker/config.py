@@ -21,7 +21,8 @@ from engine.remoting.address import local_ip
 
 #: Keys UPDATE_BROKER_CONFIG refuses to change at run time (4.9.7 also refuses paths).
 PROTECTED_KEYS = frozenset({"brokerConfigPath", "storePathRootDir", "storePathCommitLog",
-                            "listenPort", "brokerName", "brokerClusterName", "brokerId"})
+                            "listenPort", "brokerName", "brokerClusterName", "brokerId",
+                            "reviveQueueNum"})
 
 
 class MetricsExporterType(enum.Enum):
@@ -101,11 +102,30 @@ class BrokerConfig:
     metrics_exporter_type: MetricsExporterType = MetricsExporterType.DISABLE
     metrics_prom_exporter_host: str = ""  # empty: brokerIP1, as 5.x
     metrics_prom_exporter_port: int = 5557
+    # ------------------------------------------------------------ 5.x POP (docs/pop.md)
+    revive_queue_num: int = 8  # queues of the revive topic (fixed once the broker has started)
+    revive_interval: int = 1000  # ms between two rounds of the revive service
+    revive_max_slow: int = 3  # idle rounds stretch to reviveMaxSlow x reviveInterval
+    pop_polling_size: int = 1024  # held POP requests per topic@group@queue
+    pop_polling_map_size: int = 100_000  # topic@group@queue keys that may hold requests
+    max_pop_polling_size: int = 100_000  # held POP and NOTIFICATION requests in all
+    pop_from_retry_probability: int = 20  # percent of pops that read the retry topic first
+    enable_retry_topic_v2: bool = False  # %RETRY%group+topic instead of %RETRY%group_topic
+    retrieve_message_from_pop_retry_topic_v1: bool = True
+    init_pop_offset_by_check_msg_in_mem: bool = True
+    pop_response_return_actual_retry_topic: bool = False
+    enable_pop_message_threshold: bool = False
+    pop_inflight_message_threshold: int = 10_000
     # ------------------------------------------------------------ topic attributes (5.x)
     enable_mixed_message_type: bool = False  # allow `+message.type=MIXED` on a topic
     # ------------------------------------------------------------ this engine
     logs_dir: str = field(default_factory=lambda: os.path.join(
         os.path.expanduser("~"), "logs", "rocketmqlogs"))
+
+    def __post_init__(self) -> None:
+        problem = _pop_settings_problem(self)
+        if problem is not None:
+            raise configlib.ConfigError(problem)
 
     @property
     def broker_addr(self) -> str:
@@ -146,6 +166,25 @@ class BrokerConfig:
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in (self.namesrv_addr or "").split(";") if a.strip()]
+
+
+def _pop_settings_problem(c: BrokerConfig) -> str | None:
+    """Why the POP settings cannot work together, or None."""
+    if not 1 <= c.revive_queue_num < 999:  # 999 is the FIFO receipts' revive queue id
+        return f"reviveQueueNum={c.revive_queue_num} must be between 1 and 998"
+    for key, value in (("reviveInterval", c.revive_interval), ("reviveMaxSlow", c.revive_max_slow)):
+        if value < 1:
+            return f"{key}={value} must be at least 1"
+    for key, value in (("popPollingSize", c.pop_polling_size),
+                       ("popPollingMapSize", c.pop_polling_map_size),
+                       ("maxPopPollingSize", c.max_pop_polling_size),
+                       ("popInflightMessageThreshold", c.pop_inflight_message_threshold)):
+        if value < 0:
+            return f"{key}={value} must not be negative"
+    if not 0 <= c.pop_from_retry_probability <= 100:
+        return (f"popFromRetryProbability={c.pop_from_retry_probability} is a percentage: "
+                "use 0 to 100")
+    return None
 
 
 def read_properties_file(path: str) -> dict[str, str]:

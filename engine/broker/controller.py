@@ -79,6 +79,9 @@ class BrokerController:
             PeriodicService("stats-sampler", 1.0, st.stats.sample),
             st.schedule,
             self.transaction_check,
+            PeriodicService("flush-consumer-order-info",
+                            st.config.flush_consumer_offset_interval / 1000, st.pop.order.persist),
+            st.pop.revive,
         ]
         #: /metrics (metricsExporterType=PROM); prometheus_client is imported only then.
         self.metrics: MetricsExporter | None = None
@@ -133,6 +136,7 @@ class BrokerController:
         st.topics.load()
         st.groups.load()
         st.offsets.load()
+        st.pop.order.load()
         st.schedule.load()
         try:
             self.access.start()
@@ -155,6 +159,7 @@ class BrokerController:
         if self.server.port != st.config.listen_port:  # port 0: advertise the real port
             st.config = dataclasses.replace(st.config, listen_port=self.server.port)
         await st.store.start()
+        st.pop.ensure_loaded()  # a master replays its revive queues before serving a POP
         for service in self.services:
             service.start()
         await self.roles.start()
@@ -196,6 +201,7 @@ class BrokerController:
         # open (heavy traffic, peers stuck mid-frame), and the services below write files.
         if self.fast_server is not None:
             await self.fast_server.stop()
+        st.pop.polling.wake_all()  # held POP / NOTIFICATION requests answer before the close
         await self.server.stop()
         await self.roles.stop()
         await self.access.stop()
@@ -203,7 +209,7 @@ class BrokerController:
             await service.stop()
         if st.ha is not None:
             await st.ha.stop()
-        for manager in (st.offsets, st.topics, st.groups):
+        for manager in (st.offsets, st.topics, st.groups, st.pop.order):
             await manager.wait_persisted()  # a background write shares the file's .tmp path
             manager.flush()
         await st.store.shutdown()

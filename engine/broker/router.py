@@ -13,6 +13,8 @@ from engine.broker.handlers import (
     ha,
     lock,
     offsets,
+    pop,
+    pop_ack,
     pull,
     query,
     send,
@@ -23,7 +25,8 @@ from engine.broker.handlers import (
 from engine.remoting.router import Router
 
 MODULES = (admin_auth, admin_acl_v1, send, send_back, transaction, pull, offsets, client, lock,
-           query, admin_topic, admin_group, admin_broker, admin_consumer, store_admin, ha)
+           query, admin_topic, admin_group, admin_broker, admin_consumer, store_admin, ha, pop,
+           pop_ack)
 
 
 def build_router() -> Router:

@@ -11,6 +11,7 @@ from engine.broker.config import BrokerConfig
 from engine.broker.groups import SubscriptionGroupManager
 from engine.broker.locks import RebalanceLockManager
 from engine.broker.offsets import ConsumerOffsetManager
+from engine.broker.pop.service import PopService
 from engine.broker.schedule import ScheduleMessageService
 from engine.broker.stats import BrokerStats
 from engine.broker.topics import TopicConfigManager
@@ -52,6 +53,8 @@ class BrokerState:
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)
         self.stats = BrokerStats()
+        #: 5.x POP: checkpoints, revive, FIFO order info, held pops (docs/pop.md).
+        self.pop = PopService(self)
         #: Outbound calls: name servers, and (as a slave) the master.
         self.client = RemotingClient()
         #: What a slave learned from the name servers' answers.

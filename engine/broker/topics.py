@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from engine.broker.config import BrokerConfig
 from engine.broker.persist import Persister
+from engine.broker.pop.names import revive_topic
 from engine.protocol import attributes as attrs
 from engine.protocol.body.topic import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from engine.protocol.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
@@ -101,6 +102,8 @@ class TopicConfigManager:
         if b.trace_topic_enable:
             builtin.append(TopicConfig(b.msg_trace_topic_name, 1, 1))
         builtin.append(TopicConfig(f"{b.broker_cluster_name}_REPLY_TOPIC", 1, 1))
+        builtin.append(TopicConfig(revive_topic(b.broker_cluster_name), b.revive_queue_num,
+                                   b.revive_queue_num))  # 5.x POP checkpoints and acks
         for config in builtin:
             self.table[config.topic_name] = config
             self.system_topics.add(config.topic_name)

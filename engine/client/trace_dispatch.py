@@ -5,8 +5,9 @@ How this works (Apache's `AsyncTraceDispatcher`): the hooks call `append` (or
 (`trace.encode`), into a bounded queue with its message id and KEYS, or, when the queue is
 full, is dropped and counted.  One asyncio task wakes when the queue stops being empty,
 waits until `batch_records` records are queued or `linger` seconds have passed, and sends up
-to that many (at most 118 KB of text) as one message to the trace topic (KEYS = every traced
-message id and key, the keys `encode_batch` gives) with its own producer, group
+to that many (at most 118 KB of text, and as many as keep the KEYS property within its
+limit) as one message to the trace topic (KEYS = every traced message id and key, the keys
+`encode_batch` gives) with its own producer, group
 ``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>``, on the host's client instance.  A
 send that fails is logged and counted; nothing reaches the business send.  `stop()` sends
 what is queued (waiting at most `flush_timeout`), then stops the task.
@@ -30,8 +31,8 @@ from engine.protocol.trace import (
     encode,
 )
 
-#: A record encoded (`trace.encode`, `trace.pub_text`), with its message id and KEYS value
-#: (None without keys), from which `_take` makes its keys as `trace.keys_of` does.
+#: A record encoded (`trace.encode`, or as the Pub hook writes it), with its message id and
+#: KEYS value (None without keys), from which `_take` makes its keys as `trace.keys_of` does.
 Encoded = tuple[str, str, str | None]
 
 if TYPE_CHECKING:
@@ -39,11 +40,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-QUEUE_SIZE = 1024  # AsyncTraceDispatcher's traceContextQueue
-BATCH_RECORDS = 100  # its batchSize
+QUEUE_SIZE = 2048  # AsyncTraceDispatcher's queueSize (4.9) and traceContextQueue (5.x)
+#: records of one trace message: 4.9.8 fills each to BATCH_BYTES (some 500-700 Pub records);
+#: a trace message costs the client about as much whatever its size, so few large ones cost
+#: a traced producer less than many small ones (batches of 100: ~1 us more CPU a send)
+BATCH_RECORDS = 500
 BATCH_BYTES = 128_000 - 10_000  # its maxMsgSize less the margin it keeps
+#: KEYS of one trace message, at most: its properties must stay within 32767 bytes
+KEYS_BYTES = 30_000
 LINGER = 0.5  # s: its waitTimeThresholdMil
 SEND_TIMEOUT_MS = 5000
+#: zlib level of a trace message's body (deflated from 4 KiB like any message's): any level
+#: inflates alike, and trace text is so repetitive that level 1 deflates it nearly as well
+#: as the default 5 (a batch of 100 Pub records: 716 bytes against 688) in half the time
+COMPRESS_LEVEL = 1
 
 
 class TraceDispatcher:
@@ -75,7 +85,7 @@ class TraceDispatcher:
         self.producer = Producer(
             f"{TRACE_GROUP_PREFIX}-{group}-{role}", instance=instance, register=False,
             options=ProducerOptions(send_msg_timeout=SEND_TIMEOUT_MS,
-                                    max_message_size=128_000))
+                                    max_message_size=128_000, compress_level=COMPRESS_LEVEL))
 
     @property
     def running(self) -> bool:
@@ -99,7 +109,7 @@ class TraceDispatcher:
         if queued == 0:
             self._idle.clear()
             self._arrived.set()
-        if queued + 1 >= self.batch_records:
+        if queued + 1 == self.batch_records:  # beyond it `_run` does not wait for `_full`
             self._full.set()
 
     def _drop(self) -> None:
@@ -142,6 +152,7 @@ class TraceDispatcher:
             log.warning("trace dispatcher stopped with %d records unsent", len(self._queue))
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             if not self._queue:
                 self._idle.set()
@@ -149,18 +160,30 @@ class TraceDispatcher:
                 await self._arrived.wait()
             if len(self._queue) < self.batch_records and not self._hurry:
                 self._full.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._full.wait(), self.linger)
+                # a timer rather than wait_for, which makes a task per batch
+                timer = loop.call_later(self.linger, self._full.set)
+                try:
+                    await self._full.wait()
+                finally:
+                    timer.cancel()
             batch = self._take()
             if batch[0]:
                 await self._send(batch)
 
     def _take(self) -> tuple[list[str], list[str]]:
-        """Up to `batch_records` records, or 118 KB of them (the last one passing it), with
-        their keys: each message id, then each of their KEYS."""
+        """Up to `batch_records` records, or 118 KB of them (the last one passing it), or as
+        many as keep their keys within `KEYS_BYTES` (at least one), with those keys: each
+        message id, then each of their KEYS (`_send` keeps each once)."""
         queue = self._queue
-        popleft = queue.popleft
-        taken = [popleft() for _ in range(min(len(queue), self.batch_records))]
+        count = min(len(queue), self.batch_records)
+        if count == len(queue):  # the usual case: all of them, without a pop each
+            taken = list(queue)
+            queue.clear()
+        else:
+            popleft = queue.popleft
+            taken = [popleft() for _ in range(count)]
+        if not taken:
+            return [], []
         texts = [t for t, _, _ in taken]
         if sum(map(len, texts)) >= BATCH_BYTES:
             size = end = 0
@@ -169,10 +192,19 @@ class TraceDispatcher:
                 end += 1
             queue.extendleft(reversed(taken[end:]))  # back in front, in their order
             del taken[end:], texts[end:]
-        keys = [msg_id for _, msg_id, _ in taken]
-        joined = KEY_SEPARATOR.join([k for _, _, k in taken if k])
-        if joined:
-            keys.extend([k for k in joined.split(KEY_SEPARATOR) if k])
+        keys = _keys(taken)
+        if len(taken) > 1 and len(KEY_SEPARATOR.join(keys).encode()) > KEYS_BYTES:
+            size = end = 0  # rare (long keys): the records whose keys fit, at least one
+            for _, msg_id, record_keys in taken:
+                size += len(msg_id.encode()) + 1 + (len(record_keys.encode()) + 1
+                                                     if record_keys else 0)
+                if size > KEYS_BYTES:
+                    break
+                end += 1
+            end = max(end, 1)
+            queue.extendleft(reversed(taken[end:]))
+            del taken[end:], texts[end:]
+            keys = _keys(taken)
         return texts, keys
 
     async def _send(self, batch: tuple[list[str], list[str]]) -> None:
@@ -185,3 +217,12 @@ class TraceDispatcher:
             log.warning("%d trace records not sent to %s: %s", len(texts), self.topic, exc)
         else:
             self.sent += len(texts)
+
+
+def _keys(taken: list[Encoded]) -> list[str]:
+    """Each record's message id, then each of their KEYS (in that order)."""
+    keys = [msg_id for _, msg_id, _ in taken]
+    joined = KEY_SEPARATOR.join([k for _, _, k in taken if k])
+    if joined:
+        keys.extend(filter(None, joined.split(KEY_SEPARATOR)))
+    return keys

@@ -171,7 +171,8 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
     FILTER_DATA_NOT_EXIST = 27
     FILTER_DATA_NOT_LATEST = 28
-    INVALID_PARAMETER = 29  # 5.x (topic attributes: MIXED refused)
+    INVALID_PARAMETER = 29  # 5.x (POP_MESSAGE: more than 32 messages or a queue out of range;
+    # topic attributes: MIXED refused)
     TRANSACTION_SHOULD_COMMIT = 200
     TRANSACTION_SHOULD_ROLLBACK = 201
     TRANSACTION_STATE_UNKNOW = 202

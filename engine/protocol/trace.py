@@ -171,9 +171,8 @@ def pub_text(timestamp: int, region_id: str, group: str, topic: str, msg_id: str
              tags: str | None, keys: str | None, store_host: str, body_length: int,
              cost_ms: int, msg_type: MessageType, offset_msg_id: str | None,
              success: bool) -> str:
-    """`encode` of the PubRecord with these fields, without making the record (a traced
-    producer writes one per send)."""
-    c = CONTENT_SPLITOR  # _o and _b written out: a traced producer runs this once per send
+    """`encode` of the PubRecord with these fields, without making the record."""
+    c = CONTENT_SPLITOR
     return (f"Pub{c}{timestamp}{c}{region_id}{c}{group}{c}{topic}{c}{msg_id}{c}"
             f"{_NULL if tags is None else tags}{c}{_NULL if keys is None else keys}{c}"
             f"{store_host}{c}{body_length}{c}{cost_ms}{c}{int(msg_type)}{c}"

@@ -24,6 +24,9 @@ from collections.abc import Callable
 from engine.client.errors import ClientError
 from engine.protocol import fastjson
 from engine.protocol.body.heartbeat import (
+    GRPC_PROTOCOL,
+    PROXY_CLIENT_ADDR,
+    PROXY_PROTOCOL,
     ConsumeFromWhere,
     ConsumerData,
     ConsumeType,
@@ -155,7 +158,10 @@ class ClientSession:
     async def register(self, masters: dict[str, str]) -> None:
         """HEART_BEAT to each broker of `masters` on the client's behalf (failures logged)."""
         body = fastjson.dumpb(to_json(self.heartbeat_data()))
-        cmd = self._command(RequestCode.HEART_BEAT, body=body)
+        ext = {PROXY_PROTOCOL: GRPC_PROTOCOL}
+        if self.remote_addr:
+            ext[PROXY_CLIENT_ADDR] = self.remote_addr
+        cmd = self._command(RequestCode.HEART_BEAT, ext, body=body)
 
         async def one(name: str, addr: str) -> None:
             try:

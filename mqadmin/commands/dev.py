@@ -53,7 +53,8 @@ def dev_up(
 
     Demo data: topics DemoOrders and DemoPayments; group demo-consumer fails every order
     whose key ends in 7, so %DLQ%demo-consumer fills within a minute; group demo-laggard
-    falls behind.  The cluster is saved as the context "dev".
+    falls behind; group demo-grpc consumes DemoPayments with the 5.x Python client over
+    gRPC.  The cluster is saved as the context "dev".
 
     Access control (unless --open): a generated SUPER user (dev-admin) is saved with the
     "dev" context, and the demo traffic signs as demo-app, a NORMAL user allowed only Pub/Sub

@@ -60,7 +60,7 @@ DELAY_LEVELS = "1s 2s 3s 4s 5s"
 #: Topic -> queues.
 DEMO_TOPICS = {"DemoOrders": 4, "DemoPayments": 2}
 #: Group -> retries before its dead-letter queue.
-DEMO_GROUPS = {"demo-consumer": 2, "demo-laggard": 2}
+DEMO_GROUPS = {"demo-consumer": 2, "demo-laggard": 2, "demo-grpc": 2}
 #: Broker process -> whether it starts as the slave (brokerId 1) the very first time.
 BROKERS = {"broker-a-n1": False, "broker-a-n2": True}
 #: Start order; `down` stops in the reverse order.
@@ -229,6 +229,8 @@ def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float,
     elif name == "traffic":
         args = ["-m", "mqadmin.dev.traffic", "-n", state.namesrv, "--data-dir", str(data_dir),
                 "--rate", str(rate)]
+        if state.grpc:  # group demo-grpc: the 5.x Python client through the proxies
+            args += ["--grpc", ";".join(state.grpc.values())]
         if access.existing(data_dir) is not None:  # the demo app's key, not the operator's
             args += ["--credentials", str(data_dir / access.APP_FILE)]
     elif name == "lag":

@@ -10,10 +10,12 @@ deliveries: after the group's two retries it lands in ``%DLQ%demo-consumer``, an
 (`mqadmin dlq resend`, or a CONSUME_MESSAGE_DIRECTLY from a dashboard) is a later delivery,
 which succeeds.  Group ``demo-laggard`` takes one payment every two seconds, fewer than are
 sent, so it lags.  Send and consume errors go to stderr (the process's log) with a time;
-every minute a summary line says what was sent, consumed and failed.  The orders consumer
-deduplicates by order key (`Dedupe`, docs/client.md): a redelivery or an `--again` redrive
-of an order already consumed is acknowledged without running it twice.  SIGTERM or SIGINT
-stop it after the clients unregister.
+every minute a summary line says what was sent, consumed and failed.  With `--grpc`, group
+``demo-grpc`` consumes DemoPayments with the official RocketMQ 5 Python client
+(rocketmq-python-client) through the brokers' gRPC proxies, as a 5.x application would.
+The orders consumer deduplicates by order key (`Dedupe`, docs/client.md): a redelivery or
+an `--again` redrive of an order already consumed is acknowledged without running it twice.
+SIGTERM or SIGINT stop it after the clients unregister.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from engine.client import (
     ClientConfig,
@@ -56,7 +59,8 @@ MAX_RETRIES = 2
 LAGGARD_PAUSE = 2.0
 SUMMARY_EVERY = 60.0
 REMEMBERED = 100_000  # poison keys remembered (their delivery counts)
-KEYS_DB = "consumed-keys.db"  # the orders consumer's record of consumed order keys
+KEYS_DB = "consumed-keys.db"
+GRPC_GROUP = "demo-grpc"  # the orders consumer's record of consumed order keys
 
 
 @dataclass(slots=True)
@@ -66,6 +70,7 @@ class Counts:
     consumed: int = 0
     failed: int = 0
     redriven: int = 0
+    grpc_consumed: int = 0
 
 
 @dataclass(slots=True)
@@ -142,6 +147,29 @@ def laggard(namesrv: str, counts: Counts) -> PushConsumer:
     return consumer
 
 
+def grpc_consumer(endpoints: str, counts: Counts) -> Any | None:
+    """Group demo-grpc: a 5.x PushConsumer of DemoPayments through the gRPC proxies (None,
+    with a warning, where the 5.x client is not installed)."""
+    try:
+        from rocketmq.v5.client import ClientConfiguration
+        from rocketmq.v5.client import Credentials as GrpcCredentials
+        from rocketmq.v5.consumer import ConsumeResult, MessageListener, PushConsumer
+        from rocketmq.v5.model import FilterExpression
+    except ImportError:
+        log.warning("group %s left out: rocketmq-python-client is not installed", GRPC_GROUP)
+        return None
+
+    class Listener(MessageListener):  # type: ignore[misc]
+        def consume(self, message: object) -> object:
+            counts.grpc_consumed += 1
+            return ConsumeResult.SUCCESS
+
+    keys = (GrpcCredentials(CREDENTIALS.access_key, CREDENTIALS.secret_key)
+            if CREDENTIALS is not None else GrpcCredentials())
+    return PushConsumer(ClientConfiguration(endpoints, keys), GRPC_GROUP, Listener(),
+                        {"DemoPayments": FilterExpression("*")})
+
+
 async def _send(producer: Producer, msg: Message, counts: Counts) -> None:
     try:
         await producer.send(msg)
@@ -152,7 +180,7 @@ async def _send(producer: Producer, msg: Message, counts: Counts) -> None:
 
 
 async def run(namesrv: str, rate: float, stop: asyncio.Event,
-              data_dir: Path | None = None) -> None:
+              data_dir: Path | None = None, grpc: str | None = None) -> None:
     """Produce and consume until `stop` is set; with `data_dir`, the orders consumer
     records consumed order keys in `data_dir`/traffic/consumed-keys.db."""
     counts = Counts()
@@ -165,6 +193,13 @@ async def run(namesrv: str, rate: float, stop: asyncio.Event,
     await producer.start()
     for consumer in consumers:
         await consumer.start()
+    five = grpc_consumer(grpc, counts) if grpc else None
+    if five is not None:
+        try:
+            await asyncio.to_thread(five.startup)
+        except Exception as exc:  # the proxies are not up yet: the 4.x traffic goes on
+            log.error("group %s did not start: %s: %s", GRPC_GROUP, type(exc).__name__, exc)
+            five = None
     clock = asyncio.get_running_loop().time
     next_summary = clock() + SUMMARY_EVERY
     n = 0
@@ -178,27 +213,29 @@ async def run(namesrv: str, rate: float, stop: asyncio.Event,
                 await _send(producer, Message("DemoPayments", body, tags="Paid",
                                               keys=f"payment-{n}"), counts)
             if clock() >= next_summary:
-                log.warning("sent %d (%d send errors), consumed %d, failed %d, redriven %d",
-                            counts.sent, counts.send_errors, counts.consumed, counts.failed,
-                            counts.redriven)
+                log.warning("sent %d (%d send errors), consumed %d, failed %d, redriven %d, "
+                            "consumed over gRPC %d", counts.sent, counts.send_errors,
+                            counts.consumed, counts.failed, counts.redriven,
+                            counts.grpc_consumed)
                 next_summary = clock() + SUMMARY_EVERY
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 1 / rate)
     finally:  # all at once, so SIGTERM ends the process well within `dev down`'s timeout
         await asyncio.gather(*(c.shutdown() for c in consumers), producer.shutdown(),
+                             *([asyncio.to_thread(five.shutdown)] if five is not None else []),
                              return_exceptions=True)
         if store is not None:
             await store.close()
 
 
-async def _main(namesrv: str, rate: float, data_dir: Path | None) -> None:
+async def _main(namesrv: str, rate: float, data_dir: Path | None, grpc: str | None) -> None:
     stop = asyncio.Event()
     running = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         running.add_signal_handler(sig, stop.set)
     while not stop.is_set():
         try:
-            await run(namesrv, rate, stop, data_dir)
+            await run(namesrv, rate, stop, data_dir, grpc)
         except Exception as exc:  # the name server is away at start: try again soon
             log.error("demo traffic: %s: %s; retrying in 2 s", type(exc).__name__, exc)
             with contextlib.suppress(TimeoutError):
@@ -212,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", help="the dev cluster's data directory (marks the "
                                            "process as the cluster's)")
     parser.add_argument("--rate", type=float, default=5.0, help="orders a second")
+    parser.add_argument("--grpc", help="the gRPC proxies' endpoints (host:port;host:port): "
+                                       f"group {GRPC_GROUP} consumes over gRPC")
     parser.add_argument("--credentials", help="JSON file with the accessKey and secretKey to "
                                               "sign with (the dev cluster's demo-app user)")
     args = parser.parse_args(argv)
@@ -222,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
     data_dir = Path(args.data_dir) if args.data_dir else None
-    loop.run(_main(args.namesrvAddr, max(args.rate, 0.1), data_dir))
+    loop.run(_main(args.namesrvAddr, max(args.rate, 0.1), data_dir, args.grpc))
     return 0
 
 

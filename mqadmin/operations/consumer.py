@@ -26,7 +26,7 @@ from engine.client.admin import MQAdmin, merge_consume_stats
 from engine.client.errors import ClientError, ServerSystemError, TopicNotExistError
 from engine.client.results import PullStatus
 from engine.protocol.body.admin import Connection, ConsumerConnection, ConsumerRunningInfo
-from engine.protocol.body.heartbeat import ConsumeType
+from engine.protocol.body.heartbeat import GRPC_PROTOCOL, ConsumeType
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import TargetNotFound
@@ -39,14 +39,14 @@ Row = dict[str, Any]
 PROGRESS_COLUMNS = ("topic", "brokerName", "queueId", "brokerOffset", "consumerOffset",
                     "clientIP", "diff", "inflight", "lagMs", "oldestUnconsumed", "lastTime")
 GROUPS_COLUMNS = ("group", "count", "version", "type", "model", "tps", "diffTotal")
-CONNECTION_COLUMNS = ("clientId", "clientAddr", "language", "version", "consumeType",
+CONNECTION_COLUMNS = ("clientId", "clientAddr", "language", "version", "protocol", "consumeType",
                       "messageModel", "consumeFromWhere", "subscriptions")
 STATUS_COLUMNS = ("clientId", "version", "subscriptions", "queues", "pullTPS", "consumeOkTPS",
                   "consumeFailedTPS", "consumeFailedMsgs", "error")
 CLIENT_QUEUE_COLUMNS = ("topic", "brokerName", "queueId", "commitOffset", "cachedMsgCount",
                         "cachedMsgMinOffset", "cachedMsgMaxOffset", "cachedMsgSizeMiB",
                         "locked", "dropped", "lastPullTime", "lastConsumeTime")
-PRODUCER_COLUMNS = ("clientId", "clientAddr", "language", "version")
+PRODUCER_COLUMNS = ("clientId", "clientAddr", "language", "version", "protocol")
 ALLOCATE_COLUMNS = ("clientId", "topic", "brokerName", "queueId")
 TOTAL = "(total)"
 #: Seconds to wait for a client's running info in consumerProgress (the rest goes on).
@@ -319,13 +319,22 @@ async def consumer_connection(admin: MQAdmin, group: str) -> ConsumerConnection:
         raise
 
 
+def protocol_of(c: Connection) -> str:
+    """How a client reaches the cluster: "gRPC" when this engine's proxy registered it (it
+    says so); Apache's proxy does not say, but a 5.x client's id (host@pid@index@time, three
+    "@" where a remoting client's has one or two) gives it away; otherwise "remoting"."""
+    if c.protocol:
+        return c.protocol
+    return GRPC_PROTOCOL if c.client_id.count("@") == 3 else "remoting"
+
+
 def connection_rows(cc: ConsumerConnection | None) -> list[Row]:
     """consumerConnection's rows (CONNECTION_COLUMNS), one per client, sorted by id."""
     if cc is None:
         return []
     subs = "; ".join(f"{t}:{s.sub_string}" for t, s in sorted(cc.subscription_table.items()))
     return [{"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language.name,
-             "version": version_desc(c.version),
+             "version": version_desc(c.version), "protocol": protocol_of(c),
              "consumeType": cc.consume_type.name if cc.consume_type else None,
              "messageModel": cc.message_model.name if cc.message_model else None,
              "consumeFromWhere": cc.consume_from_where.name if cc.consume_from_where else None,
@@ -390,7 +399,8 @@ async def producer_connection(admin: MQAdmin, group: str, topic: str) -> list[Ro
         except ServerSystemError:
             continue
         return [{"clientId": c.client_id, "clientAddr": c.client_addr,
-                 "language": c.language.name, "version": version_desc(c.version)}
+                 "language": c.language.name, "version": version_desc(c.version),
+                 "protocol": protocol_of(c)}
                 for c in sorted(pc.connection_set, key=lambda c: c.client_id)]
     raise TargetNotFound(f"no producer of group '{group}' is connected to the brokers of "
                          f"topic '{topic}'. Check the group name and that the producer runs.")

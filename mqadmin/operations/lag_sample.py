@@ -53,7 +53,7 @@ _STR = rb'"((?:[^"\\]|\\.)*)"'
 #: One entry of a ConsumeStats offset table as fastjson writes it (fields sorted).
 _ENTRY = re.compile(rb'\{"brokerName":' + _STR + rb',"queueId":(-?\d+),"topic":' + _STR
                     + rb'\}:\{"brokerOffset":(-?\d+),"consumerOffset":(-?\d+),'
-                    rb'"lastTimestamp":(-?\d+)\}')
+                    rb'"lastTimestamp":(-?\d+)(?:,"pullOffset":(-?\d+))?\}')
 
 
 def _text(raw: bytes) -> str:
@@ -66,7 +66,8 @@ def decode_consume_stats(body: bytes | None, addr: str) -> dict[MessageQueue, Of
     if not body:
         return {}
     found = {MessageQueue(_text(m[3]), _text(m[1]), int(m[2])):
-             OffsetWrapper(int(m[4]), int(m[5]), int(m[6])) for m in _ENTRY.finditer(body)}
+             OffsetWrapper(int(m[4]), int(m[5]), int(m[6]), int(m[7]) if m[7] else None)
+             for m in _ENTRY.finditer(body)}
     if len(found) == body.count(b'"queueId":'):
         return found
     return decode_body(ConsumeStats, body, addr).offset_table

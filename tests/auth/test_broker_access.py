@@ -31,6 +31,9 @@ CLIENT_CODES = {
     RequestCode.GET_CONSUMER_LIST_BY_GROUP, RequestCode.LOCK_BATCH_MQ,
     RequestCode.UNLOCK_BATCH_MQ, RequestCode.CHECK_CLIENT_CONFIG,
     RequestCode.CONSUME_MESSAGE_DIRECTLY,  # Sub on its group and topic, as in 5.3
+    RequestCode.POP_MESSAGE, RequestCode.ACK_MESSAGE, RequestCode.BATCH_ACK_MESSAGE,
+    RequestCode.CHANGE_MESSAGE_INVISIBLETIME, RequestCode.PEEK_MESSAGE,
+    RequestCode.NOTIFICATION,  # 5.x POP: Sub (POLLING_INFO needs Get, as in 5.3)
 }
 
 #: Fields naming APP's own topic and group, so a refusal is about the action, not the name.

@@ -46,6 +46,8 @@ BODIES = {
     C.LOCK_BATCH_MQ: {"consumerGroup": "g1", "clientId": "c",
                       "mqSet": [{"topic": "t1", "brokerName": "b", "queueId": 0}]},
     C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: {"groupName": "g1"},
+    C.BATCH_ACK_MESSAGE: {"acks": [{"c": "g1", "t": "t1", "r": "0", "so": 0, "q": 0, "rq": 0,
+                                    "pt": 1, "it": 1, "b": "AQ=="}]},
 }
 BODIES[C.UNLOCK_BATCH_MQ] = BODIES[C.LOCK_BATCH_MQ]
 

@@ -152,7 +152,7 @@ async def test_offset_tables_keyed_by_message_queue(apache: tuple[str, Requests]
                                                     broker_admin: BrokerAdmin) -> None:
     addr, seen = apache
     stats = await broker_admin.consume_stats(addr, "CG", "T")
-    assert stats.offset_table == {mq(): OffsetWrapper(10, 5, 1700000000000)}
+    assert stats.offset_table == {mq(): OffsetWrapper(10, 5, 1700000000000, 6)}
     assert stats.consume_tps == 1.5
     assert seen[RequestCode.GET_CONSUME_STATS].ext_fields == {"consumerGroup": "CG", "topic": "T"}
 

@@ -4,6 +4,7 @@ SubAfter records to the trace topic; a refused or full trace path never fails a 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,11 +20,15 @@ from engine.client.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     LocalTransactionState,
+    SendResult,
     SendStatus,
 )
-from engine.client.trace_dispatch import TraceDispatcher
+from engine.client.trace_dispatch import KEYS_BYTES, TraceDispatcher
+from engine.client.trace_hooks import SendTracer
 from engine.client.transaction import TransactionProducer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
+from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.message import PROPERTY_TRANSACTION_PREPARED
 from engine.protocol.trace import (
     TRACE_TOPIC,
     ConsumeReturnType,
@@ -34,6 +39,7 @@ from engine.protocol.trace import (
     SubBeforeRecord,
     TraceRecord,
     decode,
+    encode,
 )
 from engine.remoting.client import RemotingClient
 
@@ -236,3 +242,62 @@ async def test_a_batch_takes_records_up_to_its_size_and_their_keys_in_order() ->
     texts, keys = dispatcher._take()  # 0, 50 and 100 KB queued before: the third passes 118
     assert [t[0] for t in texts] == ["0", "1", "2"] and keys == ["ID0", "ID1", "ID2"]
     assert [t[0] for t, _, _ in dispatcher._queue] == ["3", "4"]
+
+
+async def test_the_pub_hook_writes_what_encode_writes_for_the_record() -> None:
+    """`SendTracer.sent` writes its Pub text itself (the hot path): byte for byte
+    `encode(PubRecord)`, whose golden strings are Apache's, for every field's forms."""
+    dispatcher = TraceDispatcher(ClientInstance(), "HookPG", "PRODUCER")
+    tracer = SendTracer(dispatcher, "HookPG")
+    mq = MessageQueue(TOPIC, "broker-a", 1)
+    later = int(time.time() * 1000) + 3_600_000  # began "later": its cost is written as 0
+    cases = [
+        (Message(TOPIC, b"abc", tags="TagA", keys="k1 k2"), SendStatus.SEND_OK,
+         "DefaultRegion", "127.0.0.1:10911", MessageType.NORMAL),
+        (Message(TOPIC, b""), SendStatus.FLUSH_DISK_TIMEOUT, "Hangzhou", None,
+         MessageType.NORMAL),
+        (Message(TOPIC, b"d", delay_time_level=3), SendStatus.SEND_OK, "DefaultRegion",
+         "h:1", MessageType.DELAY),
+        (Message(TOPIC, b"p", properties={"color": "red"}), SendStatus.SEND_OK,
+         "DefaultRegion", "h:1", MessageType.NORMAL),
+        (Message(TOPIC, b"t", system_properties={PROPERTY_TRANSACTION_PREPARED: "true"}),
+         SendStatus.SEND_OK, "DefaultRegion", "h:1", MessageType.TRANS_HALF),
+    ]
+    for i, (msg, status, region, host, kind) in enumerate(cases):
+        result = SendResult(status, f"MSGID{i}", f"OFFSETID{i}", mq, i, region_id=region)
+        tracer.sent(msg, result, host, later)
+        text, msg_id, keys = dispatcher._queue.pop()
+        expected = PubRecord(later, region, "HookPG", TOPIC, f"MSGID{i}", msg.tags,
+                             " ".join(msg.keys) or None, host or "", len(msg.body), 0, kind,
+                             f"OFFSETID{i}", status is SendStatus.SEND_OK)
+        assert text == encode(expected)
+        assert (msg_id, keys) == (f"MSGID{i}", expected.keys)
+    began = int(time.time() * 1000) - 50
+    tracer.sent(Message(TOPIC, b"x"), SendResult(SendStatus.SEND_OK, "M", "O", mq, 0), "h:1",
+                began)
+    [pub] = decode(dispatcher._queue.pop()[0]).records
+    assert isinstance(pub, PubRecord) and pub.timestamp == began and pub.cost_ms >= 50
+    # not traced: the broker said TRACE_ON=false, or the message is itself a trace message
+    tracer.sent(Message(TOPIC, b"x"), SendResult(SendStatus.SEND_OK, "M", "O", mq, 0,
+                                                 trace_on=False), "h:1", began)
+    tracer.sent(Message(TRACE_TOPIC, b"x"), SendResult(SendStatus.SEND_OK, "M", "O", mq, 0),
+                "h:1", began)
+    assert not dispatcher._queue
+
+
+async def test_a_batch_keeps_its_keys_within_the_properties_limit() -> None:
+    """Records with long KEYS: a batch takes as many as keep its keys within KEYS_BYTES
+    (the KEYS property must fit the 32767 bytes of a message's properties); the rest stay
+    queued in their order, and a record too long for any batch still goes alone."""
+    dispatcher = TraceDispatcher(ClientInstance(), "G", "PRODUCER")
+    long_key = "k" * 9_000
+    for i in range(6):
+        dispatcher.append_encoded(f"T{i}", f"ID{i}", f"{long_key}{i} shared")
+    dispatcher.append_encoded("T6", "ID6", "x" * (KEYS_BYTES + 1))
+    taken: list[tuple[list[str], list[str]]] = []
+    while dispatcher._queue:
+        taken.append(dispatcher._take())
+    assert [texts for texts, _ in taken] == [["T0", "T1", "T2"], ["T3", "T4", "T5"], ["T6"]]
+    assert taken[0][1] == ["ID0", "ID1", "ID2", f"{long_key}0", "shared", f"{long_key}1",
+                           "shared", f"{long_key}2", "shared"]
+    assert all(len(" ".join(keys).encode()) <= KEYS_BYTES for _, keys in taken[:2])

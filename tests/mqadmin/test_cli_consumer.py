@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 
+from engine.remoting.client import RemotingClient
 from mqadmin.exit_codes import ExitCode
+from tests.broker.pop_calls import ack, pop
 
 from .cli import invoke, json_rows
 from .conftest import BackgroundCluster
@@ -102,3 +104,27 @@ def test_allocate_mq(cluster: BackgroundCluster) -> None:
         ("a", 0), ("a", 1), ("b", 2), ("c", 3)]
     assert invoke("allocateMQ", "-t", "Nope", "-i", "a", "-n", cluster.ns).exit_code == (
         ExitCode.NOT_FOUND)
+
+
+def test_consumer_progress_of_a_pop_group_shows_what_is_in_flight(
+        cluster: BackgroundCluster) -> None:
+    """A POP group on our broker: 5 messages, 3 popped, 1 of them acked: diff 4 (2 ready, 2 in
+    flight), as 5.3 counts a POP group's lag."""
+    cluster.create_topic("PopProg", queues=1)
+    for n in range(5):
+        cluster.send("PopProg", f"p{n}".encode())
+
+    async def pop_three() -> None:
+        client = RemotingClient()
+        try:
+            got = await pop(client, cluster.broker_addr, "PopProg-G", "PopProg", max_nums=3,
+                            init_mode=0)
+            assert len(got.messages) == 3
+            await ack(client, cluster.broker_addr, got.messages[0])
+        finally:
+            await client.close()
+
+    cluster.call(pop_three())
+    q0, _total = json_rows("consumerProgress", "-g", "PopProg-G", "-t", "PopProg", "-n",
+                           cluster.ns)
+    assert (q0["brokerOffset"], q0["consumerOffset"], q0["diff"], q0["inflight"]) == (5, 1, 4, 2)

@@ -133,3 +133,12 @@ def test_a_pop_queue_shows_what_is_in_flight() -> None:
     q = QueueProgress(MessageQueue("T", "b", 0), 10, 4, 0, 1_000, in_flight=3)
     rows = progress_rows(GroupProgress("G", (q,), 0.0, GroupClients(None), 2_000))
     assert (rows[0]["diff"], rows[0]["inflight"], rows[-1]["inflight"]) == (6, 3, 3)
+
+
+def test_a_client_is_told_grpc_by_its_proxy_or_by_its_5x_client_id() -> None:
+    from engine.protocol.body.admin import Connection
+    from mqadmin.operations.consumer import protocol_of
+    said = Connection("10.0.0.5@1", "10.0.0.5:1", LanguageCode.PYTHON, 0, "gRPC")
+    apache = Connection("host@12@0@1a2b3c", "10.0.0.6:2", LanguageCode.JAVA, 0)
+    remoting = Connection("10.0.0.7@12#4711", "10.0.0.7:3", LanguageCode.JAVA, 0)
+    assert [protocol_of(c) for c in (said, apache, remoting)] == ["gRPC", "gRPC", "remoting"]

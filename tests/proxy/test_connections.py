@@ -32,6 +32,12 @@ async def test_producer_connection_lists_the_grpc_producer(stack: Stack) -> None
         assert conn.language is LanguageCode.PYTHON
         assert conn.version == PYTHON_CLIENT_VERSION
         assert conn.client_addr.startswith("127.0.0.1:")
+        # The proxy says how and from where the client came: its gRPC peer address, not
+        # the proxy's own connection to the broker.
+        assert conn.protocol == "gRPC"
+        session = stack.proxy.core.sessions.get(producer.client_id)
+        assert session is not None
+        assert conn.client_addr == session.remote_addr
     finally:
         await client.close()
         await in_thread(producer.shutdown)
@@ -51,6 +57,7 @@ async def test_consumer_connection_lists_each_grpc_consumer_with_its_subscriptio
         conns = await BrokerAdmin(client).consumer_connections(stack.broker.addr, "GrpcGroup")
         assert {c.client_id for c in conns.connection_set} == {c.client_id for c in consumers}
         assert {c.language for c in conns.connection_set} == {LanguageCode.PYTHON}
+        assert {c.protocol for c in conns.connection_set} == {"gRPC"}
         assert conns.subscription_table["ConnC"].sub_string == "TagA"
         assert conns.consume_type is not None and conns.consume_type.name == "CONSUME_ACTIVELY"
     finally:

@@ -79,8 +79,8 @@ def language_of(code: int) -> LanguageCode:
 
 
 def connection_data(channel: ClientChannel) -> ConnectionData:
-    return ConnectionData(channel.client_id, channel.conn.remote_addr,
-                          language_of(channel.language), channel.version)
+    return ConnectionData(channel.client_id, channel.client_addr or channel.conn.remote_addr,
+                          language_of(channel.language), channel.version, channel.protocol)
 
 
 def queues(state: BrokerState, topic: str, count: int) -> Iterator[MessageQueue]:
@@ -109,11 +109,14 @@ def consumed_topics(state: BrokerState, group: str,
 def offset_wrapper(state: BrokerState, group: str, topic: str, queue_id: int) -> OffsetWrapper:
     store = state.store
     broker_offset = max(store.get_max_offset_in_queue(topic, queue_id), 0)
-    consumer_offset = max(state.offsets.query(group, topic, queue_id), 0)
+    consumer_offset, pull_offset = state.pop.progress(
+        topic, group, queue_id, state.offsets.query(group, topic, queue_id))
+    consumer_offset, pull_offset = max(consumer_offset, 0), max(pull_offset, 0)
     last = 0
     if consumer_offset > 0:
         last = max(store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1), 0)
-    return OffsetWrapper(broker_offset, consumer_offset, last)
+    return OffsetWrapper(broker_offset, consumer_offset, last,
+                         pull_offset if pull_offset != consumer_offset else None)
 
 
 def topic_offsets(state: BrokerState, group: str, topic: str,
@@ -172,7 +175,8 @@ def get_producer_connection_list(ctx: Ctx, cmd: RemotingCommand) -> RemotingComm
 @router.handles(RequestCode.GET_ALL_PRODUCER_INFO)
 def get_all_producer_info(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     data = {
-        group: [ProducerInfo(c.client_id, "/" + c.conn.remote_addr, language_of(c.language),
+        group: [ProducerInfo(c.client_id, "/" + (c.client_addr or c.conn.remote_addr),
+                             language_of(c.language),
                              c.version, c.last_update_ms) for c in members.values()]
         for group, members in ctx.state.producers.groups.items()
     }

@@ -12,7 +12,12 @@ from engine.protocol import fastjson
 from engine.protocol.body.admin import GetConsumerListByGroupResponseBody
 from engine.protocol.body.check_client import CheckClientRequestBody
 from engine.protocol.body.decode import request_body
-from engine.protocol.body.heartbeat import ExpressionType, HeartbeatData
+from engine.protocol.body.heartbeat import (
+    PROXY_CLIENT_ADDR,
+    PROXY_PROTOCOL,
+    ExpressionType,
+    HeartbeatData,
+)
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
 from engine.protocol.header.broker import (
@@ -37,8 +42,12 @@ def heart_beat(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     data = request_body(cmd, HeartbeatData)
     now = st.clock()
 
+    ext = cmd.ext_fields or {}
+    protocol, client_addr = ext.get(PROXY_PROTOCOL), ext.get(PROXY_CLIENT_ADDR)
+
     def channel() -> ClientChannel:
-        return ClientChannel(ctx.connection, data.client_id, cmd.language, cmd.version, now)
+        return ClientChannel(ctx.connection, data.client_id, cmd.language, cmd.version, now,
+                             protocol, client_addr)
 
     for consumer in data.consumer_data_set:
         group = st.groups.find_or_create(consumer.group_name)

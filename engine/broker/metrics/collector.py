@@ -267,10 +267,12 @@ class BrokerCollector(Collector):
             # 5.3 reports a group only while it has consumers online; its lag and latency
             # are kept here for a group without any (one that stopped is the one to see),
             # what it is consuming (in flight, ready, queueing) is not.
-            if g.group in online:
-                add_inflight(Sample(n.CONSUMER_INFLIGHT_MESSAGES, values, 0))
+            # A POP group (5.x clients, through a proxy) need not heartbeat this broker:
+            # messages in flight show it is consuming.
+            if g.group in online or g.inflight:
+                add_inflight(Sample(n.CONSUMER_INFLIGHT_MESSAGES, values, g.inflight))
                 add_queueing(Sample(n.CONSUMER_QUEUEING_LATENCY, values, waited))
-                add_ready(Sample(n.CONSUMER_READY_MESSAGES, values, g.lag))
+                add_ready(Sample(n.CONSUMER_READY_MESSAGES, values, g.ready))
         yield from (lag, latency, inflight, queueing, ready)
 
     def _stamp_of(self, topic: str, queue_id: int, offset: int) -> int:

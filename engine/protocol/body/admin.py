@@ -99,6 +99,9 @@ class Connection:
     client_addr: ClientAddr
     language: LanguageCode
     version: int
+    #: How the client reaches the cluster when not over remoting: "gRPC" for a 5.x client
+    #: registered by this engine's proxy (left out otherwise, as 4.9 and 5.3 write it).
+    protocol: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,12 @@ TagCode = int  # Java String.hashCode() of a tag, a signed int32
 SubVersion = int  # ms timestamp of the subscription
 
 SUB_ALL = "*"
+#: HEART_BEAT extFields a proxy adds for a client it registers (this engine's, not Apache's:
+#: the broker's connection lists then show the client's protocol and address, not the
+#: proxy's connection).
+PROXY_PROTOCOL = "proxyProtocol"
+PROXY_CLIENT_ADDR = "proxyClientAddr"
+GRPC_PROTOCOL = "gRPC"
 
 
 class ConsumeType(enum.Enum):

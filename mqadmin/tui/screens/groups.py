@@ -159,7 +159,8 @@ class GroupScreen(DashScreen):
         ], key=lambda r: f"{r['topic']}/{r['brokerName']}/{r['queueId']}", id="queues")
         yield Static("Online clients", classes="section")
         yield RowTable([Col(c, c) for c in ("clientId", "clientAddr", "language", "version",
-                                            "consumeType", "messageModel", "subscriptions")],
+                                            "protocol", "consumeType", "messageModel",
+                                            "subscriptions")],
                        key=lambda r: str(r["clientId"]), id="clients")
 
     async def fetch(self, admin: MQAdmin) -> GroupDetail:

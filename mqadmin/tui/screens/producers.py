@@ -78,7 +78,8 @@ class ProducersScreen(DashScreen):
 
     def body(self) -> ComposeResult:
         yield RowTable([Col("clientId", "client id"), Col("clientAddr", "address"),
-                        Col("language", "language"), Col("version", "version")],
+                        Col("language", "language"), Col("version", "version"),
+                        Col("protocol", "protocol")],
                        key=lambda r: str(r["clientId"]), sort_by="clientId", id="producers")
         yield Static(HINT, id="summary", classes="panel")
 

@@ -1,0 +1,192 @@
+"""`ReviveService`: puts popped messages nobody acked back, when their invisible time is over.
+
+How this works (5.3 `PopReviveService.reviveRetry`): for each checkpoint of the book that fell
+due, every message it covers that is not acked is read back from its queue and put into the
+group's pop retry topic (`%RETRY%<group>_<topic>`, or `+` with enableRetryTopicV2; a message
+popped from a retry topic goes back to that topic) with its reconsume times raised by one, its
+properties kept and 1ST_POP_TIME set on its first return.  The retry topic is created on first
+use as 5.3 creates it (one queue, perm 6, the group's offset on it at 0).  A message that has
+already been consumed `retryMaxTimes` times (the subscription group's, 16 by default) goes to
+`%DLQ%<group>` instead: in 5.3 the broker puts it back once more and the proxy's pop filter (or
+the remoting client) moves it to the DLQ at its next delivery, so the number of deliveries is
+the same.  A checkpoint of a topic or group that no longer exists is dropped.  A put that
+fails leaves the checkpoint pending and tries again later (5.3's re-put intervals).  After
+each round the revive queues' offsets advance past what is done and, when something was
+revived, the consumer offsets are written soon, which keeps the window in which a kill -9
+could revive a message twice small.  Only a master revives.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from engine.broker.pop.book import Pending
+from engine.broker.pop.names import RETRY_QUEUE_NUM
+from engine.broker.topics import create_dlq
+from engine.common.service import Service
+from engine.protocol import receipt
+from engine.protocol.errors import ProtocolError
+from engine.protocol.message import (
+    PROPERTY_DELAY_TIME_LEVEL,
+    PROPERTY_FIRST_POP_TIME,
+    PROPERTY_ORIGIN_MESSAGE_ID,
+    PROPERTY_RETRY_TOPIC,
+    RETRY_GROUP_TOPIC_PREFIX,
+    MessageRecord,
+    decode_record,
+    message_from_record,
+    properties_to_string,
+)
+from engine.protocol.perm import PERM_RW
+from engine.store.results import PutMessageResult
+
+if TYPE_CHECKING:
+    from engine.broker.pop.service import PopService
+    from engine.broker.state import BrokerState
+
+log = logging.getLogger(__name__)
+
+#: 5.3 `ckRewriteIntervalsInSeconds`: how long a checkpoint whose put failed waits.
+RETRY_INTERVALS_S = (10, 20, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800,
+                     3600, 7200)
+MIN_WAIT_S = 0.01
+
+
+class ReviveService(Service):
+    name = "pop-revive"
+
+    def __init__(self, st: BrokerState, pop: PopService) -> None:
+        super().__init__(st.config.revive_interval / 1000)
+        self.st = st
+        self.pop = pop
+        self._failures: dict[int, int] = {}  # id(Pending) -> failed attempts
+        self._idle_rounds = 0
+        #: Messages put back into retry topics / dead-letter queues since start.
+        self.revived = 0
+        self.dead = 0
+
+    async def run_once(self) -> None:
+        self.revive_due()
+
+    def revive_due(self) -> int:
+        """One round: revive what is due, advance the revive offsets; returns messages put."""
+        st = self.st
+        interval_ms = st.config.revive_interval
+        if not self.pop.ensure_loaded():
+            self.interval = interval_ms / 1000
+            return 0
+        now = st.clock()
+        put = 0
+        for entry in list(self.pop.book.due(now)):
+            put += self._revive(entry, now)
+        if self.pop.commit_revive_offsets() and put:
+            st.offsets.persist()
+        self._schedule(now, interval_ms, busy=put > 0)
+        return put
+
+    def _schedule(self, now: int, interval_ms: int, *, busy: bool) -> None:
+        """Sleep until the next checkpoint falls due, at most reviveInterval; with nothing
+        pending at all, idle rounds stretch to reviveMaxSlow x reviveInterval."""
+        next_due = self.pop.book.next_due()
+        if next_due is None:
+            self._idle_rounds = 0 if busy else min(self._idle_rounds + 1,
+                                                   self.st.config.revive_max_slow)
+            wait_ms = interval_ms * max(self._idle_rounds, 1)
+        else:
+            self._idle_rounds = 0
+            wait_ms = min(max(next_due - self.st.clock(), 0), interval_ms)
+        self.interval = max(wait_ms / 1000, MIN_WAIT_S)
+
+    def checkpoint_added(self, revive_time: int) -> None:
+        """A pop wrote a checkpoint: wake up if it falls due before the planned round."""
+        if revive_time - self.st.clock() < self.interval * 1000:
+            self.wakeup()
+
+    # ------------------------------------------------------------------ one checkpoint
+
+    def _revive(self, entry: Pending, now: int) -> int:
+        st, book, ck = self.st, self.pop.book, entry.ck
+        normal = receipt.normal_topic(ck.topic, ck.cid)
+        group = st.groups.find_or_create(ck.cid)  # 5.3 creates it, with autoCreateSubscriptionGroup
+        if st.topics.get(normal) is None or group is None:
+            log.warning("revive: %s or group %s no longer exists; checkpoint %s dropped",
+                        normal, ck.cid, ck.unique_id())
+            book.finish(entry)
+            return 0
+        put = 0
+        for index in range(ck.num):
+            if entry.done >> index & 1:
+                continue
+            offset = ck.ack_offset_by_index(index)
+            record = self._read(ck.topic, ck.queue_id, offset)
+            if record is not None:
+                result = self._put_back(ck.topic, ck.cid, ck.pop_time, group.retry_max_times,
+                                        record)
+                if not result.ok:
+                    self._failed(entry, now, result)
+                    return put
+                put += 1
+            book.mark_done(entry, index)
+        self._failures.pop(id(entry), None)
+        book.finish(entry)
+        return put
+
+    def _failed(self, entry: Pending, now: int, result: PutMessageResult) -> None:
+        attempts = self._failures.get(id(entry), 0)
+        self._failures[id(entry)] = attempts + 1
+        wait = RETRY_INTERVALS_S[min(attempts, len(RETRY_INTERVALS_S) - 1)]
+        log.error("revive of %s failed (%s %s); trying again in %d s", entry.ck.unique_id(),
+                  result.status, result.error_message, wait)
+        self.pop.book.postpone(entry, now + wait * 1000)
+
+    def _read(self, topic: str, queue_id: int, offset: int) -> MessageRecord | None:
+        store = self.st.store
+        found = store.get_queue_entry(topic, queue_id, offset)
+        data = store.look_message_by_offset(found[0], found[1]) if found else None
+        if data is None:
+            log.info("revive: %s queue %d offset %d is no longer stored; nothing to put back",
+                     topic, queue_id, offset)
+            return None
+        try:
+            return decode_record(data)
+        except ProtocolError as exc:
+            log.error("revive: %s queue %d offset %d does not decode (%s); skipped", topic,
+                      queue_id, offset, exc)
+            return None
+
+    def _put_back(self, topic: str, group: str, pop_time: int, max_times: int,
+                  record: MessageRecord) -> PutMessageResult:
+        """The message into the group's pop retry topic, or its DLQ when consumed too often."""
+        st = self.st
+        props = record.properties()
+        props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+        if record.reconsume_times == 0 or PROPERTY_FIRST_POP_TIME not in props:
+            props[PROPERTY_FIRST_POP_TIME] = str(pop_time)
+        if record.reconsume_times >= max_times:
+            target = create_dlq(st.topics, group).topic_name
+            props.setdefault(PROPERTY_RETRY_TOPIC, receipt.normal_topic(topic, group))
+            props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, record.msg_id)
+        elif topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            target = topic
+        else:
+            target = receipt.pop_retry_topic(topic, group, v2=st.config.enable_retry_topic_v2)
+        if st.topics.get(target) is None:
+            st.topics.create_if_absent(target, RETRY_QUEUE_NUM, PERM_RW)
+            if st.offsets.query(group, target, 0) < 0:
+                st.offsets.commit(group, target, 0, 0)
+        host = st.store_host
+        msg = message_from_record(
+            record, topic=target, queue_id=0, properties=properties_to_string(props),
+            reconsume_times=record.reconsume_times + 1, born_host=host, store_host=host,
+            prepared_transaction_offset=0)
+        result = st.store.append_message(msg)
+        if result.ok:
+            st.stats.on_put(target, 1, len(msg.body))
+            if target.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                self.revived += 1
+            else:
+                self.dead += 1
+                log.info("message %s of group %s consumed %d times: moved to %s",
+                         record.msg_id, group, record.reconsume_times + 1, target)
+        return result
