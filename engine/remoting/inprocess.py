@@ -14,10 +14,13 @@ end closes both, at the loop's next turn, as a socket would report it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from engine.protocol.command import RemotingCommand, encode
 from engine.remoting.connection import Connection, Dispatcher
+
+OnClose = Callable[[Connection], None]
 
 
 class _Pipe(asyncio.Transport):
@@ -74,7 +77,7 @@ class InProcessConnection(Connection):
     """The client end: requests go, not encoded, to the server's dispatcher."""
 
     def __init__(self, server_dispatcher: Dispatcher, *, dispatcher: Dispatcher | None = None,
-                 on_close: Any = None) -> None:
+                 on_close: OnClose | None = None) -> None:
         super().__init__(dispatcher, on_close=on_close)
         self._server_dispatcher = server_dispatcher
         self.server_end: Connection | None = None
@@ -105,8 +108,9 @@ class InProcessConnection(Connection):
         self._server_dispatcher(server_end, requests)
 
 
-def connect_pair(server_dispatcher: Dispatcher, *, server_on_close: Any = None,
-                 client_dispatcher: Dispatcher | None = None, client_on_close: Any = None,
+def connect_pair(server_dispatcher: Dispatcher, *, server_on_close: OnClose | None = None,
+                 client_dispatcher: Dispatcher | None = None,
+                 client_on_close: OnClose | None = None,
                  client_addr: tuple[str, int] = ("127.0.0.1", 0),
                  server_addr: tuple[str, int] = ("127.0.0.1", 0),
                  ) -> tuple[InProcessConnection, Connection]:
