@@ -1,4 +1,4 @@
-"""Sends of 1 KiB messages over gRPC through the proxy, with many calls in flight.
+"""Sends, and receives + acks, of 1 KiB messages over gRPC through the proxy, many calls in flight.
 
 Runs `mqbroker --enable-proxy` as its own process (the proxy in the broker's process, local
 mode; the name server runs in this process and only answers route lookups), then measures
@@ -9,10 +9,13 @@ the target of issue 25: 10,000 msgs/s.  Beside each rate it prints the broker pr
 time per message (broker and proxy together, user + system, from /proc) and this client's.
 Then the same with 16 messages per request (the proxy sends them as one SEND_BATCH_MESSAGE),
 a short run with the official client (`rocketmq-python-client`, 16 threads calling `send`),
-and, for scale, the same one-message calls against two servers in a process of their own: a
-servicer that does nothing (grpc.aio's own cost per call on this machine), and the proxy
-whose broker calls answer at once (the proxy's own cost, without the remoting round trip
-and the broker's store).  With `APACHE_RMQ5_HOME` (an Apache 5.3.3 build), the one-message
+then receives and acks as the 5.x SimpleConsumer makes them (ReceiveMessage of a batch of
+32, then one AckMessage of all it brought; many rounds in flight) of a topic filled for them
+beforehand, the target again 10,000 msgs/s, with the CPU per message acked; and, for
+scale, the same one-message calls against two servers in a process of their own: a
+servicer that does nothing (grpc.aio's own cost per call on this machine, with the proxy's
+server options), and the proxy whose broker calls answer at once (the proxy's own cost,
+without the broker and its store).  With `APACHE_RMQ5_HOME` (an Apache 5.3.3 build), the one-message
 calls also go to Apache's own `mqbroker --enable-proxy`, with its JVM's CPU per message.
 """
 
@@ -47,6 +50,11 @@ from engine.remoting.loop import run
 
 BODY = b"x" * 1024
 TOPIC = "BenchGrpc"
+POP_TOPIC = "BenchGrpcPop"
+GROUP = "BenchGrpcGroup"
+RECEIVE_BATCH = 32  # what the 5.x SimpleConsumer asks for by default (maxMessageNum 32)
+RECEIVE_IN_FLIGHT = 32
+FILL = 250_000  # messages stored for the receive + ack runs (more than they take)
 QUEUES = 8
 RUNS = 3
 SECONDS = 5.0
@@ -120,6 +128,117 @@ async def bench_stubs(endpoint: str, pid: int, label: str, *, in_flight: int = I
             await channel.close()
 
 
+def receive_request(polling_ms: int = 1000) -> spb.ReceiveMessageRequest:
+    """What the 5.x SimpleConsumer sends: a batch of 32, 60 s invisible, no auto-renew."""
+    req = spb.ReceiveMessageRequest(
+        group=pb.Resource(name=GROUP), batch_size=RECEIVE_BATCH, auto_renew=False,
+        message_queue=pb.MessageQueue(topic=pb.Resource(name=POP_TOPIC), id=-1),
+        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))
+    req.invisible_duration.FromSeconds(60)
+    req.long_polling_timeout.FromMilliseconds(polling_ms)
+    return req
+
+
+async def receive_and_ack(stub: service_pb2_grpc.MessagingServiceStub,
+                          req: spb.ReceiveMessageRequest) -> int:
+    """One ReceiveMessage, then one AckMessage of all it brought; the messages acked."""
+    entries = []
+    async for resp in stub.ReceiveMessage(req, metadata=HEADERS, timeout=30):
+        which = resp.WhichOneof("content")
+        if which == "message":
+            props = resp.message.system_properties
+            entries.append(spb.AckMessageEntry(message_id=props.message_id,
+                                               receipt_handle=props.receipt_handle))
+        elif which == "status" and resp.status.code not in (pb.OK, pb.MESSAGE_NOT_FOUND):
+            raise SystemExit(f"receive failed: {resp.status}")
+    if not entries:
+        return 0
+    answer = await stub.AckMessage(spb.AckMessageRequest(
+        group=pb.Resource(name=GROUP), topic=pb.Resource(name=POP_TOPIC), entries=entries),
+        metadata=HEADERS, timeout=30)
+    if answer.status.code != pb.OK:
+        raise SystemExit(f"ack failed: {answer.status}")
+    return len(entries)
+
+
+async def timed_receive(stubs: list[service_pb2_grpc.MessagingServiceStub], seconds: float,
+                        in_flight: int) -> tuple[int, float, list[float]]:
+    """Receive + ack rounds for `seconds` with `in_flight` at once: messages acked, time,
+    latencies of the rounds."""
+    latencies: list[float] = []
+    acked = 0
+    deadline = time.perf_counter() + seconds
+    req = receive_request()
+
+    async def worker(k: int) -> None:
+        nonlocal acked
+        stub = stubs[k % len(stubs)]
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            got = await receive_and_ack(stub, req)
+            latencies.append(time.perf_counter() - t0)
+            acked += got  # 0 now and then: the queues were held by the other rounds' POPs
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(k) for k in range(in_flight)))
+    return acked, time.perf_counter() - start, latencies
+
+
+async def bench_receive(endpoint: str, pid: int) -> None:
+    channels = [grpc.aio.insecure_channel(endpoint, options=[("grpc.use_local_subchannel_pool",
+                                                              1)])
+                for _ in range(CHANNELS)]
+    stubs = [service_pb2_grpc.MessagingServiceStub(c) for c in channels]
+    try:
+        await timed_receive(stubs, 2.0, RECEIVE_IN_FLIGHT)  # warm-up
+        rates, lat, server_cpu, client_cpu = [], [], [], []
+        for _ in range(RUNS):
+            b0, c0 = cpu_seconds(pid), time.process_time()
+            acked, elapsed, latencies = await timed_receive(stubs, SECONDS, RECEIVE_IN_FLIGHT)
+            if acked < 1000:
+                raise SystemExit("the topic ran out of messages: raise FILL")
+            server_cpu.append((cpu_seconds(pid) - b0) / acked * 1e6)
+            client_cpu.append((time.process_time() - c0) / acked * 1e6)
+            rates.append(acked / elapsed)
+            lat.extend(latencies)
+        print(summary(f"ReceiveMessage (batches of {RECEIVE_BATCH}) + AckMessage (all of a "
+                      f"batch in one call) over gRPC, 1 KiB, {RECEIVE_IN_FLIGHT} rounds in "
+                      f"flight on {CHANNELS} channels (raw stubs)", rates, "msgs/s", 10_000))
+        print(f"  latency per receive + ack p50 {percentile(lat, 50) * 1e3:.2f} ms, "
+              f"p99 {percentile(lat, 99) * 1e3:.2f} ms")
+        print(f"  broker+proxy CPU {statistics.median(server_cpu):.1f} us/msg (min "
+              f"{min(server_cpu):.1f}), client CPU {statistics.median(client_cpu):.1f} us/msg, "
+              f"load average {os.getloadavg()[0]:.2f}")
+    finally:
+        for channel in channels:
+            await channel.close()
+
+
+async def fill_for_receive(endpoint: str) -> None:
+    """Start the group at the topic's (empty) end, then store FILL messages for it."""
+    async with grpc.aio.insecure_channel(endpoint) as channel:
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        async for _ in stub.ReceiveMessage(receive_request(0), metadata=HEADERS, timeout=30):
+            pass  # POP's init mode MAX: the group's queues start at their current end
+        per_request, requests = 32, []
+        for n in range(64):
+            req = request_for(n, per_request)
+            for msg in req.messages:
+                msg.topic.name = POP_TOPIC
+            requests.append(req)
+        sent = 0
+
+        async def worker(k: int) -> None:
+            nonlocal sent
+            while sent < FILL:
+                sent += per_request
+                answer = await stub.SendMessage(requests[k], metadata=HEADERS, timeout=30)
+                if answer.status.code != pb.OK:
+                    raise SystemExit(f"send failed: {answer.status}")
+
+        await asyncio.gather(*(worker(k) for k in range(len(requests))))
+
+
 class _NoopService:
     """A MessagingService whose SendMessage answers OK and does nothing else."""
 
@@ -133,7 +252,7 @@ class _NoopService:
 
 
 async def serve_noop() -> None:
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=[("grpc.optimization_target", "throughput")])  # as the proxy
     service_pb2_grpc.add_MessagingServiceServicer_to_server(_NoopService(), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
@@ -219,15 +338,15 @@ def bench_official_client(endpoint: str, pid: int, threads: int = 16,
         producer.shutdown()
 
 
-async def create_topic(broker_addr: str, namesrv_addr: str) -> None:
+async def create_topic(broker_addr: str, namesrv_addr: str, topic: str = TOPIC) -> None:
     """Create the topic and wait until the name server routes it (the proxy reads routes)."""
     client = RemotingClient()
     try:
-        await BrokerAdmin(client).create_topic(broker_addr, TopicConfig(TOPIC, QUEUES, QUEUES))
+        await BrokerAdmin(client).create_topic(broker_addr, TopicConfig(topic, QUEUES, QUEUES))
         async with NamesrvAdmin(namesrv_addr) as ns:
             for _ in range(200):
                 try:
-                    await ns.topic_route(TOPIC)
+                    await ns.topic_route(topic)
                     return
                 except TopicNotExistError:
                     await asyncio.sleep(0.05)
@@ -267,6 +386,9 @@ def main() -> None:
             run(bench_stubs(endpoint, proc.pid, "SendMessage over gRPC, 16 x 1 KiB per call, "
                             "32 in flight (raw stubs)", in_flight=32, per_request=16))
             bench_official_client(endpoint, proc.pid)
+            run(create_topic(f"127.0.0.1:{port}", f"127.0.0.1:{namesrv.port}", POP_TOPIC))
+            run(fill_for_receive(endpoint))
+            run(bench_receive(endpoint, proc.pid))
         finally:
             proc.terminate()
             proc.wait(60)

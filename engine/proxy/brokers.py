@@ -1,8 +1,9 @@
 """The proxy's side of the brokers: routes from the name servers, and remoting calls.
 
-How this works: in both modes the proxy reaches brokers over remoting, as 5.3's cluster mode
-does (in local mode the broker is its own process's, reached on its listen port), so one code
-path serves both.  Routes come from GET_ROUTEINFO_BY_TOPIC and are cached per topic for
+How this works: in both modes the proxy reaches brokers with remoting requests, as 5.3's
+cluster mode does, so one code path serves both; only the transport of the shared client
+differs (in local mode the broker of its own process is reached in-process, `local.py`).
+Routes come from GET_ROUTEINFO_BY_TOPIC and are cached per topic for
 topicRouteServiceCacheRefreshSeconds; a topic's `message.type` comes from the broker's
 GET_TOPIC_CONFIG (351, `BrokerAdmin.topic_config`) and a group's consumeMessageOrderly and
 retryMaxTimes from GET_SUBSCRIPTIONGROUP_CONFIG (352), cached for

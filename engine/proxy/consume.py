@@ -9,13 +9,15 @@ offset infos give each message its receipt, as 5.3's client does (`engine.protoc
 the client's receipt handle is that receipt plus the message's commit-log offset (5.3
 `ReceiptHandle`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
 TOO_MANY_REQUESTS for a full broker), then one response per message.  Acks go as ACK_MESSAGE
-(one per receipt; 5.3's enableBatchAck is not implemented), a change of invisibility as
+(one per receipt, those of one request sent at once, so the broker handles them together;
+5.3's enableBatchAck is not implemented), a change of invisibility as
 CHANGE_MESSAGE_INVISIBLETIME whose answer makes the new receipt, and a DLQ forward as
 CONSUMER_SEND_MSG_BACK with delay level -1, then an ack of the receipt, as 5.3 does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
@@ -234,18 +236,24 @@ async def _ack_one(core: ProxyCore, group: str, topic: str, handle: str) -> None
                 "ack")
 
 
+async def _ack_status(core: ProxyCore, group: str, topic: str, handle: str) -> pb.Status:
+    try:
+        await _ack_one(core, group, topic, handle)
+    except ProxyError as exc:
+        return status(exc.code, exc.message)
+    return OK_STATUS
+
+
 async def ack(core: ProxyCore, req: spb.AckMessageRequest) -> spb.AckMessageResponse:
+    """The entries' acks all at once: they reach the broker together (one read, or one
+    in-process run) and its handler of many acks stores them with one append."""
     group = validate_group(req.group)
     topic = validate_topic(req.topic)
-    entries: list[spb.AckMessageResultEntry] = []
-    for entry in req.entries:
-        try:
-            await _ack_one(core, group, topic, entry.receipt_handle)
-            st = OK_STATUS
-        except ProxyError as exc:
-            st = status(exc.code, exc.message)
-        entries.append(spb.AckMessageResultEntry(
-            message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=st))
+    statuses = await asyncio.gather(*(_ack_status(core, group, topic, entry.receipt_handle)
+                                      for entry in req.entries))
+    entries = [spb.AckMessageResultEntry(message_id=entry.message_id,
+                                         receipt_handle=entry.receipt_handle, status=st)
+               for entry, st in zip(req.entries, statuses, strict=True)]
     codes = {e.status.code for e in entries}
     code = codes.pop() if len(codes) == 1 else (pb.MULTIPLE_RESULTS if codes else pb.OK)
     return spb.AckMessageResponse(status=status(code), entries=entries)

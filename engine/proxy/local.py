@@ -4,18 +4,26 @@ How this works: the proxy takes the broker's name servers, cluster name, address
 control: gRPC calls are checked against the broker's own users and rules (its `BrokerAccess`
 store, reloaded as the broker reloads it), and the proxy's remoting requests are signed with
 the broker's innerClientAuthenticationCredentials (a SUPER user the broker creates).  It
-then reaches the broker over remoting like any other (see brokers.py).
+then reaches brokers over remoting like any other (see brokers.py), except that the gateway's
+requests to its own broker (sends, acks, receives, topic and group configs) do not cross a
+socket: they go as `RemotingCommand`s to the broker server's own dispatcher
+(`RemotingServer.connect_in_process`), with the broker's access guard and rpc metrics as for a
+request read from a socket, and only the transport differs.  The per-client connections of
+`sessions.py` (heartbeats, the transaction checks sent back) stay sockets: the broker lists
+each gRPC client as a connection with an address of its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from engine.broker.access import BrokerAccess
 from engine.broker.controller import BrokerController
 from engine.proxy.auth import GrpcAuth
 from engine.proxy.config import ProxyConfig
 from engine.proxy.server import ProxyServer
+from engine.remoting.connection import Connection, Dispatcher
 
 
 def broker_auth(access: BrokerAccess) -> GrpcAuth:
@@ -36,6 +44,14 @@ def local_proxy(controller: BrokerController, config: ProxyConfig) -> ProxyServe
                          "the proxy reads routes from them")
     config = dataclasses.replace(config, proxy_mode="local",
                                  cluster_name=broker.broker_cluster_name)
-    return ProxyServer(config, broker.namesrv_addr, host=broker.bind_address or "0.0.0.0",
-                       advertise_host=broker.broker_ip1, auth=broker_auth(controller.access),
-                       credentials=controller.access.inner_credentials())
+    proxy = ProxyServer(config, broker.namesrv_addr, host=broker.bind_address or "0.0.0.0",
+                        advertise_host=broker.broker_ip1, auth=broker_auth(controller.access),
+                        credentials=controller.access.inner_credentials())
+    server = controller.server
+
+    def connect(dispatcher: Dispatcher | None,
+                on_close: Callable[[Connection], None]) -> Connection:
+        return server.connect_in_process(client_dispatcher=dispatcher, client_on_close=on_close)
+
+    proxy.gateway.remoting.reach_in_process(controller.addr, connect)
+    return proxy

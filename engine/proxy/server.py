@@ -65,6 +65,9 @@ class ProxyServer:
             ("grpc.so_reuseport", 0),
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+            # gRPC core then gathers the answers of many calls into fewer socket writes:
+            # about 15% less CPU per call here (docs/proxy.md, Speed).
+            ("grpc.optimization_target", "throughput"),
         ])
         service_pb2_grpc.add_MessagingServiceServicer_to_server(  # type: ignore[no-untyped-call]
             MessagingService(self.core), server)

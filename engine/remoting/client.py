@@ -1,16 +1,21 @@
-"""A client keeping one reused connection per address, with a timeout on every call."""
+"""A client keeping one reused connection per address, with a timeout on every call.
+
+An address may be served by a server of this process (`reach_in_process`): its connections
+are then made by that server, without a socket (`engine.remoting.inprocess`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from engine.protocol.command import RemotingCommand
 from engine.protocol.frame import DEFAULT_MAX_FRAME
 from engine.protocol.signature import Credentials, sign
 from engine.remoting.address import parse_addr
-from engine.remoting.connection import Connection
+from engine.remoting.connection import Connection, Dispatcher
 from engine.remoting.dispatch import RequestDispatcher
 from engine.remoting.errors import RemotingClosedError, RemotingConnectError
 from engine.remoting.router import Router
@@ -18,6 +23,9 @@ from engine.remoting.router import Router
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 3.0
+
+#: Makes a connection to a server of this process: (client's dispatcher, on close) -> it.
+InProcessConnector = Callable[[Dispatcher | None, Callable[[Connection], None]], Connection]
 
 
 class RemotingClient:
@@ -40,6 +48,12 @@ class RemotingClient:
         self._conns: dict[str, Connection] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        self._in_process: dict[str, InProcessConnector] = {}
+
+    def reach_in_process(self, addr: str, connector: InProcessConnector) -> None:
+        """Reach `addr` through connections `connector` makes (a server of this process)."""
+        self._in_process[addr] = connector
+        self.close_connection(addr)
 
     async def connection(self, addr: str) -> Connection:
         """The open connection to `addr`, connecting first when there is none.
@@ -62,6 +76,11 @@ class RemotingClient:
             return conn
 
     async def _connect(self, addr: str) -> Connection:
+        connector = self._in_process.get(addr)
+        if connector is not None:
+            conn = connector(self._dispatcher, self._forget)
+            conn.remote_addr = addr
+            return conn
         try:
             host, port = parse_addr(addr)
         except ValueError as exc:

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from engine.protocol.frame import DEFAULT_MAX_FRAME
-from engine.remoting.connection import CLOSE_GRACE_S, Connection
+from engine.remoting.connection import CLOSE_GRACE_S, Connection, Dispatcher
 from engine.remoting.dispatch import Guard, RequestDispatcher
 from engine.remoting.errors import RemotingError
+from engine.remoting.inprocess import connect_pair
 from engine.remoting.router import Router
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,20 @@ class RemotingServer(Generic[S]):
         """
         dispatcher.guard = self._dispatcher.guard
         self._dispatcher = dispatcher
+
+    def connect_in_process(self, *, client_dispatcher: Dispatcher | None = None,
+                           client_on_close: Callable[[Connection], None] | None = None,
+                           client_addr: tuple[str, int] = ("127.0.0.1", 0)) -> Connection:
+        """A connection to this server from this process, without a socket (`inprocess`):
+        its requests go to this server's dispatcher, access guard included, as if read
+        from a connection of `client_addr`.  Call it from the event loop, once started."""
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
+        client, server_end = connect_pair(
+            self._dispatcher, server_on_close=self._closed, client_dispatcher=client_dispatcher,
+            client_on_close=client_on_close, client_addr=client_addr,
+            server_addr=(host, self.port))
+        self.connections.add(server_end)
+        return client
 
     def _make_connection(self) -> Connection:
         conn = Connection(self._dispatcher, max_frame=self.max_frame, on_close=self._closed)
