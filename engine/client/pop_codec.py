@@ -28,15 +28,7 @@ from engine.protocol.message import (
     decode_records,
     string_to_properties,
 )
-from engine.protocol.receipt import (
-    ExtraInfo,
-    parse_msg_offset_info,
-    parse_order_count_info,
-    parse_start_offset_info,
-    queue_key,
-    queue_offset_key,
-    retry_mark,
-)
+from engine.protocol.receipt import ExtraInfo, popped
 from engine.protocol.wire import from_ext, to_ext
 
 
@@ -98,40 +90,26 @@ def pop_result(cmd: RemotingCommand, header: PopMessageRequestHeader, broker_nam
         return PopResult(status, rest_num=resp.rest_num)
     try:
         messages = _messages(cmd.body or b"", resp, header, broker_name)
-    except (ProtocolError, KeyError, IndexError) as exc:
+    except ProtocolError as exc:
         raise BadResponseError(f"popped messages do not decode: {exc!r}", addr) from None
     return PopResult(status, messages, resp.pop_time, resp.invisible_time, resp.rest_num)
 
 
 def _messages(body: bytes, resp: PopMessageResponseHeader, header: PopMessageRequestHeader,
               broker_name: str) -> list[MessageExt]:
-    starts = parse_start_offset_info(resp.start_offset_info)
-    offsets = parse_msg_offset_info(resp.msg_offset_info)
-    counts = parse_order_count_info(resp.order_count_info) if header.order else {}
-    seen: dict[str, int] = {}
+    records = decode_records(body)
+    all_props = [string_to_properties(r.properties_raw.decode()) for r in records]
+    receipts = popped(resp, broker_name,
+                      ((r.topic, r.queue_id, r.queue_offset, p.get(PROPERTY_POP_CK))
+                       for r, p in zip(records, all_props, strict=True)),
+                      order=header.order)
     first_pop = str(resp.pop_time)
     out: list[MessageExt] = []
-    for r in decode_records(body):
-        props = string_to_properties(r.properties_raw.decode())
+    for r, props, got in zip(records, all_props, receipts, strict=True):
         reconsume = r.reconsume_times
-        if PROPERTY_POP_CK not in props:
-            key = queue_key(r.topic, r.queue_id)
-            if starts:
-                index = seen.get(key, 0)
-                seen[key] = index + 1
-                receipt = ExtraInfo(starts[key], resp.pop_time, resp.invisible_time,
-                                    resp.revive_qid, retry_mark(r.topic), broker_name,
-                                    r.queue_id, offsets[key][index])
-            else:  # a broker that sends no offset infos: the message is its own checkpoint
-                receipt = ExtraInfo(r.queue_offset, resp.pop_time, resp.invisible_time,
-                                    resp.revive_qid, retry_mark(r.topic), broker_name,
-                                    r.queue_id, r.queue_offset)
-            props[PROPERTY_POP_CK] = receipt.encode()
-            if counts:
-                count = counts.get(queue_offset_key(r.topic, r.queue_id, r.queue_offset),
-                                   counts.get(key, 0))
-                if count > 0:
-                    reconsume = count
+        props[PROPERTY_POP_CK] = got.receipt.encode()
+        if got.pop_count:
+            reconsume = got.pop_count
         props.setdefault(PROPERTY_FIRST_POP_TIME, first_pop)
         out.append(MessageExt(
             header.topic, inflate(r.body, r.sysflag), props, broker_name, r.queue_id,

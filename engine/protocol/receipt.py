@@ -18,10 +18,12 @@ receipt raises `ReceiptError`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
 from engine.protocol.errors import ProtocolError
+from engine.protocol.header.pop import PopMessageResponseHeader
 from engine.protocol.message import KEY_SEPARATOR, RETRY_GROUP_TOPIC_PREFIX
 
 NORMAL_TOPIC: Final = "0"
@@ -216,3 +218,47 @@ def parse_msg_offset_info(text: str | None) -> dict[str, list[int]]:
 
 def parse_order_count_info(text: str | None) -> dict[str, int]:
     return {k: _number("orderCountInfo", v) for k, v in _entries("orderCountInfo", text)}
+
+
+@dataclass(frozen=True, slots=True)
+class Popped:
+    """One popped message's receipt, and (FIFO) how often its queue or it was popped."""
+
+    receipt: ExtraInfo
+    pop_count: int | None = None
+
+
+def popped(header: PopMessageResponseHeader, broker_name: str,
+           messages: Iterable[tuple[str, int, int, str | None]], *,
+           order: bool) -> list[Popped]:
+    """The receipts of a POP answer's messages, given as (stored topic, queue id, queue
+    offset, the POP_CK property it came with) in answer order, as 5.3's
+    `processPopResponse` builds them: a message that came with its receipt (a retry message
+    the broker re-encoded under the topic asked for) keeps it; for the others the
+    checkpoint is the queue's start offset and the offset the queue's next entry of
+    msgOffsetInfo (the message's own where it leaves it out; a queue without a start
+    offset makes each message its own checkpoint).  Raises ReceiptError for an offset info
+    or a receipt that does not parse."""
+    starts = parse_start_offset_info(header.start_offset_info)
+    offsets = parse_msg_offset_info(header.msg_offset_info)
+    counts = parse_order_count_info(header.order_count_info) if order else {}
+    seen: dict[str, int] = {}
+    out: list[Popped] = []
+    for topic, queue_id, queue_offset, given in messages:
+        if given is not None:
+            info = ExtraInfo.parse(given)
+            count = counts.get(f"{info.retry}@{_QUEUE_OFFSET}{info.queue_id}%"
+                               f"{info.queue_offset}", counts.get(f"{info.retry}@{queue_id}"))
+            out.append(Popped(info, count))
+            continue
+        key = queue_key(topic, queue_id)
+        index = seen.get(key, 0)
+        seen[key] = index + 1
+        ck = starts.get(key, queue_offset)
+        listed = offsets.get(key, ())
+        offset = listed[index] if index < len(listed) else queue_offset
+        count = counts.get(queue_offset_key(topic, queue_id, queue_offset), counts.get(key))
+        out.append(Popped(ExtraInfo(ck, header.pop_time, header.invisible_time,
+                                    header.revive_qid, retry_mark(topic), broker_name,
+                                    queue_id, offset), count))
+    return out

@@ -39,17 +39,7 @@ from engine.protocol.header.pop import (
 )
 from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
 from engine.protocol.perm import is_readable
-from engine.protocol.receipt import (
-    ExtraInfo,
-    ReceiptError,
-    normal_topic,
-    parse_msg_offset_info,
-    parse_order_count_info,
-    parse_start_offset_info,
-    queue_key,
-    queue_offset_key,
-    retry_mark,
-)
+from engine.protocol.receipt import ExtraInfo, ReceiptError, normal_topic, popped
 from engine.protocol.wire import from_ext, to_ext
 from engine.proxy.brokers import broker_failure
 from engine.proxy.clients import validate_group, validate_topic
@@ -138,25 +128,19 @@ async def _broker(core: ProxyCore, topic: str, wanted: str) -> tuple[str, str]:
 def _messages(resp: RemotingCommand, broker: str, group: str, topic: str,
               fifo: bool) -> list[pb.Message]:
     header = from_ext(PopMessageResponseHeader, resp.ext_fields)
-    starts = parse_start_offset_info(header.start_offset_info)
-    parse_msg_offset_info(header.msg_offset_info)  # checked; each record names its offset
-    counts = parse_order_count_info(header.order_count_info)
+    records = decode_records(resp.body or b"")
+    all_props = [r.properties() for r in records]
+    receipts = popped(header, broker,
+                      ((r.topic, r.queue_id, r.queue_offset, p.get(PROPERTY_POP_CK))
+                       for r, p in zip(records, all_props, strict=True)), order=fifo)
     out: list[pb.Message] = []
-    for record in decode_records(resp.body or b""):
-        key = queue_key(record.topic, record.queue_id)
-        ck = starts.get(key, record.queue_offset)
-        extra = ExtraInfo(ck, header.pop_time, header.invisible_time, header.revive_qid,
-                          retry_mark(record.topic), broker, record.queue_id,
-                          record.queue_offset).encode()
-        props = record.properties()
+    for record, props, got in zip(records, all_props, receipts, strict=True):
+        extra = got.receipt.encode()
         props[PROPERTY_POP_CK] = extra
         props.setdefault(PROPERTY_FIRST_POP_TIME, str(header.pop_time))
         attempt = record.reconsume_times + 1
-        if fifo:
-            count = counts.get(queue_offset_key(record.topic, record.queue_id,
-                                                record.queue_offset), counts.get(key))
-            if count is not None:
-                attempt = count + 1
+        if fifo and got.pop_count is not None:
+            attempt = got.pop_count + 1
         out.append(to_proto(record, topic=normal_topic(record.topic, group), props=props,
                             receipt_handle=receipt_handle(extra, record.physical_offset),
                             delivery_attempt=attempt))

@@ -47,6 +47,18 @@ def test_each_message_gets_the_receipt_of_its_checkpoint():
     assert result.messages[0].properties["1ST_POP_TIME"] == "1000"
 
 
+def test_a_retry_message_the_broker_re_encoded_keeps_the_receipt_it_came_with():
+    given = "2 1000 60000 3 1 broker-a 0 2"
+    record = encode_record(topic="t", body=b"x", queue_id=0, queue_offset=2,
+                           properties=properties_to_string({"POP_CK": given}))
+    cmd = _answer([_record("t", 0, 7), record], startOffsetInfo="0 0 7;1 0 2",
+                  msgOffsetInfo="0 0 7;1 0 2")
+    first, retried = pop_result(cmd, _header(), "broker-a", ADDR).messages
+    assert first.properties["POP_CK"] == "7 1000 60000 3 0 broker-a 0 7"
+    assert retried.properties["POP_CK"] == given
+    assert receipt_of(retried).topic("t", "g") == "%RETRY%g_t"
+
+
 def test_fifo_messages_carry_their_pop_count():
     cmd = _answer([_record("t", 0, 9), _record("t", 0, 10)], startOffsetInfo="0 0 9",
                   msgOffsetInfo="0 0 9,10", orderCountInfo="0 qo0%9 2;0 0 1")
@@ -69,7 +81,7 @@ def test_a_refusal_raises_and_a_broken_answer_says_so():
     with pytest.raises(ServerError):
         pop_result(RemotingCommand(code=ResponseCode.NO_PERMISSION, remark="no"), _header(),
                    "b", ADDR)
-    broken = _answer([_record("t", 1, 5)], startOffsetInfo="0 1 5", msgOffsetInfo="0 2 5")
+    broken = _answer([_record("t", 1, 5)], startOffsetInfo="0 1 5", msgOffsetInfo="0 1")
     with pytest.raises(BadResponseError):
         pop_result(broken, _header(), "b", ADDR)
 
