@@ -42,6 +42,7 @@ from mqadmin.operations.topic_attributes import (
     ATTRIBUTE_COLUMNS,
     attribute_index,
     expected_attributes,
+    message_type_cell,
     refuse_without_attributes,
     show_attributes,
 )
@@ -60,7 +61,7 @@ CONCURRENCY = 16
 TOPIC_COLUMNS = ("topic",)
 TOPIC_CLUSTER_COLUMNS = ("cluster", "topic", "group")
 ROUTE_COLUMNS = ("topic", "cluster", "brokerName", "brokerId", "addr", "readQueueNums",
-                 "writeQueueNums", "perm", "topicSysFlag")
+                 "writeQueueNums", "perm", "topicSysFlag", "messageType")
 STATUS_COLUMNS = ("topic", "brokerName", "queueId", "minOffset", "maxOffset", "lastUpdated")
 CLUSTER_OF_COLUMNS = ("topic", "cluster")
 ORDER_CONF_COLUMNS = ("nameServer", "topic", "orderConf")
@@ -166,9 +167,11 @@ async def read_status(admin: MQAdmin, topic: str, cluster: str | None = None) ->
     return TopicStatus(topic, route, offsets, failures_of(outcomes), len(outcomes))
 
 
-def route_rows(topic: str, route: TopicRouteData) -> list[Row]:
+def route_rows(topic: str, route: TopicRouteData,
+               message_types: Mapping[str, str | None] | None = None) -> list[Row]:
     """topicRoute's rows: one per broker address serving `topic`, with that broker's queue
-    data."""
+    data and (`message_types`, by broker name) the topic's RocketMQ 5 message type there."""
+    types = message_types or {}
     queues = {q.broker_name: q for q in route.queue_datas}
     brokers = {b.broker_name: b for b in route.broker_datas}
     rows: list[Row] = []
@@ -185,6 +188,7 @@ def route_rows(topic: str, route: TopicRouteData) -> list[Row]:
                 "writeQueueNums": queue.write_queue_nums if queue else None,
                 "perm": queue.perm if queue else None,
                 "topicSysFlag": queue.topic_sys_flag if queue else None,
+                "messageType": types.get(name),
             })
     return rows
 
@@ -204,7 +208,24 @@ async def topic_route(admin: MQAdmin, topic: str) -> list[Row]:
     Raises:
         TopicNotExistError: no broker serves the topic.
     """
-    return route_rows(topic, await admin.namesrv.topic_route(topic))
+    route = await admin.namesrv.topic_route(topic)
+    return route_rows(topic, route, await _message_types(admin, route, topic))
+
+
+async def _message_types(admin: MQAdmin, route: TopicRouteData,
+                         topic: str) -> dict[str, str | None]:
+    """The topic's `message.type` on each broker's master (GET_TOPIC_CONFIG; the route
+    carries no attributes): None where it has none, or the broker is 4.x or away."""
+    masters = {b.broker_name: a for b in route.broker_datas if (a := b.master_addr())}
+
+    async def read(addr: str) -> str | None:
+        try:
+            return message_type_cell(await admin.broker.topic_config(addr, topic))
+        except ClientError:
+            return None
+
+    found = await asyncio.gather(*(read(a) for a in masters.values()))
+    return dict(zip(masters, found, strict=True))
 
 
 async def topic_status(admin: MQAdmin, topic: str, cluster: str | None = None) -> Gathered:

@@ -42,7 +42,16 @@ def test_topic_route(cluster: BackgroundCluster) -> None:
     rows = json_rows("topicRoute", "-t", "RoutedTopic", "-n", cluster.ns)
     assert rows == [{"topic": "RoutedTopic", "cluster": "DefaultCluster",
                      "brokerName": "broker-a", "brokerId": 0, "addr": cluster.broker_addr,
-                     "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicSysFlag": 0}]
+                     "readQueueNums": 2, "writeQueueNums": 2, "perm": 6, "topicSysFlag": 0,
+                     "messageType": None}]
+
+
+def test_topic_route_shows_the_message_type(cluster: BackgroundCluster) -> None:
+    made = invoke("updateTopic", "-n", cluster.ns, "-c", "DefaultCluster", "-t", "FifoRoute",
+                  "-a", "+message.type=FIFO", "--yes")
+    assert made.exit_code == 0, made.stderr
+    [row] = json_rows("topicRoute", "-t", "FifoRoute", "-n", cluster.ns)
+    assert row["messageType"] == "FIFO"
 
 
 def test_update_topic_on_a_cluster(cluster: BackgroundCluster) -> None:
