@@ -25,6 +25,7 @@ from engine.protocol.body.admin import ConsumeStats
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import request
 from engine.protocol.header.pop import INIT_MODE_MAX, INIT_MODE_MIN
 from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
 from engine.protocol.wire import from_json
@@ -295,3 +296,19 @@ async def test_checkpoints_of_revive_queues_beyond_a_lowered_revive_queue_num_st
     async with running_broker(tmp_path, namesrv, clock=clock, revive_queue_num=2) as second:
         assert second.state.pop.revive_qids == [0, 1, 2, 3]
         assert revive(second, clock, 5_000) == 4
+
+
+@pytest.mark.parametrize("code", [RequestCode.ACK_MESSAGE,
+                                  RequestCode.CHANGE_MESSAGE_INVISIBLETIME])
+async def test_a_receipt_that_does_not_parse_is_refused_clearly(
+        client: RemotingClient, broker: BrokerController, code: int) -> None:
+    await send(client, broker, 1, queue_id=0)  # offset 0 exists: the receipt is what is wrong
+    ext = {"consumerGroup": GROUP, "topic": TOPIC, "queueId": "0", "extraInfo": "not a receipt",
+           "offset": "0", "invisibleTime": "1000"}
+    resp = await client.invoke(broker.addr, request(code, ext), timeout=10)
+    assert resp.code != ResponseCode.SUCCESS
+    assert resp.remark is not None and "receipt" in resp.remark
+    # the broker goes on serving
+    assert (await pop(client, broker.addr, GROUP, TOPIC)).code in (
+        ResponseCode.SUCCESS, ResponseCode.POLLING_TIMEOUT, ResponseCode.NO_MESSAGE,
+        ResponseCode.PULL_NOT_FOUND)
