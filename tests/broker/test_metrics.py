@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -37,6 +38,17 @@ def exporter(broker: BrokerController) -> MetricsExporter:
 
 def value(broker: BrokerController, name: str, **labels: str) -> float | None:
     return exporter(broker).registry.get_sample_value(name, {**NODE, **labels})
+
+
+def one_scrape(broker: BrokerController) -> Callable[..., float | None]:
+    """`value` over a single collection: figures read at scrape time (latencies measured
+    from now) compare within it, not across two scrapes milliseconds apart."""
+    samples = {(s.name, frozenset(s.labels.items())): s.value
+               for metric in exporter(broker).registry.collect() for s in metric.samples}
+
+    def read(name: str, **labels: str) -> float | None:
+        return samples.get((name, frozenset({**NODE, **labels}.items())))
+    return read
 
 
 async def test_send_and_pull_show_in_the_metrics(broker: BrokerController,
@@ -73,9 +85,10 @@ async def test_send_and_pull_show_in_the_metrics(broker: BrokerController,
     assert value(broker, "rocketmq_consumer_lag_messages", **lag) == 2
     assert value(broker, "rocketmq_consumer_ready_messages", **lag) == 2
     assert value(broker, "rocketmq_consumer_inflight_messages", **lag) == 0
-    latency = value(broker, "rocketmq_consumer_lag_latency_milliseconds", **lag)
+    scrape = one_scrape(broker)
+    latency = scrape("rocketmq_consumer_lag_latency_milliseconds", **lag)
     assert latency is not None and 0 <= latency < 60_000
-    assert value(broker, "rocketmq_consumer_queueing_latency_milliseconds", **lag) == latency
+    assert scrape("rocketmq_consumer_queueing_latency_milliseconds", **lag) == latency
 
     st = broker.state
     assert value(broker, "rocketmq_topic_number") == len(st.topics.table)
