@@ -109,12 +109,8 @@ def _flushed(
 
     async def put(self: MessageStore, item: _Item) -> PutMessageResult:
         result = append(self, item)
-        gc = self.group_commit
-        if gc is None or result.status is not PutMessageStatus.PUT_OK:
-            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
-                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
-            return result
-        return await self._await_flush(result, gc)
+        gc = self._group_commit_for(result)
+        return result if gc is None else await self._await_flush(result, gc)
 
     put.__doc__ = f"{what}; under SYNC_FLUSH return once its bytes are on disk."
     return put
@@ -421,12 +417,18 @@ class MessageStore:
     async def flushed(self, result: PutMessageResult) -> PutMessageResult:
         """The result of an `append_*` once its bytes are on disk under SYNC_FLUSH (what
         `put_message` returns for the same append); at once otherwise."""
+        gc = self._group_commit_for(result)
+        return result if gc is None else await self._await_flush(result, gc)
+
+    def _group_commit_for(self, result: PutMessageResult) -> GroupCommitService | None:
+        """The group commit an append must wait for (None: answer it now; under SYNC_FLUSH
+        before the store started, the append is flushed here)."""
         gc = self.group_commit
-        if gc is None or result.status is not PutMessageStatus.PUT_OK:
-            if self._sync_flush and result.status is PutMessageStatus.PUT_OK:
-                self.commit_log.mfq.flush(0)  # not started: no group commit, flush here
-            return result
-        return await self._await_flush(result, gc)
+        if result.status is not PutMessageStatus.PUT_OK:
+            return None
+        if gc is None and self._sync_flush:
+            self.commit_log.mfq.flush(0)
+        return gc
 
     async def _await_flush(
         self, result: PutMessageResult, gc: GroupCommitService
