@@ -14,9 +14,12 @@ from engine.broker.config import BrokerConfig, MetricsExporterType
 from engine.broker.controller import BrokerController
 from engine.broker.state import wall_clock_ms
 from engine.namesrv.controller import NamesrvController
+from engine.protocol.codes import ResponseCode
 from engine.protocol.command import RemotingCommand, request
+from engine.protocol.message import MessageRecord, decode_records
 from engine.remoting.client import RemotingClient
 from engine.store.config import MessageStoreConfig
+from tests.broker.helpers import pull_request
 from tests.clock import ManualClock
 
 
@@ -79,3 +82,12 @@ async def call(client: RemotingClient, addr: str, code: int, ext: dict[str, str]
     cmd = request(code, ext, body) if version is None else request(code, ext, body,
                                                                     version=version)
     return await client.invoke(addr, cmd, timeout=10)
+
+
+async def pull_all(client: RemotingClient, broker: BrokerController, topic: str,
+                   queue_id: int = 0) -> list[MessageRecord]:
+    """The records of a queue from offset 0 (one PULL; [] when none)."""
+    resp = await client.invoke(broker.addr, pull_request(topic, queue_id, 0))
+    if resp.code != ResponseCode.SUCCESS:
+        return []
+    return decode_records(resp.body or b"")

@@ -13,15 +13,14 @@ from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
 from engine.protocol import fastjson
 from engine.protocol.codes import ResponseCode
-from engine.protocol.message import MessageRecord, decode_records
 from engine.remoting.client import RemotingClient
 from engine.store.config import BrokerRole, MessageStoreConfig
 from engine.store.errors import StoreConfigError
 from engine.store.record_scan import SCHEDULE_TOPIC
 from tests.clock import ManualClock
 
-from .conftest import broker_configs, running_broker
-from .helpers import pull_request, send_request
+from .conftest import broker_configs, pull_all, running_broker
+from .helpers import send_request
 
 TOPIC = "Delayed"
 
@@ -37,14 +36,6 @@ async def broker(tmp_path: Path, namesrv: NamesrvController,
                  clock: ManualClock) -> AsyncIterator[BrokerController]:
     async with running_broker(tmp_path, namesrv, clock=clock) as controller:
         yield controller
-
-
-async def pull_all(client: RemotingClient, broker: BrokerController, topic: str,
-                   queue_id: int = 0) -> list[MessageRecord]:
-    resp = await client.invoke(broker.addr, pull_request(topic, queue_id, 0))
-    if resp.code != ResponseCode.SUCCESS:
-        return []
-    return decode_records(resp.body or b"")
 
 
 def queue_size(broker: BrokerController, topic: str, queue_id: int) -> int:

@@ -17,8 +17,6 @@ from engine.protocol.body.route import KVTable
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.message import (
     BatchItem,
-    MessageRecord,
-    decode_records,
     encode_batch_body,
 )
 from engine.protocol.wire import from_json
@@ -26,8 +24,8 @@ from engine.remoting.client import RemotingClient
 from engine.store.record_scan import TIMER_TOPIC
 from tests.clock import ManualClock
 
-from .conftest import call, running_broker
-from .helpers import pull_request, send_request
+from .conftest import call, pull_all, running_broker
+from .helpers import send_request
 
 TOPIC = "Timed"
 
@@ -37,14 +35,6 @@ async def broker(tmp_path: Path, namesrv: NamesrvController,
                  clock: ManualClock) -> AsyncIterator[BrokerController]:
     async with running_broker(tmp_path, namesrv, clock=clock) as controller:
         yield controller
-
-
-async def pull_all(client: RemotingClient, broker: BrokerController, topic: str,
-                   queue_id: int = 0) -> list[MessageRecord]:
-    resp = await client.invoke(broker.addr, pull_request(topic, queue_id, 0))
-    if resp.code != ResponseCode.SUCCESS:
-        return []
-    return decode_records(resp.body or b"")
 
 
 def queue_size(broker: BrokerController, topic: str, queue_id: int = 0) -> int:
