@@ -57,6 +57,8 @@ class ProxyConfig:
     topic_config_cache_refresh_seconds: int = 20
     transaction_data_expire_millis: int = 30_000
     long_polling_reserve_time_in_millis: int = 100
+    #: The entries of one AckMessage go to each broker as one BATCH_ACK_MESSAGE.
+    enable_batch_ack: bool = False
     use_delay_level: bool = False
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     metric_collector_mode: str = "off"

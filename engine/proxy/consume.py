@@ -8,9 +8,11 @@ deadline minus longPollingReserveTimeInMillis, within the min/max settings).  Th
 offset infos give each message its receipt, as 5.3's client does (`engine.protocol.receipt`);
 the client's receipt handle is that receipt plus the message's commit-log offset (5.3
 `ReceiptHandle`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
-TOO_MANY_REQUESTS for a full broker), then one response per message.  Acks go as ACK_MESSAGE
-(one per receipt, those of one request sent at once, so the broker handles them together;
-5.3's enableBatchAck is not implemented), a change of invisibility as
+TOO_MANY_REQUESTS for a full broker), then one response per message.  A receipt handle past
+its invisible time is refused before any broker is asked (INVALID_RECEIPT_HANDLE, as 5.3).
+Acks go as ACK_MESSAGE, one per receipt, those of one request sent at once so the broker
+handles them together; with enableBatchAck, as one BATCH_ACK_MESSAGE per broker whose answer
+is every entry's (5.3 `batchAckMessage`).  A change of invisibility goes as
 CHANGE_MESSAGE_INVISIBLETIME whose answer makes the new receipt, and a DLQ forward as
 CONSUMER_SEND_MSG_BACK with delay level -1, then an ack of the receipt, as 5.3 does.
 """
@@ -25,6 +27,8 @@ from collections.abc import AsyncIterator
 import grpc
 
 from engine.client.errors import ClientError, raise_for
+from engine.client.pop_calls import batch_ack_body
+from engine.protocol import fastjson
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.errors import ProtocolError
@@ -40,7 +44,7 @@ from engine.protocol.header.pop import (
 from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
 from engine.protocol.perm import is_readable
 from engine.protocol.receipt import ExtraInfo, ReceiptError, normal_topic, popped
-from engine.protocol.wire import from_ext, to_ext
+from engine.protocol.wire import from_ext, to_ext, to_json
 from engine.proxy.brokers import broker_failure
 from engine.proxy.clients import validate_group, validate_topic
 from engine.proxy.core import ProxyCore
@@ -66,8 +70,8 @@ def receipt_handle(extra_info: str, commit_log_offset: int) -> str:
     return f"{extra_info} {commit_log_offset}"
 
 
-def parse_handle(handle: str) -> ExtraInfo:
-    """The POP receipt inside a 5.x receipt handle.
+def parse_handle(handle: str, now_ms: int | None = None) -> ExtraInfo:
+    """The POP receipt inside a 5.x receipt handle; with `now_ms`, one not yet expired.
 
     Raises:
         ProxyError: INVALID_RECEIPT_HANDLE.
@@ -79,7 +83,13 @@ def parse_handle(handle: str) -> ExtraInfo:
             from None
     if info.queue_offset is None:
         raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "receipt handle has no queue offset")
+    if now_ms is not None and info.revive_time <= now_ms:
+        raise ProxyError(pb.INVALID_RECEIPT_HANDLE, "receipt handle is expired")
     return info
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 # ---------------------------------------------------------------------- receive
@@ -210,8 +220,9 @@ async def _call(core: ProxyCore, broker: str, topic: str, cmd: RemotingCommand,
     return resp
 
 
-async def _ack_one(core: ProxyCore, group: str, topic: str, handle: str) -> None:
-    info = parse_handle(handle)
+async def _ack_one(core: ProxyCore, group: str, topic: str, handle: str, *,
+                   now_ms: int | None = None) -> None:
+    info = parse_handle(handle, now_ms)
     assert info.queue_offset is not None
     header = AckMessageRequestHeader(
         consumer_group=group, topic=info.topic(topic, group), queue_id=info.queue_id,
@@ -220,21 +231,57 @@ async def _ack_one(core: ProxyCore, group: str, topic: str, handle: str) -> None
                 "ack")
 
 
-async def _ack_status(core: ProxyCore, group: str, topic: str, handle: str) -> pb.Status:
+async def _ack_status(core: ProxyCore, group: str, topic: str, handle: str,
+                      now_ms: int) -> pb.Status:
     try:
-        await _ack_one(core, group, topic, handle)
+        await _ack_one(core, group, topic, handle, now_ms=now_ms)
     except ProxyError as exc:
         return status(exc.code, exc.message)
     return OK_STATUS
 
 
+async def _batch_ack(core: ProxyCore, group: str, topic: str, handles: list[str],
+                     now_ms: int) -> list[pb.Status]:
+    """One BATCH_ACK_MESSAGE per broker; each entry gets its broker's answer."""
+    statuses: list[pb.Status] = [OK_STATUS] * len(handles)
+    by_broker: dict[str, list[tuple[int, ExtraInfo]]] = {}
+    for i, handle in enumerate(handles):
+        try:
+            info = parse_handle(handle, now_ms)
+        except ProxyError as exc:
+            statuses[i] = status(exc.code, exc.message)
+            continue
+        by_broker.setdefault(info.broker_name, []).append((i, info))
+
+    async def one(broker: str, entries: list[tuple[int, ExtraInfo]]) -> None:
+        body = batch_ack_body(group, topic, (info for _, info in entries))
+        cmd = request(RequestCode.BATCH_ACK_MESSAGE, None, fastjson.dumpb(to_json(body)))
+        try:
+            await _call(core, broker, topic, cmd, "batch ack")
+            answer = OK_STATUS
+        except ProxyError as exc:
+            answer = status(exc.code, exc.message)
+        for i, _ in entries:
+            statuses[i] = answer
+
+    await asyncio.gather(*(one(broker, entries) for broker, entries in by_broker.items()))
+    return statuses
+
+
 async def ack(core: ProxyCore, req: spb.AckMessageRequest) -> spb.AckMessageResponse:
     """The entries' acks all at once: they reach the broker together (one read, or one
-    in-process run) and its handler of many acks stores them with one append."""
+    in-process run) and its handler of many acks stores them with one append; with
+    enableBatchAck, one BATCH_ACK_MESSAGE per broker."""
     group = validate_group(req.group)
     topic = validate_topic(req.topic)
-    statuses = await asyncio.gather(*(_ack_status(core, group, topic, entry.receipt_handle)
-                                      for entry in req.entries))
+    now = _now_ms()
+    if core.config.enable_batch_ack:
+        statuses = await _batch_ack(core, group, topic,
+                                    [entry.receipt_handle for entry in req.entries], now)
+    else:
+        statuses = await asyncio.gather(*(_ack_status(core, group, topic,
+                                                      entry.receipt_handle, now)
+                                          for entry in req.entries))
     entries = [spb.AckMessageResultEntry(message_id=entry.message_id,
                                          receipt_handle=entry.receipt_handle, status=st)
                for entry, st in zip(req.entries, statuses, strict=True)]
@@ -247,7 +294,7 @@ async def change_invisible(core: ProxyCore, req: spb.ChangeInvisibleDurationRequ
                            ) -> spb.ChangeInvisibleDurationResponse:
     group = validate_group(req.group)
     topic = validate_topic(req.topic)
-    info = parse_handle(req.receipt_handle)
+    info = parse_handle(req.receipt_handle, _now_ms())
     assert info.queue_offset is not None
     invisible = _ms(req.invisible_duration)
     if invisible < 0 or invisible > core.config.max_invisible_time_mills:
