@@ -1,41 +1,49 @@
 """Sends, and receives + acks, of 1 KiB messages over gRPC through the proxy, many calls in flight.
 
 Runs `mqbroker --enable-proxy` as its own process (the proxy in the broker's process, local
-mode; the name server runs in this process and only answers route lookups), then measures
-acknowledged SendMessage calls per second, one 1 KiB message each, from raw generated stubs
-on grpc.aio (this process: several channels, many calls in flight; the official Python
-client sends one message per blocking call, which measures the client, not the proxy), with
-the target of issue 25: 10,000 msgs/s.  Beside each rate it prints the broker process's CPU
-time per message (broker and proxy together, user + system, from /proc) and this client's.
-Then the same with 16 messages per request (the proxy sends them as one SEND_BATCH_MESSAGE),
-a short run with the official client (`rocketmq-python-client`, 16 threads calling `send`),
-then receives and acks as the 5.x SimpleConsumer makes them (ReceiveMessage of a batch of
-32, then one AckMessage of all it brought; many rounds in flight) of a topic filled for them
-beforehand, the target again 10,000 msgs/s, with the CPU per message acked; and, for
-scale, the same one-message calls against two servers in a process of their own: a
-servicer that does nothing (grpc.aio's own cost per call on this machine, with the proxy's
-server options), and the proxy whose broker calls answer at once (the proxy's own cost,
-without the broker and its store).  With `APACHE_RMQ5_HOME` (an Apache 5.3.3 build), the one-message
-calls also go to Apache's own `mqbroker --enable-proxy`, with its JVM's CPU per message.
+mode; the name server runs in this process and only answers route lookups) and measures, with
+the targets of issue 25 (10,000 msgs/s each):
+
+* one-message SendMessage calls driven by h2load (nghttp2's load generator, in C: the
+  client then takes little of the two cores; skipped, saying so, where it is not
+  installed), every message counted in the store afterwards; then the same calls from raw
+  generated grpc.aio stubs in this process (a Python client, which costs about as much CPU
+  per call as the server), 16 messages per call (one SEND_BATCH_MESSAGE), and the official
+  client (`rocketmq-python-client`, 16 threads calling `send`, one blocking call each);
+* receives and acks as the 5.x SimpleConsumer makes them (ReceiveMessage of a batch of 32,
+  then one AckMessage of all it brought; many rounds in flight) of a topic filled for them
+  beforehand, with `enableBatchAck=true` and then with 5.3's default (a second broker).
+
+Beside each rate: the broker process's CPU per message (broker and proxy together, user +
+system, from /proc), for h2load its busiest thread's too (the event loop's, which bounds the
+rate), and the Python client's.  For scale, the same one-message calls against two servers
+in a process of their own: a servicer that does nothing (grpc.aio's own cost per call here,
+with the proxy's server options), and the proxy whose broker calls answer at once (the
+proxy's own cost, without the broker and its store).  With `APACHE_RMQ5_HOME` (an Apache 5.3.3
+build), the one-message calls also go to Apache's own `mqbroker --enable-proxy`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
 
 from benchmarks.machine import machine, percentile, summary
-from benchmarks.processes import cpu_seconds, free_port, wait_listening
+from benchmarks.processes import cpu_seconds, free_port, thread_cpu_seconds, wait_listening
 from engine.client.broker_admin import BrokerAdmin
 from engine.client.errors import TopicNotExistError
 from engine.client.namesrv import NamesrvAdmin
@@ -128,6 +136,68 @@ async def bench_stubs(endpoint: str, pid: int, label: str, *, in_flight: int = I
             await channel.close()
 
 
+H2LOAD_CALLS = 60_000
+H2LOAD_CONNECTIONS = 4
+H2LOAD_STREAMS = 64  # calls in flight per connection
+
+
+def h2load_sends(endpoint: str, pid: int, label: str, *, server: str = "broker+proxy",
+                 stored: Callable[[], int] | None = None) -> None:
+    """One-message SendMessage calls driven by nghttp2's h2load, a load generator in C.
+
+    h2load sends one fixed request (the gRPC frame of a SendMessageRequest of one 1 KiB
+    message) on H2LOAD_CONNECTIONS connections with H2LOAD_STREAMS calls in flight on each, so
+    the client costs a few microseconds per call instead of a Python client's hundred-odd on
+    the same two cores.  It counts HTTP answers, not gRPC statuses: `stored` (the topic's
+    message count) proves every call stored its message.  Besides the server process's CPU
+    per message, the busiest thread's: the event loop's thread, which runs grpc.aio's Python
+    layer, the proxy and the broker under one GIL and so bounds the rate.
+    """
+    tool = shutil.which("h2load")
+    if tool is None:
+        print(f"{label}: skipped (h2load, from nghttp2-client, is not installed)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        frame = request_for(0).SerializeToString()
+        body = Path(tmp, "send.bin")
+        body.write_bytes(b"\0" + struct.pack(">I", len(frame)) + frame)
+        headers = [("content-type", "application/grpc"), ("te", "trailers"), *HEADERS]
+        log_file = Path(tmp, "calls.tsv")
+        command = [tool, "-n", str(H2LOAD_CALLS), "-c", str(H2LOAD_CONNECTIONS),
+                   "-m", str(H2LOAD_STREAMS), "-d", str(body), "--log-file", str(log_file)]
+        for key, value in headers:
+            command += ["-H", f"{key}: {value}"]
+        command.append(f"http://{endpoint}/apache.rocketmq.v2.MessagingService/SendMessage")
+
+        def once() -> tuple[float, float, float, float, list[float]]:
+            before = stored() if stored else 0
+            t0, c0 = cpu_seconds(pid), thread_cpu_seconds(pid)
+            start = time.perf_counter()
+            out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+            elapsed = time.perf_counter() - start
+            busy = max((v - c0.get(tid, 0.0) for tid, v in thread_cpu_seconds(pid).items()),
+                       default=float("nan"))
+            server_cpu = cpu_seconds(pid) - t0
+            done = next(line for line in out.splitlines() if line.startswith("requests:"))
+            if f"{H2LOAD_CALLS} succeeded" not in done:
+                raise SystemExit(f"h2load: {done}")
+            if stored is not None and stored() - before != H2LOAD_CALLS:
+                raise SystemExit(f"{stored() - before} messages stored of {H2LOAD_CALLS} sent")
+            lat = [int(line.split("\t")[2]) / 1e6 for line in log_file.read_text().splitlines()]
+            return (H2LOAD_CALLS / elapsed, server_cpu / H2LOAD_CALLS * 1e6,
+                    busy / H2LOAD_CALLS * 1e6, elapsed, lat)
+
+        once()  # warm-up
+        runs = [once() for _ in range(RUNS)]
+        print(summary(label, [r[0] for r in runs], "msgs/s", 10_000))
+        lat = [x for r in runs for x in r[4]]
+        print(f"  latency per call p50 {percentile(lat, 50) * 1e3:.2f} ms, "
+              f"p99 {percentile(lat, 99) * 1e3:.2f} ms ({H2LOAD_CALLS:,} calls a run)")
+        print(f"  {server} CPU {statistics.median(r[1] for r in runs):.1f} us/msg, of it the "
+              f"busiest thread {statistics.median(r[2] for r in runs):.1f} us/msg; load "
+              f"average {os.getloadavg()[0]:.2f}")
+
+
 def receive_request(polling_ms: int = 1000) -> spb.ReceiveMessageRequest:
     """What the 5.x SimpleConsumer sends: a batch of 32, 60 s invisible, no auto-renew."""
     req = spb.ReceiveMessageRequest(
@@ -184,7 +254,7 @@ async def timed_receive(stubs: list[service_pb2_grpc.MessagingServiceStub], seco
     return acked, time.perf_counter() - start, latencies
 
 
-async def bench_receive(endpoint: str, pid: int) -> None:
+async def bench_receive(endpoint: str, pid: int, acks: str) -> None:
     channels = [grpc.aio.insecure_channel(endpoint, options=[("grpc.use_local_subchannel_pool",
                                                               1)])
                 for _ in range(CHANNELS)]
@@ -203,7 +273,8 @@ async def bench_receive(endpoint: str, pid: int) -> None:
             lat.extend(latencies)
         print(summary(f"ReceiveMessage (batches of {RECEIVE_BATCH}) + AckMessage (all of a "
                       f"batch in one call) over gRPC, 1 KiB, {RECEIVE_IN_FLIGHT} rounds in "
-                      f"flight on {CHANNELS} channels (raw stubs)", rates, "msgs/s", 10_000))
+                      f"flight on {CHANNELS} channels (raw stubs), {acks}", rates, "msgs/s",
+                      10_000))
         print(f"  latency per receive + ack p50 {percentile(lat, 50) * 1e3:.2f} ms, "
               f"p99 {percentile(lat, 99) * 1e3:.2f} ms")
         print(f"  broker+proxy CPU {statistics.median(server_cpu):.1f} us/msg (min "
@@ -297,7 +368,9 @@ def bench_for_scale() -> None:
         try:
             assert proc.stdout is not None
             port = int(proc.stdout.readline())
-            run(bench_stubs(f"127.0.0.1:{port}", proc.pid, label, server=server))
+            h2load_sends(f"127.0.0.1:{port}", proc.pid, f"{label}, h2load", server=server)
+            run(bench_stubs(f"127.0.0.1:{port}", proc.pid, f"{label}, raw stubs",
+                            server=server))
         finally:
             proc.kill()
             proc.wait(60)
@@ -355,6 +428,46 @@ async def create_topic(broker_addr: str, namesrv_addr: str, topic: str = TOPIC) 
         await client.close()
 
 
+async def stored_count(broker_addr: str, topic: str = TOPIC) -> int:
+    """Messages the broker holds in `topic` (the sum of its queues' max offsets)."""
+    client = RemotingClient()
+    try:
+        admin = BrokerAdmin(client)
+        return sum([await admin.max_offset(broker_addr, topic, q) for q in range(QUEUES)])
+    finally:
+        await client.close()
+
+
+@contextlib.contextmanager
+def broker_with_proxy(tmp: str, namesrv_addr: str,
+                      proxy: dict[str, object]) -> Iterator[tuple[str, int, str]]:
+    """`mqbroker --enable-proxy` in its own process: yields (gRPC endpoint, pid, broker
+    address) with the benchmark's topics created."""
+    port, grpc_port = free_port(), free_port()
+    root = Path(tmp, f"broker-{port}")
+    root.mkdir()
+    conf = root / "broker.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in {
+        "brokerName": "bench-broker", "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
+        "listenPort": port, "storePathRootDir": f"{root}/store", "logsDir": f"{root}/logs",
+        "flushDiskType": "ASYNC_FLUSH", "namesrvAddr": namesrv_addr}.items()))
+    pc = root / "rmq-proxy.json"
+    pc.write_text(json.dumps({"grpcServerPort": grpc_port, **proxy}))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engine.broker.main", "-c", str(conf), "--enable-proxy",
+         "-pc", str(pc)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "HOME": str(root)})
+    try:
+        asyncio.run(wait_listening(grpc_port, proc))
+        broker_addr = f"127.0.0.1:{port}"
+        run(create_topic(broker_addr, namesrv_addr))
+        run(create_topic(broker_addr, namesrv_addr, POP_TOPIC))
+        yield f"127.0.0.1:{grpc_port}", proc.pid, broker_addr
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
 def main() -> None:
     print(machine())
     with tempfile.TemporaryDirectory() as tmp:
@@ -365,33 +478,26 @@ def main() -> None:
         loop.run_until_complete(namesrv.start())
         ns_thread = threading.Thread(target=loop.run_forever, daemon=True)
         ns_thread.start()
-        port, grpc_port = free_port(), free_port()
-        conf = Path(tmp, "broker.conf")
-        conf.write_text("".join(f"{k}={v}\n" for k, v in {
-            "brokerName": "bench-broker", "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
-            "listenPort": port, "storePathRootDir": f"{tmp}/store", "logsDir": f"{tmp}/logs",
-            "flushDiskType": "ASYNC_FLUSH", "namesrvAddr": f"127.0.0.1:{namesrv.port}"}.items()))
-        pc = Path(tmp, "rmq-proxy.json")
-        pc.write_text(json.dumps({"grpcServerPort": grpc_port}))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.broker.main", "-c", str(conf), "--enable-proxy",
-             "-pc", str(pc)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "HOME": tmp})
+        ns_addr = f"127.0.0.1:{namesrv.port}"
         try:
-            asyncio.run(wait_listening(grpc_port, proc))
-            run(create_topic(f"127.0.0.1:{port}", f"127.0.0.1:{namesrv.port}"))
-            endpoint = f"127.0.0.1:{grpc_port}"
-            run(bench_stubs(endpoint, proc.pid, f"SendMessage over gRPC, 1 KiB, one message per "
-                            f"call, {IN_FLIGHT} in flight on {CHANNELS} channels (raw stubs)"))
-            run(bench_stubs(endpoint, proc.pid, "SendMessage over gRPC, 16 x 1 KiB per call, "
-                            "32 in flight (raw stubs)", in_flight=32, per_request=16))
-            bench_official_client(endpoint, proc.pid)
-            run(create_topic(f"127.0.0.1:{port}", f"127.0.0.1:{namesrv.port}", POP_TOPIC))
-            run(fill_for_receive(endpoint))
-            run(bench_receive(endpoint, proc.pid))
+            with broker_with_proxy(tmp, ns_addr, {"enableBatchAck": True}) as (endpoint, pid,
+                                                                                broker):
+                h2load_sends(endpoint, pid, "SendMessage over gRPC, 1 KiB, one message per "
+                             f"call, {H2LOAD_STREAMS * H2LOAD_CONNECTIONS} in flight on "
+                             f"{H2LOAD_CONNECTIONS} connections (h2load)",
+                             stored=lambda: run(stored_count(broker)))
+                run(bench_stubs(endpoint, pid, "SendMessage over gRPC, 1 KiB, one message per "
+                                f"call, {IN_FLIGHT} in flight on {CHANNELS} channels (raw "
+                                "grpc.aio stubs in this process)"))
+                run(bench_stubs(endpoint, pid, "SendMessage over gRPC, 16 x 1 KiB per call, "
+                                "32 in flight (raw stubs)", in_flight=32, per_request=16))
+                bench_official_client(endpoint, pid)
+                run(fill_for_receive(endpoint))
+                run(bench_receive(endpoint, pid, "enableBatchAck=true"))
+            with broker_with_proxy(tmp, ns_addr, {}) as (endpoint, pid, _):
+                run(fill_for_receive(endpoint))
+                run(bench_receive(endpoint, pid, "the default, one ACK_MESSAGE per entry"))
         finally:
-            proc.terminate()
-            proc.wait(60)
             asyncio.run_coroutine_threadsafe(namesrv.stop(), loop).result(30)
             loop.call_soon_threadsafe(loop.stop)
 
@@ -422,6 +528,10 @@ def bench_apache5(home: str) -> None:
                 stderr=subprocess.DEVNULL, env=env))
             asyncio.run(wait_listening(grpc_port, procs[1]))
             run(create_topic(f"127.0.0.1:{broker_port}", ns))
+            h2load_sends(f"127.0.0.1:{grpc_port}", _java_pid(procs[1].pid),
+                         "Apache 5.3.3's broker with its proxy: one message per call (h2load)",
+                         server="Apache broker+proxy (JVM)",
+                         stored=lambda: run(stored_count(f"127.0.0.1:{broker_port}")))
             run(bench_stubs(f"127.0.0.1:{grpc_port}", _java_pid(procs[1].pid),
                             "Apache 5.3.3's broker with its proxy: one message per call, "
                             f"{IN_FLIGHT} in flight", server="Apache broker+proxy (JVM)"))
