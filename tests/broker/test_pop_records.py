@@ -68,3 +68,20 @@ def test_order_info_json_and_blocking() -> None:
     doc = info.to_json()
     assert doc == {"popTime": 1000, "i": 3000, "o": [5, 1], "l": 1000, "cm": 1, "a": "A"}
     assert OrderInfo.from_json(doc) == info
+
+
+def test_acks_of_one_checkpoint_read_together_become_one_batch_ack() -> None:
+    from engine.broker.handlers.pop_ack import _merged
+
+    def ack(queue_id: int, offset: int, pop_time: int = 1000) -> AckMsg:
+        return AckMsg("T", "G", queue_id, 10, pop_time, "broker-a", offset)
+
+    records = [(ack(0, 11), 3), (ack(1, 20), 3), (ack(0, 12), 3), (ack(0, 11), 3),
+               (ack(0, 13, pop_time=2000), 3), (ack(0, 14), 5)]
+    merged, which = _merged(records)
+    assert which == [0, 1, 0, 0, 2, 3]
+    batch, qid = merged[0]
+    assert qid == 3 and batch.is_batch and batch.offsets() == (11, 12)  # 11 twice: once
+    assert batch.tag == "bAck" and batch.ck_key == ack(0, 11).ck_key
+    assert [(m.is_batch, m.offsets(), q) for m, q in merged[1:]] == [
+        (False, (20,), 3), (False, (13,), 3), (False, (14,), 5)]

@@ -11,6 +11,7 @@ checkpoint matches is SUCCESS.  The work is `engine.broker.pop.acker`'s.
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from dataclasses import replace
 
 from engine.broker.errors import Refused
 from engine.broker.handlers.pop import durable
@@ -84,8 +85,10 @@ def _ack(st: BrokerState, cmd: RemotingCommand, header: AckMessageRequestHeader,
 @router.handles_many(RequestCode.ACK_MESSAGE)
 def ack_messages(ctx: Ctx, cmds: list[RemotingCommand]
                  ) -> list[RemotingCommand | Awaitable[RemotingCommand] | Exception]:
-    """Acks read together (a 5.x client acks each message): checked one by one, the ack
-    records of normal pops stored with one append, answers in order."""
+    """Acks read together (a 5.x client acks each message, a proxy all of one AckMessage at
+    once): checked one by one; the acks of one checkpoint become one record (a batch ack,
+    5.3's `BatchAckMsg`, when there are several), all stored with one append; answers in
+    order."""
     st = ctx.state
     mark = st.pop.log.appended
     answers: list[RemotingCommand | Awaitable[RemotingCommand] | Exception] = []
@@ -112,10 +115,37 @@ def ack_messages(ctx: Ctx, cmds: list[RemotingCommand]
         records.append(record)
         waiting.append((len(answers), cmd))
         answers.append(cmd)  # replaced below
-    for (i, cmd), stored in zip(waiting, st.pop.log.append_acks(records), strict=True):
-        outcome = st.pop.acker.outcome(*stored)
+    merged, which = _merged(records)
+    stored = st.pop.log.append_acks(merged)
+    for (i, cmd), k in zip(waiting, which, strict=True):
+        outcome = st.pop.acker.outcome(*stored[k])
         answers[i] = durable(st, mark, cmd.response(outcome.code, outcome.remark))
     return answers
+
+
+def _merged(records: list[tuple[AckMsg, int]]) -> tuple[list[tuple[AckMsg, int]], list[int]]:
+    """The records with those of one checkpoint merged into one, and for each record given
+    the index of the one it went into."""
+    slots: dict[tuple[object, int], int] = {}
+    offsets: list[list[int]] = []
+    firsts: list[tuple[AckMsg, int]] = []
+    which = []
+    for ack, qid in records:
+        key = (ack.ck_key, qid)
+        k = slots.get(key)
+        if k is None:
+            k = slots[key] = len(firsts)
+            firsts.append((ack, qid))
+            offsets.append([])
+        offsets[k].extend(ack.offsets())
+        which.append(k)
+    merged = []
+    for (ack, qid), acked in zip(firsts, offsets, strict=True):
+        unique = tuple(dict.fromkeys(acked))
+        if len(unique) > 1:
+            ack = replace(ack, ack_offset=-1, ack_offset_list=unique)
+        merged.append((ack, qid))
+    return merged, which
 
 
 @router.handles(RequestCode.BATCH_ACK_MESSAGE)
