@@ -12,10 +12,13 @@ the client with (`sessions.py`).  The proxy turns them into the client's command
 Each command waits in the session's `PendingCalls` under a random nonce until the client's
 answer on its Telemetry stream (`clients.py`) completes it.  The broker always gets an
 answer before it gives up (it waits 10 s for a client, Apache's and ours): a client that
-does not answer (the Python and Node.js 5.x clients ignore these commands) is answered
-SYSTEM_BUSY "call remote timeout" after grpcProxyRelayRequestTimeoutInSeconds (5.3's code and
-remark; at most `MAX_WAIT_S`), a client whose stream closes meanwhile at once, and one with
-no Telemetry stream at once too (5.3 writes to no stream and lets the call time out).
+does not answer (the Python 5.x client ignores these commands) is answered SYSTEM_BUSY "call
+remote timeout" after grpcProxyRelayRequestTimeoutInSeconds (5.3's code and remark; at most
+`MAX_WAIT_S`), a client whose stream closes meanwhile at once, and one with no Telemetry
+stream at once too (5.3 writes to no stream and lets the call time out).  The Node.js client
+answers a stack request with "mock stack", and a verification with a VerifyMessageCommand
+(its bug: not a VerifyMessageResult) of status NOT_IMPLEMENTED, which is taken as its result
+(5.3 ignores it and times out).
 Without jstackEnable the running info is answered at once from what the proxy knows of the
 client (its settings: group, type, subscriptions), where 5.3 leaves the broker unanswered.
 """
@@ -136,6 +139,8 @@ def answer(session: ClientSession, command: spb.TelemetryCommand) -> bool:
         return session.pending.answer(command.thread_stack_trace.nonce, command)
     if kind == "verify_message_result":
         return session.pending.answer(command.verify_message_result.nonce, command)
+    if kind == "verify_message_command":  # the Node.js client answers in the command's type
+        return session.pending.answer(command.verify_message_command.nonce, command)
     return False
 
 
