@@ -37,8 +37,9 @@ QUICK_PROXY = dataclasses.replace(TEST_PROXY, grpc_proxy_relay_request_timeout_i
 
 
 def headers(client_id: str) -> tuple[tuple[str, str], ...]:
-    return (("x-mq-client-id", client_id), ("x-mq-language", "GOLANG"),
-            ("x-mq-client-version", "5.1.2"), ("x-mq-protocol", "v2"))
+    """The Go client's call headers."""
+    return (("x-mq-client-id", client_id), ("x-mq-language", "GO"),
+            ("x-mq-client-version", "5.1.4"), ("x-mq-protocol", "v2"))
 
 
 class RawConsumer:
@@ -155,7 +156,7 @@ async def test_consumer_status_with_jstack_shows_the_clients_stack(
         assert info.properties["consumerGroup"] == GROUP
         assert info.properties["clientType"] == "PUSH_CONSUMER"
         assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
-        assert info.properties["PROP_CLIENT_VERSION"] == "V5_1_2"
+        assert info.properties["PROP_CLIENT_VERSION"] == "V5_1_4"
         assert info.properties["language"] == "GO"
         assert info.properties["protocol"] == "gRPC"
         assert [(s.topic, s.sub_string) for s in info.subscription_set] == [(TOPIC, "TagA")]
