@@ -18,9 +18,10 @@ remote timeout" after grpcProxyRelayRequestTimeoutInSeconds (5.3's code and rema
 stream at once too (5.3 writes to no stream and lets the call time out).  The Node.js client
 answers a stack request with "mock stack", and a verification with a VerifyMessageCommand
 (its bug: not a VerifyMessageResult) of status NOT_IMPLEMENTED, which is taken as its result
-(5.3 ignores it and times out).
-Without jstackEnable the running info is answered at once from what the proxy knows of the
-client (its settings: group, type, subscriptions), where 5.3 leaves the broker unanswered.
+(5.3 ignores it and times out).  Without jstackEnable the running info is answered at once
+from what the proxy knows of the client (its settings: group, type, subscriptions), where
+5.3 sends nothing and leaves the broker to time out (5.3.3 does so with jstackEnable too:
+its broker passes the request on without the decoded header its proxy reads the flag from).
 """
 
 from __future__ import annotations

@@ -47,11 +47,13 @@ class RawConsumer:
     Telemetry stream as the Go client does (`answer=False`: it ignores them)."""
 
     def __init__(self, stub: service_pb2_grpc.MessagingServiceStub, client_id: str, *,
-                 answer: bool = True, verify_code: int = pb.OK) -> None:
+                 answer: bool = True, verify_code: int = pb.OK, stack_code: int = pb.OK
+                 ) -> None:
         self.stub = stub
         self.client_id = client_id
         self.answer = answer
         self.verify_code = verify_code
+        self.stack_code = stack_code
         self.received: list[spb.TelemetryCommand] = []
         self.got_command = asyncio.Event()
         self.call: grpc.aio.StreamStreamCall[spb.TelemetryCommand, spb.TelemetryCommand] | None
@@ -82,7 +84,7 @@ class RawConsumer:
             kind = command.WhichOneof("command")
             if kind == "print_thread_stack_trace_command":
                 await self.call.write(spb.TelemetryCommand(
-                    status=pb.Status(code=pb.OK),
+                    status=pb.Status(code=self.stack_code),  # type: ignore[arg-type]
                     thread_stack_trace=spb.ThreadStackTrace(
                         nonce=command.print_thread_stack_trace_command.nonce,
                         thread_stack_trace=STACK_TEXT)))
@@ -201,6 +203,16 @@ async def test_consume_message_directly_relays_the_message_and_maps_the_status(
         assert (message.topic.name, message.body) == (TOPIC, b"again")
         assert message.system_properties.tag == "TagA"
         assert message.system_properties.message_id == "01" + "AB" * 16
+
+
+async def test_a_stack_answer_that_is_not_ok_is_an_error_naming_its_status(
+        stack: Stack, namesrv: NamesrvController) -> None:
+    await stack.create_topic(TOPIC)
+    async with consumer(stack, "go-client-4", stack_code=pb.NOT_IMPLEMENTED), \
+            operator(namesrv) as admin:
+        with pytest.raises(ServerSystemError, match="answered the PrintThreadStackTraceCommand "
+                                                    "with NOT_IMPLEMENTED"):
+            await ops.client_status(admin, GROUP, "go-client-4", jstack=True)
 
 
 # ---------------------------------------------------------------------- clients that do not
