@@ -5,7 +5,9 @@ long-lived bidirectional stream.  Its first command is the client's settings; th
 validates them, registers the client with the brokers (`ClientSession.register`) and answers
 the merged settings (`settings.merged`), which every 5.x client waits for before it starts.
 The stream then carries the proxy's commands to the client (orphaned transaction checks,
-`sessions.py`) until either side closes it.  A failure while handling a command ends the
+`sessions.py`; thread stack and message verification requests, `relay.py`) and the client's
+answers to the latter, until either side closes it; the requests still waiting for an answer
+on a stream that ends are answered at once.  A failure while handling a command ends the
 stream with INVALID_ARGUMENT for a 4xxxx code and INTERNAL otherwise, as 5.3 does.
 Heartbeat renews the registration; NotifyClientTermination removes it at once.
 """
@@ -19,6 +21,7 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from engine.proxy import relay
 from engine.proxy.context import CallContext
 from engine.proxy.core import ProxyCore
 from engine.proxy.route import assignments, message_queues
@@ -101,7 +104,11 @@ async def telemetry(core: ProxyCore, requests: AsyncIterator[spb.TelemetryComman
                     outbox.put_nowait(spb.TelemetryCommand(status=OK_STATUS,
                                                            settings=session.settings))
                 elif sessions:
-                    sessions[-1].touch()  # stack traces and verify results: nothing asks yet
+                    session = sessions[-1]
+                    session.touch()
+                    if not relay.answer(session, command) and kind is not None:
+                        log.debug("telemetry %s of %s answers nothing waiting", kind,
+                                  ctx.client_id)
             outbox.put_nowait(None)
         except Exception as exc:  # handed to the writer, which ends the stream with it
             outbox.put_nowait(exc)
@@ -125,6 +132,7 @@ async def telemetry(core: ProxyCore, requests: AsyncIterator[spb.TelemetryComman
         for session in sessions:
             if session.outbox is outbox:
                 session.outbox = None
+            session.pending.stream_closed(outbox)
 
 
 # ---------------------------------------------------------------------- unary client calls

@@ -26,8 +26,9 @@ class ProxyCore:
         self.gateway = gateway
         self.auth = auth
         self.transactions = TransactionTable(config.transaction_data_expire_millis)
-        self.sessions = SessionTable(self.transactions, gateway.credentials,
-                                     config.grpc_client_idle_time_mills)
+        self.sessions = SessionTable(
+            self.transactions, gateway.credentials, config.grpc_client_idle_time_mills,
+            relay_timeout_s=config.grpc_proxy_relay_request_timeout_in_seconds)
         #: host:port clients are told to use (set when the server is bound).
         self.advertised = ""
         self._send_turn: dict[str, int] = {}

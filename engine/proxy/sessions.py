@@ -8,9 +8,10 @@ proxy registers a channel per gRPC client the same way), so `consumerConnection`
 each topic they publish (5.3 uses the topic as a gRPC producer's group), consumers under
 their group with their subscriptions.  A broker's CHECK_TRANSACTION_STATE arrives on the
 connection of the client it picked and is passed on as a RecoverOrphanedTransactionCommand
-on that client's Telemetry stream; its EndTransaction goes back on the same connection.  A
-client silent for grpcClientIdleTimeMills, or one that said NotifyClientTermination, is
-unregistered (UNREGISTER_CLIENT) and its connections closed.
+on that client's Telemetry stream; its EndTransaction goes back on the same connection.
+GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY are relayed the same way, and their
+answers awaited (`relay.py`).  A client silent for grpcClientIdleTimeMills, or one that said
+NotifyClientTermination, is unregistered (UNREGISTER_CLIENT) and its connections closed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from engine.protocol.signature import Credentials
 from engine.protocol.wire import from_ext, to_ext, to_json
 from engine.proxy.context import CallContext
 from engine.proxy.messages import to_proto
+from engine.proxy.relay import PendingCalls
+from engine.proxy.relay import router as relay_router
 from engine.proxy.status import OK_STATUS, ProxyError
 from engine.proxy.transactions import HalfMessage, TransactionTable, commit_log_offset
 from engine.proxy.v2 import definition_pb2 as pb
@@ -59,10 +62,12 @@ from engine.remoting.router import RequestContext, Router
 log = logging.getLogger("engine.proxy")
 
 HEARTBEAT_TIMEOUT_S = 3.0
+#: How long a relayed request waits for the client's answer (grpcProxyRelayRequestTimeout).
+RELAY_TIMEOUT_S = 5.0
 #: Commands waiting for a client's Telemetry stream (more are dropped: the broker asks again).
 OUTBOX_LIMIT = 1024
 
-router = Router()
+router = Router().include(relay_router)
 
 #: What a Telemetry stream's writer takes: a command, the failure that ends the stream, or
 #: None when the client closed its side.
@@ -96,7 +101,8 @@ class ClientSession:
     """One gRPC client: its settings, its Telemetry stream, its connections to brokers."""
 
     def __init__(self, client_id: str, ctx: CallContext, transactions: TransactionTable,
-                 credentials: Credentials | None) -> None:
+                 credentials: Credentials | None, relay_timeout_s: float = RELAY_TIMEOUT_S
+                 ) -> None:
         self.client_id = client_id
         self.language = ctx.language_code
         self.version = ctx.version_ordinal
@@ -107,9 +113,13 @@ class ClientSession:
                                        credentials=credentials)
         self.settings: pb.Settings | None = None
         self.last_seen = time.monotonic()
+        self.started_ms = int(time.time() * 1000)
         #: The open Telemetry stream's queue of commands to the client (None: no stream).
         self.outbox: asyncio.Queue[OutboxItem] | None = None
         self.brokers: dict[str, str] = {}  # name -> address this client is registered with
+        #: Commands relayed from brokers awaiting the client's answer (`relay.py`).
+        self.pending = PendingCalls()
+        self.relay_timeout_s = relay_timeout_s
 
     def touch(self) -> None:
         self.last_seen = time.monotonic()
@@ -266,9 +276,10 @@ class SessionTable:
     """Sessions by client id, created on first sight, expired when idle."""
 
     def __init__(self, transactions: TransactionTable, credentials: Credentials | None,
-                 idle_ms: int, *, on_expired: Callable[[ClientSession], None] | None = None
-                 ) -> None:
+                 idle_ms: int, *, on_expired: Callable[[ClientSession], None] | None = None,
+                 relay_timeout_s: float = RELAY_TIMEOUT_S) -> None:
         self.transactions = transactions
+        self.relay_timeout_s = relay_timeout_s
         self.credentials = credentials
         self.idle_s = idle_ms / 1000
         self.on_expired = on_expired
@@ -291,7 +302,7 @@ class SessionTable:
         session = self._sessions.get(ctx.client_id)
         if session is None:
             session = self._sessions[ctx.client_id] = ClientSession(
-                ctx.client_id, ctx, self.transactions, self.credentials)
+                ctx.client_id, ctx, self.transactions, self.credentials, self.relay_timeout_s)
         session.touch()
         return session
 
