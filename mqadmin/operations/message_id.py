@@ -2,21 +2,23 @@
 told apart by where the message is, and the message found by it.
 
 How this works (message-format.md §6): both ids are 32 hex digits (56 with IPv6), so the
-digits alone cannot tell them apart.  An id is first read as an offset message id (the
-storing broker's ``ip:port`` and a commit-log offset): that holds when the address is a broker
-of this cluster and the broker has a message at that offset.  A unique key's first bytes are
-the producer's IP, pid and a random number, which read as a port give pid * 65536 + more:
-above 65535 unless the pid's low 16 bits are 0, so a unique key is in practice never taken
-for an offset id.  Otherwise the id is a unique key, looked up in
-the brokers' index (QUERY_MESSAGE): in the topic given, or in every topic of every broker.
-When both fail, the error says what the id was tried as and why each failed
-(`NotAMessageId`, exit 3).
+digits alone cannot tell them apart.  A 5.x client's message id (34 hex digits: version 01,
+MAC, pid, seconds since 2021, sequence) is a unique key only.  Any other id is first read as
+an offset message id (the storing broker's ``ip:port`` and a commit-log offset): that holds
+when the address is a broker of this cluster and the broker has a message at that offset.  A
+unique key's first bytes are the producer's IP, pid and a random number, which read as a port
+give pid * 65536 + more: above 65535 unless the pid's low 16 bits are 0, so a unique key is
+in practice never taken for an offset id.  Otherwise the id is a unique key, looked up in the
+brokers' index (QUERY_MESSAGE): in the topic given, or in every topic of every broker.  When
+both fail, the error says what the id was tried as and why each failed (`NotAMessageId`,
+exit 3).
 """
 
 from __future__ import annotations
 
 import asyncio
 import string
+import time
 from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin
@@ -28,6 +30,11 @@ from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
 
 #: Id lengths in hex digits: IPv4 and IPv6 hosts.
 ID_LENGTHS = (32, 56)
+#: A 5.x client's message id: "01" and 16 bytes (rocketmq-clients `MessageIdCodec` V1).
+V5_ID_LENGTH = 34
+V5_ID_VERSION = "01"
+#: 2021-01-01T00:00:00Z, the epoch of a 5.x message id's seconds.
+V5_EPOCH_S = 1_609_459_200
 #: Index lookups at once when a unique key is searched in every topic.
 CONCURRENCY = 16
 
@@ -61,8 +68,25 @@ class NotAMessageId(TargetNotFound):
     """The id is neither an offset message id nor a unique key of a stored message."""
 
 
+def is_v5_id(msg_id: str) -> bool:
+    """A 5.x client's message id (never an offset message id)."""
+    return len(msg_id) == V5_ID_LENGTH and msg_id.startswith(V5_ID_VERSION) and all(
+        c in string.hexdigits for c in msg_id)
+
+
 def is_id_text(msg_id: str) -> bool:
-    return len(msg_id) in ID_LENGTHS and all(c in string.hexdigits for c in msg_id)
+    return (len(msg_id) in ID_LENGTHS and all(c in string.hexdigits for c in msg_id)) \
+        or is_v5_id(msg_id)
+
+
+def describe_v5_id(msg_id: str) -> str:
+    """What a 5.x message id says of the producer that made it."""
+    raw = bytes.fromhex(msg_id[2:])
+    mac = ":".join(f"{b:02x}" for b in raw[:6])
+    pid = int.from_bytes(raw[6:8], "big")
+    made = time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                         time.gmtime(V5_EPOCH_S + int.from_bytes(raw[8:12], "big")))
+    return f"made by a 5.x client on the host with MAC {mac} (pid {pid}) at {made}"
 
 
 def decode_unique_key(msg_id: str) -> UniqueKey:
@@ -191,7 +215,8 @@ async def _as_unique_key(admin: MQAdmin, msg_id: str, topic: str | None,
     failed = [a for a in answers if isinstance(a, ClientError)]
     detail = f" ({len(failed)} lookups failed, e.g. {failed[0]})" if failed else ""
     try:
-        made = f"; as one it was {decode_unique_key(msg_id).describe()}"
+        made = "; as one it was " + (describe_v5_id(msg_id) if is_v5_id(msg_id)
+                                      else decode_unique_key(msg_id).describe())
     except ValueError:
         made = ""
     return f"no broker's index has it in {where}{detail}{made}"
@@ -210,10 +235,14 @@ async def find_by_id(admin: MQAdmin, msg_id: str, topic: str | None = None
     if not is_id_text(msg_id):
         raise UsageProblem(
             f"{msg_id!r} is not a message id: a message id (UNIQ_KEY, sendMessage's msgId) "
-            "and an offset message id (offsetMsgId) are both 32 hex digits (56 with IPv6). "
+            "and an offset message id (offsetMsgId) are both 32 hex digits (56 with IPv6), "
+            "a 5.x client's message id 34 (starting 01). "
             "Find the message by key with `mqadmin queryMsgByKey -t TOPIC -k KEY`.")
     cluster = await _brokers(admin)
-    as_offset = await _as_offset_id(admin, msg_id, cluster)
+    if is_v5_id(msg_id):
+        as_offset: StoredMessage | str = "a 5.x client's message id is not one"
+    else:
+        as_offset = await _as_offset_id(admin, msg_id, cluster)
     if isinstance(as_offset, StoredMessage):
         return [as_offset]
     as_unique = await _as_unique_key(admin, msg_id, topic, cluster)
