@@ -260,6 +260,21 @@ class BrokerGateway:
         except RemotingError as exc:
             raise broker_failure(exc, what) from None
 
+    async def call_many(self, addr: str, cmds: list[RemotingCommand], what: str
+                        ) -> list[RemotingCommand | ProxyError]:
+        """Requests sent at once (so the broker reads them together): the answer to each,
+        or the ProxyError of one that got none.
+
+        Raises:
+            ProxyError: the broker could not be reached at all.
+        """
+        try:
+            answers = await self.remoting.invoke_many(addr, cmds, self.timeout)
+        except RemotingError as exc:
+            raise broker_failure(exc, what) from None
+        return [broker_failure(a, what) if isinstance(a, RemotingError) else a
+                for a in answers]
+
     async def call(self, addr: str, cmd: RemotingCommand, what: str,
                    timeout: float | None = None) -> RemotingCommand:
         """One request answered SUCCESS (or another code the caller reads itself).

@@ -205,13 +205,15 @@ async def receive(core: ProxyCore, session: ClientSession, req: spb.ReceiveMessa
 
 # ---------------------------------------------------------------------- ack / nack / DLQ
 
-async def _call(core: ProxyCore, broker: str, topic: str, cmd: RemotingCommand,
-                what: str) -> RemotingCommand:
-    route = await core.gateway.route(topic)
-    addr = core.gateway.master_addr(route, broker)
+async def _addr(core: ProxyCore, broker: str, topic: str) -> str:
+    addr = core.gateway.master_addr(await core.gateway.route(topic), broker)
     if addr is None:
         raise ProxyError(pb.INVALID_RECEIPT_HANDLE, f"broker {broker} of the receipt is gone")
-    resp = await core.gateway.call(addr, cmd, what)
+    return addr
+
+
+def _checked(resp: RemotingCommand, addr: str, what: str) -> RemotingCommand:
+    """The broker's answer if SUCCESS.  Raises ProxyError: the refusal, as 5.3 answers it."""
     if resp.code != ResponseCode.SUCCESS:
         try:
             raise_for(resp, addr)
@@ -220,24 +222,61 @@ async def _call(core: ProxyCore, broker: str, topic: str, cmd: RemotingCommand,
     return resp
 
 
-async def _ack_one(core: ProxyCore, group: str, topic: str, handle: str, *,
-                   now_ms: int | None = None) -> None:
-    info = parse_handle(handle, now_ms)
+async def _call(core: ProxyCore, broker: str, topic: str, cmd: RemotingCommand,
+                what: str) -> RemotingCommand:
+    addr = await _addr(core, broker, topic)
+    return _checked(await core.gateway.call(addr, cmd, what), addr, what)
+
+
+def _ack_request(group: str, topic: str, info: ExtraInfo) -> RemotingCommand:
     assert info.queue_offset is not None
     header = AckMessageRequestHeader(
         consumer_group=group, topic=info.topic(topic, group), queue_id=info.queue_id,
         extra_info=ExtraInfo.encode(info), offset=info.queue_offset, bname=info.broker_name)
-    await _call(core, info.broker_name, topic, request(RequestCode.ACK_MESSAGE, to_ext(header)),
-                "ack")
+    return request(RequestCode.ACK_MESSAGE, to_ext(header))
 
 
-async def _ack_status(core: ProxyCore, group: str, topic: str, handle: str,
-                      now_ms: int) -> pb.Status:
-    try:
-        await _ack_one(core, group, topic, handle, now_ms=now_ms)
-    except ProxyError as exc:
-        return status(exc.code, exc.message)
-    return OK_STATUS
+async def _ack_one(core: ProxyCore, group: str, topic: str, handle: str) -> None:
+    info = parse_handle(handle)
+    await _call(core, info.broker_name, topic, _ack_request(group, topic, info), "ack")
+
+
+def _status_of(error: ProxyError) -> pb.Status:
+    return status(error.code, error.message)
+
+
+async def _acks(core: ProxyCore, group: str, topic: str, handles: list[str],
+                now_ms: int) -> list[pb.Status]:
+    """One ACK_MESSAGE per entry, those of one broker sent at once; each its own answer."""
+    statuses: list[pb.Status] = [OK_STATUS] * len(handles)
+    by_broker: dict[str, list[tuple[int, ExtraInfo]]] = {}
+    for i, handle in enumerate(handles):
+        try:
+            info = parse_handle(handle, now_ms)
+        except ProxyError as exc:
+            statuses[i] = _status_of(exc)
+            continue
+        by_broker.setdefault(info.broker_name, []).append((i, info))
+
+    async def one(broker: str, entries: list[tuple[int, ExtraInfo]]) -> None:
+        try:
+            addr = await _addr(core, broker, topic)
+            answers = await core.gateway.call_many(
+                addr, [_ack_request(group, topic, info) for _, info in entries], "ack")
+        except ProxyError as exc:
+            for i, _ in entries:
+                statuses[i] = _status_of(exc)
+            return
+        for (i, _), answer in zip(entries, answers, strict=True):
+            try:
+                if isinstance(answer, ProxyError):
+                    raise answer
+                _checked(answer, addr, "ack")
+            except ProxyError as exc:
+                statuses[i] = _status_of(exc)
+
+    await asyncio.gather(*(one(broker, entries) for broker, entries in by_broker.items()))
+    return statuses
 
 
 async def _batch_ack(core: ProxyCore, group: str, topic: str, handles: list[str],
@@ -249,7 +288,7 @@ async def _batch_ack(core: ProxyCore, group: str, topic: str, handles: list[str]
         try:
             info = parse_handle(handle, now_ms)
         except ProxyError as exc:
-            statuses[i] = status(exc.code, exc.message)
+            statuses[i] = _status_of(exc)
             continue
         by_broker.setdefault(info.broker_name, []).append((i, info))
 
@@ -260,7 +299,7 @@ async def _batch_ack(core: ProxyCore, group: str, topic: str, handles: list[str]
             await _call(core, broker, topic, cmd, "batch ack")
             answer = OK_STATUS
         except ProxyError as exc:
-            answer = status(exc.code, exc.message)
+            answer = _status_of(exc)
         for i, _ in entries:
             statuses[i] = answer
 
@@ -274,14 +313,9 @@ async def ack(core: ProxyCore, req: spb.AckMessageRequest) -> spb.AckMessageResp
     enableBatchAck, one BATCH_ACK_MESSAGE per broker."""
     group = validate_group(req.group)
     topic = validate_topic(req.topic)
-    now = _now_ms()
-    if core.config.enable_batch_ack:
-        statuses = await _batch_ack(core, group, topic,
-                                    [entry.receipt_handle for entry in req.entries], now)
-    else:
-        statuses = await asyncio.gather(*(_ack_status(core, group, topic,
-                                                      entry.receipt_handle, now)
-                                          for entry in req.entries))
+    handles = [entry.receipt_handle for entry in req.entries]
+    acks = _batch_ack if core.config.enable_batch_ack else _acks
+    statuses = await acks(core, group, topic, handles, _now_ms())
     entries = [spb.AckMessageResultEntry(message_id=entry.message_id,
                                          receipt_handle=entry.receipt_handle, status=st)
                for entry, st in zip(req.entries, statuses, strict=True)]

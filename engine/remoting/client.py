@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.protocol.command import RemotingCommand
@@ -17,7 +17,7 @@ from engine.protocol.signature import Credentials, sign
 from engine.remoting.address import parse_addr
 from engine.remoting.connection import Connection, Dispatcher
 from engine.remoting.dispatch import RequestDispatcher
-from engine.remoting.errors import RemotingClosedError, RemotingConnectError
+from engine.remoting.errors import RemotingClosedError, RemotingConnectError, RemotingError
 from engine.remoting.router import Router
 
 log = logging.getLogger(__name__)
@@ -119,6 +119,17 @@ class RemotingClient:
             cmd = sign(cmd, self.credentials)
         conn = await self.connection(addr)
         return await conn.invoke(cmd, timeout)
+
+    async def invoke_many(self, addr: str, cmds: Sequence[RemotingCommand],
+                          timeout: float = DEFAULT_TIMEOUT
+                          ) -> list[RemotingCommand | RemotingError]:
+        """Send `cmds` to `addr` at once; the answer to each, or the error it failed with
+        (see `Connection.invoke_many`)."""
+        if self.credentials is not None:
+            credentials = self.credentials
+            cmds = [sign(cmd, credentials) for cmd in cmds]
+        conn = await self.connection(addr)
+        return await conn.invoke_many(cmds, timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         if self.credentials is not None:

@@ -19,13 +19,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from engine.protocol.command import FLAG_ONEWAY, RemotingCommand, encode
 from engine.protocol.errors import FrameError
 from engine.protocol.frame import DEFAULT_MAX_FRAME, FrameDecoder
-from engine.remoting.errors import RemotingClosedError, RemotingSendError, RemotingTimeoutError
+from engine.remoting.errors import (
+    RemotingClosedError,
+    RemotingError,
+    RemotingSendError,
+    RemotingTimeoutError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +213,50 @@ class Connection(asyncio.Protocol):
         finally:
             timer.cancel()
             self._pending.pop(opaque, None)
+
+    async def invoke_many(self, cmds: Sequence[RemotingCommand], timeout: float
+                          ) -> list[RemotingCommand | RemotingError]:
+        """Send requests at once and wait for all their answers, with one timer for all:
+        the answer to each in order, or the error it failed with (no answer within
+        `timeout` seconds, or the connection closed first).
+
+        Raises:
+            RemotingSendError: the connection was already closed.
+        """
+        loop = self._loop or asyncio.get_running_loop()
+        pending = self._pending
+        sent: list[tuple[int, asyncio.Future[RemotingCommand]]] = []
+        try:
+            for cmd in cmds:
+                opaque = next_opaque()
+                fut: asyncio.Future[RemotingCommand] = loop.create_future()
+                pending[opaque] = fut
+                sent.append((opaque, fut))
+                self.write(cmd.with_opaque(opaque))
+        except BaseException:
+            for opaque, _ in sent:
+                pending.pop(opaque, None)
+            raise
+        if not sent:
+            return []
+        timer = loop.call_later(timeout, self._expire_many, sent, timeout, cmds[0].code)
+        try:
+            answers = await asyncio.gather(*(fut for _, fut in sent), return_exceptions=True)
+        finally:
+            timer.cancel()
+            for opaque, _ in sent:
+                pending.pop(opaque, None)
+        out: list[RemotingCommand | RemotingError] = []
+        for answer in answers:
+            if isinstance(answer, BaseException) and not isinstance(answer, RemotingError):
+                raise answer
+            out.append(answer)
+        return out
+
+    def _expire_many(self, sent: list[tuple[int, asyncio.Future[RemotingCommand]]],
+                     timeout: float, code: int) -> None:
+        for opaque, _ in sent:
+            self._expire(opaque, timeout, code)
 
     def _expire(self, opaque: int, timeout: float, code: int) -> None:
         fut = self._pending.pop(opaque, None)

@@ -158,6 +158,34 @@ async def test_a_failing_guard_answers_system_error_and_keeps_the_connection(
     assert (ok.code, ok.ext_fields) == (ResponseCode.SUCCESS, {"k": "v"})
 
 
+async def test_invoke_many_answers_each_in_order_and_times_out_only_the_silent(
+        server, client) -> None:
+    cmds = [request(ECHO, {"i": "0"}), request(HOLD), request(BOOM), request(ECHO, {"i": "3"})]
+    answers = await client.invoke_many(addr(server), cmds, timeout=0.2)
+    assert [type(a).__name__ for a in answers] == [
+        "RemotingCommand", "RemotingTimeoutError", "RemotingCommand", "RemotingCommand"]
+    first, silent, failed, last = answers
+    assert isinstance(first, RemotingCommand) and first.ext_fields == {"i": "0"}
+    assert isinstance(last, RemotingCommand) and last.ext_fields == {"i": "3"}
+    assert isinstance(failed, RemotingCommand) and failed.code == ResponseCode.SYSTEM_ERROR
+    assert "within 0.2 s" in str(silent)
+    conn = await client.connection(addr(server))
+    assert conn.pending_calls == 0
+    assert await client.invoke_many(addr(server), []) == []
+
+
+async def test_invoke_many_fails_each_pending_call_when_the_connection_closes(
+        server, client) -> None:
+    state: State = server._dispatcher.state
+    calls = asyncio.ensure_future(client.invoke_many(
+        addr(server), [request(ECHO), request(HOLD)], timeout=30))
+    await asyncio.wait_for(state.held.wait(), 5)
+    await client.close()
+    answered, lost = await calls
+    assert isinstance(answered, RemotingCommand) and answered.code == ResponseCode.SUCCESS
+    assert isinstance(lost, RemotingClosedError)
+
+
 async def test_oneway_gets_no_answer(server, client) -> None:
     state: State = server._dispatcher.state
     await client.invoke_oneway(addr(server), request(ONEWAY, {"n": "1"}, oneway=True))
