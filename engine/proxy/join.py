@@ -8,26 +8,36 @@ each connection gets a thread that peeks at its first byte (waiting at most
 5.3's `SslHandler.isEncrypted` looks for) choosing the TLS port and anything else (the HTTP/2
 preface) the plaintext one, connects there, and then moves the client's bytes to grpc while a
 second thread moves grpc's bytes back.  The bytes move with `os.splice` through a pipe per
-direction: the kernel copies socket to pipe to socket, the thread holds the GIL only between
-two syscalls, and the event loop's thread (which runs grpc.aio's Python layer, the proxy and
-the broker, and bounds the rate) does no work for the join at all.  An end of stream is passed
-on as a half close (shutdown SHUT_WR), so closing either side closes the other; an error on
-either side shuts both down; the last thread of a connection closes its sockets and pipes.
+direction (the kernel copies socket to pipe to socket; the thread holds the GIL only between
+two syscalls).  An end of stream is passed on as a half close (shutdown SHUT_WR), so closing
+either side closes the other; an error on either side shuts both down; the last thread of a
+connection closes its sockets and pipes.
 
-grpc sees the join's loopback connection as the peer: `client_peer` maps it back (by the
-internal connection's local port, recorded before the first byte is forwarded, so before grpc
-can see a call on it) to the client's own address, in grpc's peer syntax.
+`PortJoin` runs in a process of its own (`python -m engine.proxy.join`, started by
+joiner.py): in the proxy's process its threads would take the GIL twice per chunk from the
+event loop's thread, which runs grpc.aio's Python layer, the proxy and the broker and bounds
+the rate (measured: a third more of that thread's CPU per one-message call).  The process
+gets the bound listening socket as an inherited fd and reports on stdout, one line each:
+``ready``, ``+PORT PEER`` when a connection is joined (PORT: the local port of its
+connection to grpc, PEER: the client's address in grpc's peer syntax; written before the
+first byte is forwarded, so before grpc can see a call on it) and ``-PORT`` when it is
+closed.  It stops, closing every connection, when its stdin ends (the proxy stopping, or
+dying).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
+import signal
 import socket
+import sys
 import threading
+from collections.abc import Callable
 
-log = logging.getLogger("engine.proxy")
+log = logging.getLogger("engine.proxy.join")
 
 #: The first byte of a TLS connection: a handshake record (ContentType 22).
 TLS_HANDSHAKE = 0x16
@@ -75,23 +85,21 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
 class PortJoin:
     """grpcServerPort of the permissive mode; see the module docstring."""
 
-    def __init__(self, host: str, port: int, *, plaintext_port: int, tls_port: int,
-                 first_byte_timeout: float = FIRST_BYTE_TIMEOUT_S) -> None:
-        self.host = host
+    def __init__(self, listener: socket.socket, *, plaintext_port: int, tls_port: int,
+                 first_byte_timeout: float = FIRST_BYTE_TIMEOUT_S,
+                 report: Callable[[str], None] | None = None) -> None:
+        self.listener = listener
+        self.port: int = listener.getsockname()[1]
         self.plaintext_port = plaintext_port
         self.tls_port = tls_port
         self.first_byte_timeout = first_byte_timeout
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        #: Raises OSError when the port cannot be bound.
-        self.listener = socket.create_server((host, port), family=family, backlog=1024)
-        self.port: int = self.listener.getsockname()[1]
+        #: Told ``+PORT PEER`` and ``-PORT`` (the module docstring).
+        self.report = report or (lambda line: None)
         self._lock = threading.Lock()
         self._closing = False
         #: Every connection's sockets, until its last thread closes them.
         self._sockets: dict[socket.socket, socket.socket | None] = {}
         self._threads: set[threading.Thread] = set()
-        #: The internal connection's local port -> the client's address (grpc peer syntax).
-        self._peers: dict[int, str] = {}
         self._acceptor: threading.Thread | None = None
 
     @property
@@ -103,14 +111,6 @@ class PortJoin:
         self._acceptor = threading.Thread(target=self._accept, name=f"proxy-join-{self.port}",
                                           daemon=True)
         self._acceptor.start()
-
-    def client_peer(self, peer: str) -> str:
-        """grpc's peer text of a call, with the join's loopback connection replaced by the
-        client's own address."""
-        prefix, _, port = peer.rpartition(":")
-        if prefix != f"ipv4:{LOOPBACK}" or not port.isdigit():
-            return peer
-        return self._peers.get(int(port), peer)
 
     def _accept(self) -> None:
         while True:
@@ -160,15 +160,16 @@ class PortJoin:
                 if self._closing:
                     return
                 self._sockets[client] = upstream
-                self._peers[local_port] = client_peer
                 self._threads.add(back)
+            self.report(f"+{local_port} {client_peer}")
             back.start()
             _pump(client, upstream)
             back.join()
         finally:
+            if local_port:
+                self.report(f"-{local_port}")
             with self._lock:
                 self._sockets.pop(client, None)
-                self._peers.pop(local_port, None)
                 self._threads.discard(threading.current_thread())
                 if back is not None:
                     self._threads.discard(back)
@@ -197,3 +198,35 @@ class PortJoin:
         for thread in threads:
             if thread.is_alive():
                 thread.join()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The join's process: `PortJoin` on the inherited listening socket until stdin ends."""
+    parser = argparse.ArgumentParser(prog="python -m engine.proxy.join")
+    parser.add_argument("--listen-fd", type=int, required=True)
+    parser.add_argument("--plaintext-port", type=int, required=True)
+    parser.add_argument("--tls-port", type=int, required=True)
+    parser.add_argument("--first-byte-timeout", type=float, default=FIRST_BYTE_TIMEOUT_S)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C: the proxy stops us
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+    out_lock = threading.Lock()
+
+    def report(line: str) -> None:
+        with out_lock, contextlib.suppress(OSError):  # the proxy gone: stdin ends too
+            os.write(1, f"{line}\n".encode())
+
+    join = PortJoin(socket.socket(fileno=args.listen_fd), plaintext_port=args.plaintext_port,
+                    tls_port=args.tls_port, first_byte_timeout=args.first_byte_timeout,
+                    report=report)
+    join.start()
+    report("ready")
+    while os.read(0, 4096):
+        pass
+    join.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,19 +2,18 @@
 
 Start: connect nothing yet (brokers and name servers are reached on first use), load the TLS
 key pair unless tlsServerMode is disabled (tls.py), bind grpcServerPort (0 picks a free port)
-as the mode says: disabled, grpc's plaintext port; enforcing, grpc's TLS port; permissive,
-a `PortJoin` (join.py) that hands each connection to one of grpc's two loopback ports, TLS or
-plaintext, by its first byte.  Then serve, and start the janitor Service, which every few
-seconds unregisters clients idle for grpcClientIdleTimeMills and drops expired transaction
-data.  Stop: end every Telemetry stream (they would otherwise hold the grace period to its
-end), accept no more connections, stop accepting calls (grpcShutdownTimeSeconds of grace for
-those in flight), close the joined connections, unregister every client from the brokers,
-close the connections.
+as the mode says: disabled, grpc's plaintext port; enforcing, grpc's TLS port; permissive, a
+`JoinProcess` (joiner.py, join.py) that hands each connection to one of grpc's two loopback
+ports, TLS or plaintext, by its first byte.  Then serve, and start the janitor Service, which
+every few seconds unregisters clients idle for grpcClientIdleTimeMills and drops expired
+transaction data.  Stop: end every Telemetry stream (they would otherwise hold the grace
+period to its end), stop accepting calls (grpcShutdownTimeSeconds of grace for those in
+flight), end the join (closing the joined connections), unregister every client from the
+brokers, close the connections.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import grpc
@@ -25,7 +24,8 @@ from engine.proxy.auth import GrpcAuth
 from engine.proxy.brokers import BrokerGateway
 from engine.proxy.config import ProxyConfig, TlsMode
 from engine.proxy.core import ProxyCore
-from engine.proxy.join import FIRST_BYTE_TIMEOUT_S, LOOPBACK, PortJoin
+from engine.proxy.join import FIRST_BYTE_TIMEOUT_S, LOOPBACK
+from engine.proxy.joiner import JoinProcess
 from engine.proxy.service import MessagingService
 from engine.proxy.tls import TlsMaterial, load_material
 from engine.proxy.v2 import service_pb2_grpc
@@ -52,7 +52,7 @@ class ProxyServer:
         self.server: grpc.aio.Server | None = None
         self.port = 0
         #: The permissive mode's port (None in the other modes).
-        self.join: PortJoin | None = None
+        self.join: JoinProcess | None = None
         #: What TLS is served with (None when tlsServerMode is disabled).
         self.tls: TlsMaterial | None = None
         #: Seconds a joined connection may stay silent before its first byte.
@@ -104,7 +104,7 @@ class ProxyServer:
             plaintext = self._bind(server, f"{LOOPBACK}:0", None)
             secure = self._bind(server, f"{LOOPBACK}:0", self.tls)
             try:
-                join = PortJoin(self.host, self.config.grpc_server_port,
+                join = JoinProcess(self.host, self.config.grpc_server_port,
                                 plaintext_port=plaintext, tls_port=secure,
                                 first_byte_timeout=self.first_byte_timeout)
             except OSError as exc:
@@ -113,12 +113,12 @@ class ProxyServer:
             port = join.port
         else:
             port = self._bind(server, where, self.tls)
+        if mode is TlsMode.PERMISSIVE:
+            self.join = join
+            await join.start()
+            self.core.resolve_peer = join.client_peer
         await server.start()
         self.server, self.port = server, port
-        if mode is TlsMode.PERMISSIVE:
-            join.start()
-            self.join = join
-            self.core.resolve_peer = join.client_peer
         self.core.advertised = self.config.local_serve_addr or f"{host}:{port}"
         self.janitor.start()
         log.info("gRPC proxy serving on %s (cluster %s, %s mode, TLS %s%s)",
@@ -154,14 +154,12 @@ class ProxyServer:
         for session in self.core.sessions.all():
             if session.outbox is not None:
                 session.outbox.put_nowait(None)  # the stream's writer returns: the call ends
-        if self.join is not None:
-            await asyncio.to_thread(self.join.close_listener)
         if self.server is not None:
             await self.server.stop(self.config.grpc_shutdown_time_seconds if grace is None
                                    else grace)
             self.server = None
         if self.join is not None:
-            await asyncio.to_thread(self.join.stop)
+            await self.join.stop()
             self.join = None
         for session in self.core.sessions.all():
             self.core.sessions.remove(session.client_id)
