@@ -9,9 +9,10 @@ each connection gets a thread that peeks at its first byte (waiting at most
 preface) the plaintext one, connects there, and then moves the client's bytes to grpc while a
 second thread moves grpc's bytes back.  The bytes move with `os.splice` through a pipe per
 direction (the kernel copies socket to pipe to socket; the thread holds the GIL only between
-two syscalls).  An end of stream is passed on as a half close (shutdown SHUT_WR), so closing
-either side closes the other; an error on either side shuts both down; the last thread of a
-connection closes its sockets and pipes.
+two syscalls; where there is no splice, not on Linux, through a buffer).  An end of stream is
+passed on as a half close (shutdown SHUT_WR), so closing either side closes the other; an
+error on either side shuts both down; the connection's first thread closes its sockets once
+both directions have ended.
 
 `PortJoin` runs in a process of its own (`python -m engine.proxy.join`, started by
 joiner.py): in the proxy's process its threads would take the GIL twice per chunk from the
@@ -64,22 +65,32 @@ def _shutdown(sock: socket.socket, how: int) -> None:
 def _pump(src: socket.socket, dst: socket.socket) -> None:
     """Move `src`'s bytes to `dst` until `src` ends (then half-close `dst`) or fails (then
     shut both down)."""
-    read_end, write_end = os.pipe()
     try:
-        src_fd, dst_fd = src.fileno(), dst.fileno()
-        while True:
-            moved = os.splice(src_fd, write_end, CHUNK)
-            if moved == 0:
-                _shutdown(dst, socket.SHUT_WR)
-                return
-            while moved:
-                moved -= os.splice(read_end, dst_fd, moved)
+        if hasattr(os, "splice"):
+            _splice(src.fileno(), dst.fileno())
+        else:  # not Linux: through a buffer
+            _copy(src, dst)
+        _shutdown(dst, socket.SHUT_WR)
     except OSError:
         _shutdown(src, socket.SHUT_RDWR)
         _shutdown(dst, socket.SHUT_RDWR)
+
+
+def _splice(src: int, dst: int) -> None:
+    read_end, write_end = os.pipe()
+    try:
+        while moved := os.splice(src, write_end, CHUNK):
+            while moved:
+                moved -= os.splice(read_end, dst, moved)
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+def _copy(src: socket.socket, dst: socket.socket) -> None:
+    buffer = memoryview(bytearray(CHUNK))
+    while received := src.recv_into(buffer):
+        dst.sendall(buffer[:received])
 
 
 class PortJoin:
