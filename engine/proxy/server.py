@@ -99,26 +99,32 @@ class ProxyServer:
         service_pb2_grpc.add_MessagingServiceServicer_to_server(  # type: ignore[no-untyped-call]
             MessagingService(self.core), server)
         where = f"{self.host}:{self.config.grpc_server_port}"
+        join: JoinProcess | None = None
         if mode is TlsMode.PERMISSIVE:
             assert self.tls is not None
             plaintext = self._bind(server, f"{LOOPBACK}:0", None)
             secure = self._bind(server, f"{LOOPBACK}:0", self.tls)
             try:
                 join = JoinProcess(self.host, self.config.grpc_server_port,
-                                plaintext_port=plaintext, tls_port=secure,
-                                first_byte_timeout=self.first_byte_timeout)
+                                   plaintext_port=plaintext, tls_port=secure,
+                                   first_byte_timeout=self.first_byte_timeout)
             except OSError as exc:
                 raise ProxyPortInUseError(f"cannot bind the gRPC port {where}: "
                                           f"{exc.strerror or exc}") from None
             port = join.port
         else:
             port = self._bind(server, where, self.tls)
-        if mode is TlsMode.PERMISSIVE:
-            self.join = join
-            await join.start()
-            self.core.resolve_peer = join.client_peer
-        await server.start()
+        try:
+            await server.start()
+        except BaseException:
+            if join is not None:
+                join.listener.close()
+            raise
         self.server, self.port = server, port
+        if join is not None:  # grpc's ports listen: the join may hand them connections
+            self.join = join
+            self.core.resolve_peer = join.client_peer
+            await join.start()
         self.core.advertised = self.config.local_serve_addr or f"{host}:{port}"
         self.janitor.start()
         log.info("gRPC proxy serving on %s (cluster %s, %s mode, TLS %s%s)",
