@@ -4,7 +4,7 @@ How this works: `ProxyConfig` holds the keys this proxy acts on, named and defau
 `ProxyConfig`; `load_proxy_config` reads the JSON object of an rmq-proxy.json, converts each
 known key's value to its field's type (through `engine.common.config`, the broker's loader),
 and returns the keys it did not act on in two lists: 5.3 keys this proxy does not use
-(thread pools, TLS, metrics exporters, ...) and keys 5.3 does not know either (likely typos),
+(thread pools, metrics exporters, ...) and keys 5.3 does not know either (likely typos),
 so the caller can warn about each kind.  A value of the wrong type is a `ConfigError` naming
 the key.
 """
@@ -12,6 +12,7 @@ the key.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +20,28 @@ from typing import Any
 from engine.common import config as configlib
 
 DEFAULT_CLUSTER_NAME = "DefaultCluster"
+
+
+class TlsMode(enum.Enum):
+    """5.3's `tls.server.mode` (`TlsSystemConfig.tlsMode`), values as 5.3 spells them."""
+
+    DISABLED = "disabled"  # plaintext only: a TLS handshake is refused
+    PERMISSIVE = "permissive"  # TLS and plaintext clients on the same port
+    ENFORCING = "enforcing"  # TLS only: a plaintext connection is refused
+
+
+def parse_tls_mode(text: str) -> TlsMode:
+    """A `tlsServerMode` value (case ignored).
+
+    Raises:
+        ConfigError: not one of disabled, permissive, enforcing.
+    """
+    try:
+        return TlsMode(text.strip().lower())
+    except ValueError:
+        names = ", ".join(m.value for m in TlsMode)
+        raise configlib.ConfigError(f"config key 'tlsServerMode': {text!r} is not one of "
+                                    f"{names}", "tlsServerMode", text) from None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,6 +93,18 @@ class ProxyConfig:
     #: {"accessKey","secretKey"}: signs the proxy's own requests to ACL-enabled brokers.
     inner_client_authentication_credentials: str | None = configlib.secret_key(
         "innerClientAuthenticationCredentials")
+    #: 5.3's JVM property tls.server.mode: disabled, permissive or enforcing (see tls.py).
+    tls_server_mode: str = "permissive"
+    #: Serve a self-signed certificate made at start when no key and certificate files are set.
+    tls_test_mode_enable: bool = True
+    #: PEM private key and certificate chain of the gRPC port's TLS.
+    tls_key_path: str = ""
+    tls_cert_path: str = ""
+
+    @property
+    def tls_mode(self) -> TlsMode:
+        """`tlsServerMode` (checked by `load_proxy_config`; see `parse_tls_mode`)."""
+        return parse_tls_mode(self.tls_server_mode)
 
     @property
     def local_mode(self) -> bool:
@@ -168,6 +203,7 @@ def load_proxy_config(raw: Mapping[str, Any], *, base: ProxyConfig | None = None
     """
     props = {key: _text(key, value) for key, value in raw.items()}
     config, rest = configlib.load(ProxyConfig, props, base=base)
+    parse_tls_mode(config.tls_server_mode)
     unused = [k for k in rest if k in APACHE_KEYS]
     unknown = [k for k in rest if k not in APACHE_KEYS]
     return config, unused, unknown

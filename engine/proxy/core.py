@@ -2,11 +2,14 @@
 
 How this works: `ProxyCore.enter` is the first step of each RPC, as 5.3's request pipeline:
 it reads the call's headers, checks the signature and the rules (`GrpcAuth`), and opens the
-calling client's session (a call without x-mq-client-id is CLIENT_ID_REQUIRED).  The
-advertised endpoints are what QueryRoute answers when the client names none.
+calling client's session (a call without x-mq-client-id is CLIENT_ID_REQUIRED); the
+peer address is the client's own even through the permissive mode's join.  The advertised
+endpoints are what QueryRoute answers when the client names none.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import grpc
 
@@ -31,6 +34,8 @@ class ProxyCore:
             relay_timeout_s=config.grpc_proxy_relay_request_timeout_in_seconds)
         #: host:port clients are told to use (set when the server is bound).
         self.advertised = ""
+        #: grpc's peer text -> the client's own (set when a `PortJoin` stands in between).
+        self.resolve_peer: Callable[[str], str] | None = None
         self._send_turn: dict[str, int] = {}
 
     def endpoints(self, asked: pb.Endpoints | None = None) -> pb.Endpoints:
@@ -41,7 +46,10 @@ class ProxyCore:
         return pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
 
     def context(self, context: grpc.aio.ServicerContext[object, object]) -> CallContext:
-        return call_context(context.invocation_metadata() or (), context.peer())
+        peer = context.peer()
+        if self.resolve_peer is not None:
+            peer = self.resolve_peer(peer)
+        return call_context(context.invocation_metadata() or (), peer)
 
     def enter(self, context: grpc.aio.ServicerContext[object, object],
               request: object) -> tuple[CallContext, ClientSession]:

@@ -73,6 +73,9 @@ async def serve(config: ProxyConfig, namesrv_addr: str) -> int:
         await proxy.stop(grace=0)
         return process.error(PROG, f"{exc}; stop the other process or set another "
                                    "grpcServerPort")
+    except ValueError as exc:  # TLS: no usable key pair (the message names the file)
+        await proxy.stop(grace=0)
+        return process.error(PROG, str(exc))
     reloader = None
     if store is not None:
         auth_store = store

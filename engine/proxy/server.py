@@ -1,11 +1,15 @@
 """`ProxyServer`: the grpc.aio server of MessagingService, its gateway and its janitor.
 
-Start: connect nothing yet (brokers and name servers are reached on first use), bind
-grpcServerPort (0 picks a free port), start serving, then the janitor Service, which every
-few seconds unregisters clients idle for grpcClientIdleTimeMills and drops expired
+Start: connect nothing yet (brokers and name servers are reached on first use), load the TLS
+key pair unless tlsServerMode is disabled (tls.py), bind grpcServerPort (0 picks a free port)
+as the mode says: disabled, grpc's plaintext port; enforcing, grpc's TLS port; permissive, a
+`JoinProcess` (joiner.py, join.py) that hands each connection to one of grpc's two loopback
+ports, TLS or plaintext, by its first byte.  Then serve, and start the janitor Service, which
+every few seconds unregisters clients idle for grpcClientIdleTimeMills and drops expired
 transaction data.  Stop: end every Telemetry stream (they would otherwise hold the grace
 period to its end), stop accepting calls (grpcShutdownTimeSeconds of grace for those in
-flight), unregister every client from the brokers, close the connections.
+flight), end the join (closing the joined connections), unregister every client from the
+brokers, close the connections.
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ from engine.broker.services import PeriodicService
 from engine.protocol.signature import Credentials
 from engine.proxy.auth import GrpcAuth
 from engine.proxy.brokers import BrokerGateway
-from engine.proxy.config import ProxyConfig
+from engine.proxy.config import ProxyConfig, TlsMode
 from engine.proxy.core import ProxyCore
+from engine.proxy.join import FIRST_BYTE_TIMEOUT_S, LOOPBACK
+from engine.proxy.joiner import JoinProcess
 from engine.proxy.service import MessagingService
+from engine.proxy.tls import TlsMaterial, load_material
 from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.address import local_ip
 
@@ -44,6 +51,12 @@ class ProxyServer:
         self.core = ProxyCore(config, self.gateway, auth)
         self.server: grpc.aio.Server | None = None
         self.port = 0
+        #: The permissive mode's port (None in the other modes).
+        self.join: JoinProcess | None = None
+        #: What TLS is served with (None when tlsServerMode is disabled).
+        self.tls: TlsMaterial | None = None
+        #: Seconds a joined connection may stay silent before its first byte.
+        self.first_byte_timeout = FIRST_BYTE_TIMEOUT_S
         interval = min(JANITOR_INTERVAL_S, config.grpc_client_idle_time_mills / 2000)
         self.janitor = PeriodicService("proxy-janitor", interval, self._clean)
 
@@ -52,12 +65,26 @@ class ProxyServer:
         """``host:port`` clients are given (and should be configured with)."""
         return self.core.advertised
 
+    def _advertised_host(self) -> str:
+        if self.config.local_serve_addr:
+            return self.config.local_serve_addr.rpartition(":")[0] or \
+                self.config.local_serve_addr
+        if self.advertise_host:
+            return self.advertise_host
+        return self.host if self.host not in ("0.0.0.0", "::", "") else local_ip()
+
     async def start(self) -> None:
         """Bind and serve.
 
         Raises:
+            ConfigError: tlsServerMode is not a mode.
+            ProxyTlsError: TLS is on and its key pair cannot be read or made.
             ProxyPortInUseError: the port cannot be bound.
         """
+        mode = self.config.tls_mode
+        host = self._advertised_host()
+        if mode is not TlsMode.DISABLED:
+            self.tls = await load_material(self.config, (host, self.host))
         size = self.config.grpc_max_inbound_message_size
         server = grpc.aio.server(options=[
             ("grpc.max_receive_message_length", size),
@@ -72,23 +99,51 @@ class ProxyServer:
         service_pb2_grpc.add_MessagingServiceServicer_to_server(  # type: ignore[no-untyped-call]
             MessagingService(self.core), server)
         where = f"{self.host}:{self.config.grpc_server_port}"
+        join: JoinProcess | None = None
+        if mode is TlsMode.PERMISSIVE:
+            assert self.tls is not None
+            plaintext = self._bind(server, f"{LOOPBACK}:0", None)
+            secure = self._bind(server, f"{LOOPBACK}:0", self.tls)
+            try:
+                join = JoinProcess(self.host, self.config.grpc_server_port,
+                                   plaintext_port=plaintext, tls_port=secure,
+                                   first_byte_timeout=self.first_byte_timeout)
+            except OSError as exc:
+                raise ProxyPortInUseError(f"cannot bind the gRPC port {where}: "
+                                          f"{exc.strerror or exc}") from None
+            port = join.port
+        else:
+            port = self._bind(server, where, self.tls)
         try:
-            port = server.add_insecure_port(where)
+            await server.start()
+        except BaseException:
+            if join is not None:
+                join.listener.close()
+            raise
+        self.server, self.port = server, port
+        if join is not None:  # grpc's ports listen: the join may hand them connections
+            self.join = join
+            self.core.resolve_peer = join.client_peer
+            await join.start()
+        self.core.advertised = self.config.local_serve_addr or f"{host}:{port}"
+        self.janitor.start()
+        log.info("gRPC proxy serving on %s (cluster %s, %s mode, TLS %s%s)",
+                 self.core.advertised, self.config.cluster_name,
+                 "local" if self.config.local_mode else "cluster", mode.value,
+                 f", {self.tls.source}" if self.tls is not None else "")
+
+    @staticmethod
+    def _bind(server: grpc.aio.Server, where: str, tls: TlsMaterial | None) -> int:
+        try:
+            if tls is None:
+                port: int = server.add_insecure_port(where)
+            else:
+                port = server.add_secure_port(where, tls.server_credentials())
         except RuntimeError as exc:
             raise ProxyPortInUseError(f"cannot bind the gRPC port {where}: {exc}") from None
         if port == 0:
             raise ProxyPortInUseError(f"cannot bind the gRPC port {where}")
-        await server.start()
-        self.server, self.port = server, port
-        advertised = self.config.local_serve_addr
-        if not advertised:
-            host = self.advertise_host or (self.host if self.host not in ("0.0.0.0", "::", "")
-                                           else local_ip())
-            advertised = f"{host}:{port}"
-        self.core.advertised = advertised
-        self.janitor.start()
-        log.info("gRPC proxy serving on %s (cluster %s, %s mode)", advertised,
-                 self.config.cluster_name, "local" if self.config.local_mode else "cluster")
+        return port
 
     async def _clean(self) -> None:
         for session in self.core.sessions.idle():
@@ -109,6 +164,9 @@ class ProxyServer:
             await self.server.stop(self.config.grpc_shutdown_time_seconds if grace is None
                                    else grace)
             self.server = None
+        if self.join is not None:
+            await self.join.stop()
+            self.join = None
         for session in self.core.sessions.all():
             self.core.sessions.remove(session.client_id)
             await session.unregister()

@@ -4,6 +4,7 @@ APACHE_RMQ5_HOME; tests/apache5.py starts Apache's name server and broker with i
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,28 @@ async def test_our_proxy_answers_as_apache_5_3_3(apache5: Apache5, tmp_path: Pat
             await stack.create_topic(topic, queues, message_type)
         ours = await scenario(stack.endpoint, stack.broker.addr, create)
     assert ours == theirs
+
+
+async def tls_and_plaintext(endpoint: str) -> dict[str, Any]:
+    """How a proxy's gRPC port answers a TLS client and a plaintext one (its defaults)."""
+    host, _, port = endpoint.rpartition(":")
+    cert = await asyncio.to_thread(ssl.get_server_certificate, (host, int(port)))
+    seen: dict[str, Any] = {}
+    tls = grpc.aio.secure_channel(
+        endpoint, grpc.ssl_channel_credentials(root_certificates=cert.encode()),
+        options=[("grpc.ssl_target_name_override", "localhost")])
+    for name, channel in (("tls", tls), ("plaintext", grpc.aio.insecure_channel(endpoint))):
+        async with channel:
+            stub = service_pb2_grpc.MessagingServiceStub(channel)
+            seen[name] = (await stub.QueryRoute(spb.QueryRouteRequest(
+                topic=pb.Resource(name="CmpNope")), metadata=HEADERS, timeout=TIMEOUT)
+                          ).status.code
+    return seen
+
+
+async def test_our_port_serves_tls_and_plaintext_as_apache_5_3_3(
+        apache5: Apache5, tmp_path: Path, namesrv: NamesrvController) -> None:
+    theirs = await tls_and_plaintext(apache5.grpc)
+    async with running_stack(tmp_path, namesrv) as stack:
+        ours = await tls_and_plaintext(f"127.0.0.1:{stack.proxy.port}")
+    assert ours == theirs == {"tls": pb.TOPIC_NOT_FOUND, "plaintext": pb.TOPIC_NOT_FOUND}
