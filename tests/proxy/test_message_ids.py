@@ -41,8 +41,8 @@ async def test_mqadmin_finds_a_message_by_the_id_the_5x_producer_got(
             assert found.record.body == b"find me"
             assert found.record.properties()["UNIQ_KEY"] == msg_id
         missing = "01" + "0" * 31 + "1"
-        with pytest.raises(NotAMessageId, match=r"a 5.x client.s message id is not one.*"
-                                                r"made by a 5.x client"):
+        with pytest.raises(NotAMessageId, match=r"a 5\.x client's message id is not one.*"
+                                                r"made by a 5\.x client"):
             await find_by_id(admin, missing, "Ids")
-        with pytest.raises(UsageProblem, match="34 \\(starting 01\\)"):
+        with pytest.raises(UsageProblem, match=r"34 \(starting 01\)"):
             await find_by_id(admin, "02" + "0" * 32)
