@@ -245,9 +245,10 @@ def _status_of(error: ProxyError) -> pb.Status:
     return status(error.code, error.message)
 
 
-async def _acks(core: ProxyCore, group: str, topic: str, handles: list[str],
-                now_ms: int) -> list[pb.Status]:
-    """One ACK_MESSAGE per entry, those of one broker sent at once; each its own answer."""
+def _by_broker(handles: list[str], now_ms: int
+               ) -> tuple[list[pb.Status], dict[str, list[tuple[int, ExtraInfo]]]]:
+    """Each handle's status so far (OK, or why its handle is refused) and the receipts of
+    the others by broker, with their index."""
     statuses: list[pb.Status] = [OK_STATUS] * len(handles)
     by_broker: dict[str, list[tuple[int, ExtraInfo]]] = {}
     for i, handle in enumerate(handles):
@@ -257,6 +258,13 @@ async def _acks(core: ProxyCore, group: str, topic: str, handles: list[str],
             statuses[i] = _status_of(exc)
             continue
         by_broker.setdefault(info.broker_name, []).append((i, info))
+    return statuses, by_broker
+
+
+async def _acks(core: ProxyCore, group: str, topic: str, handles: list[str],
+                now_ms: int) -> list[pb.Status]:
+    """One ACK_MESSAGE per entry, those of one broker sent at once; each its own answer."""
+    statuses, by_broker = _by_broker(handles, now_ms)
 
     async def one(broker: str, entries: list[tuple[int, ExtraInfo]]) -> None:
         try:
@@ -282,15 +290,7 @@ async def _acks(core: ProxyCore, group: str, topic: str, handles: list[str],
 async def _batch_ack(core: ProxyCore, group: str, topic: str, handles: list[str],
                      now_ms: int) -> list[pb.Status]:
     """One BATCH_ACK_MESSAGE per broker; each entry gets its broker's answer."""
-    statuses: list[pb.Status] = [OK_STATUS] * len(handles)
-    by_broker: dict[str, list[tuple[int, ExtraInfo]]] = {}
-    for i, handle in enumerate(handles):
-        try:
-            info = parse_handle(handle, now_ms)
-        except ProxyError as exc:
-            statuses[i] = _status_of(exc)
-            continue
-        by_broker.setdefault(info.broker_name, []).append((i, info))
+    statuses, by_broker = _by_broker(handles, now_ms)
 
     async def one(broker: str, entries: list[tuple[int, ExtraInfo]]) -> None:
         body = batch_ack_body(group, topic, (info for _, info in entries))
