@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from rich.console import Console
 
 from engine.client.client_config import ClientConfig
 from engine.client.consumer_options import PopOptions
@@ -20,6 +21,8 @@ from engine.client.message import MessageExt
 from engine.client.pop_calls import AckStatus
 from engine.client.pop_consumer import PopConsumer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
+from mqadmin.commands import lag_watch
+from mqadmin.operations import lag_status as st
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
 from mqadmin.operations.lag_metrics import MetricsServer
@@ -89,6 +92,12 @@ async def test_in_flight_and_ready_in_samples_status_metrics_window_and_history(
     assert (q["topic"], q["queueId"], q["lag"], q["ready"], q["inFlight"]) == (TOPIC, 0, 5, 2, 3)
     table = await asyncio.to_thread(invoke, "lag", "status", "-n", lab.ns, "-g", GROUP)
     assert "inFlight" in table.stdout and "ready" in table.stdout
+    report = await st.sample_report(lab.admin, "test", group=GROUP, samples=2, spacing=0.1)
+    console = Console(record=True, width=240)
+    console.print(lag_watch.table(report, "sampled here"))
+    [head, line] = [x for x in console.export_text().splitlines() if x.startswith(("┃", "│"))]
+    assert [c.strip() for c in head.split("┃")[3:6]] == ["lag", "ready", "in flight"]
+    assert [c.strip() for c in line.split("│")[3:6]] == ["5", "2", "3"]
 
     collector = LagCollector(CollectorConfig((lab.ns,), "test", 200, tmp_path / "data",
                                              window=4, exporter=True, ledger_scope="test"))
