@@ -254,8 +254,9 @@ def status(
     debug: DebugOpt = False,
 ) -> None:
     """Each group's verdict (Burrow's rules: STOP, REWIND, STALL, WARNING, OK), the rule
-    that fired, lag in messages and time, net drain rate, catch-up ETA and retention risk;
-    from a running collector's window, else from three samples taken half a second apart."""
+    that fired, lag in messages (of it, ready and in flight: taken by POP consumers, not
+    acked yet) and time, net drain rate, catch-up ETA and retention risk; from a running
+    collector's window, else from three samples taken half a second apart."""
     with guarded(debug):
         report = _report(namesrv, context, group, window, allowed_lag)
         if group is not None and not report.groups:

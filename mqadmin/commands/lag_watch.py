@@ -30,13 +30,14 @@ DEFAULT_EVERY = 2.0
 def table(report: st.LagReport, source_note: str) -> Table:
     t = Table(title=f"consumer lag of '{report.cluster}' — {source_note}", title_justify="left",
               expand=False)
-    for col in ("group", "verdict", "lag", "lag time", "drain/s", "ETA", "trend", "rule",
-                "retention risk"):
+    for col in ("group", "verdict", "lag", "ready", "in flight", "lag time", "drain/s", "ETA",
+                "trend", "rule", "retention risk"):
         t.add_column(col, overflow="fold", no_wrap=col in ("trend", "verdict"))
     for row in st.group_rows(report):
         style = STYLES.get(str(row["verdict"]), "")
         t.add_row(str(row["group"]), Text(str(row["verdict"]), style=style),
-                  f"{row['lag']:,}", str(row["lagTime"] or ""),
+                  f"{row['lag']:,}", f"{row['ready']:,}", f"{row['inFlight']:,}",
+                  str(row["lagTime"] or ""),
                   "" if row["drainRate"] is None else f"{round(row['drainRate'], 1) + 0.0:,.1f}",
                   str(row["eta"]), Text(str(row["trend"]), style=style),
                   str(row["rule"]), Text(str(row["retentionRisk"] or ""), style="red"))

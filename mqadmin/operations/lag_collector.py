@@ -276,7 +276,8 @@ class LagCollector(Service):
                     "group": g.group, "from": old_status, "to": status,
                     "rule": f"{v.worst.status.value}: {v.worst.rule}" if v.worst else "",
                     "lag": v.lag, "lag_ms": v.lag_ms, "drain_rate": v.drain_rate,
-                    "eta": eta_text(v.eta_s, v.keeping_up)})
+                    "eta": eta_text(v.eta_s, v.keeping_up), "ready": v.ready,
+                    "in_flight": v.in_flight})
             if risky and not old_risky:
                 first = min(g.risks, key=lambda r: r.deletes_at_ms)
                 self.post_event("retention_risk", {

@@ -8,7 +8,8 @@ buffer is written as one file per date, ``<dir>/date=YYYY-MM-DD/part-<start>-<pi
 name and renamed into place, so readers (Spark skips dot files) never see half a file and
 a crash loses only the unflushed buffer (the SQLite window still holds the last cycles).
 The columns are the lag contract's (mqadmin/reports/contract.py, which the report job reads
-them by): column order, types, and gap rows (``ok = false``, queue -1, empty topic, nulls)
+them by): column order, types (``in_flight`` last: files written before it lack it, and
+readers take it as 0), and gap rows (``ok = false``, queue -1, empty topic, nulls)
 for group x broker pairs that could not be sampled.  pyarrow is imported on the first
 flush, not with the module: every mqadmin command imports this one.
 """
@@ -66,7 +67,7 @@ class HistoryWriter:
                     ("lag", s.lag), ("lag_ms", s.lag_ms), ("produce_rate", s.produce_rate),
                     ("consume_rate", s.consume_rate), ("interval_ms", cycle.interval_ms),
                     ("ok", True), ("retention_risk", s.retention_risk),
-                    ("risk_messages", s.risk_messages)):
+                    ("risk_messages", s.risk_messages), ("in_flight", s.in_flight)):
                 c[name].append(value)
         for g in cycle.gaps:
             for name, value in (
@@ -75,7 +76,7 @@ class HistoryWriter:
                     ("broker_offset", None), ("consumer_offset", None), ("lag", None),
                     ("lag_ms", None), ("produce_rate", None), ("consume_rate", None),
                     ("interval_ms", cycle.interval_ms), ("ok", False),
-                    ("retention_risk", False), ("risk_messages", 0)):
+                    ("retention_risk", False), ("risk_messages", 0), ("in_flight", None)):
                 c[name].append(value)
         self.cycles += 1
         self.added += 1

@@ -1,5 +1,6 @@
 """The lag collector's /metrics: rocketmq-exporter's names and labels, plus the verdicts,
-time lag, ETAs, retention risks and dead letters only the collector knows (``rocketmq_lag_*``).
+time lag, ready and in-flight split, ETAs, retention risks and dead letters only the
+collector knows (``rocketmq_lag_*``).
 
 How this works: `LagMetrics` is a prometheus_client `Collector` that reads the collector's
 latest cycle (`Latest`, replaced in one assignment at the end of each cycle) when /metrics
@@ -74,12 +75,20 @@ EXPORTER = (
 )
 
 _G = ("cluster", "group")
+#: The in-flight and ready split is per topic and broker, as the brokers' own
+#: rocketmq_consumer_inflight_messages and rocketmq_consumer_ready_messages (5.x) are.
+_TOPIC_GROUP = ("cluster", "group", "topic", "broker")
 #: What only the collector knows; ``cluster`` is the collector's name (its --name).
 OURS = (
     Family("rocketmq_lag_messages", "gauge",
            "Messages the group has not consumed yet, all its queues together.", _G),
     Family("rocketmq_lag_seconds", "gauge",
            "Time lag: age of the group's oldest unconsumed message (seconds).", _G),
+    Family("rocketmq_lag_inflight_messages", "gauge",
+           "Of the lag, messages POP consumers took and have not acked yet (0 for push "
+           "and pull groups).", _TOPIC_GROUP),
+    Family("rocketmq_lag_ready_messages", "gauge",
+           "Of the lag, messages no consumer has taken yet.", _TOPIC_GROUP),
     Family("rocketmq_lag_verdict", "gauge",
            "1 for the group's verdict: verdict is its worst queue's (OK, UNKNOWN, WARNING, "
            "STALL, REWIND, STOP), status the group's (OK, UNKNOWN, WARNING, ERROR), rule "
@@ -256,6 +265,14 @@ def _ours(out: _Out, latest: Latest) -> None:
             first = min(r.deletes_at_ms for r in g.risks)
             out.add("rocketmq_lag_retention_risk_seconds", labels,
                     max(first - report.ts, 0) / 1000)
+    split: dict[tuple[str, str, str], list[int]] = {}  # in flight, ready
+    for s in latest.cycle.samples:
+        t = split.setdefault((s.group, s.topic, s.broker), [0, 0])
+        t[0] += s.in_flight
+        t[1] += s.ready
+    for (group, topic, broker), (in_flight, ready) in sorted(split.items()):
+        out.add("rocketmq_lag_inflight_messages", (cluster, group, topic, broker), in_flight)
+        out.add("rocketmq_lag_ready_messages", (cluster, group, topic, broker), ready)
     letters: dict[str, list[int]] = {}
     for d in latest.extras.dead_letters:
         t = letters.setdefault(d.group, [0, 0])

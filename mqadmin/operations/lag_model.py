@@ -15,6 +15,9 @@ class QueueSample:
     `commit_ts` is when the committed offset was last known to be committed (ms): the
     cycle's time when the offset moved or the group had consumers online (they commit every
     few seconds), else the previous sample's; the verdict's STOP rule reads it.
+    `in_flight` counts the messages a POP consumer took and has not acked yet (the
+    broker's pull offset minus the committed offset; 0 for push and pull groups): the lag
+    is `ready` (not taken yet) plus `in_flight`.
     `oldest_phys` is the commit-log offset of the oldest unconsumed message (None when the
     queue has no lag or it could not be read); the retention forecast reads it.
     """
@@ -34,10 +37,16 @@ class QueueSample:
     oldest_phys: int | None = None
     retention_risk: bool = False
     risk_messages: int = 0
+    in_flight: int = 0
 
     @property
     def key(self) -> QueueKey:
         return (self.group, self.topic, self.broker, self.queue_id)
+
+    @property
+    def ready(self) -> int:
+        """Messages of the lag no consumer has taken yet."""
+        return max(self.lag - self.in_flight, 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,9 @@ offset), so a stuck group costs one read, not one per cycle.  Rates are offset d
 against the same queue's previous sample.  For groups with lag whose offset did not move,
 one GET_CONSUMER_LIST_BY_GROUP tells whether consumers are online (they still commit, so
 the commit time advances) or gone (it does not): the verdict's STOP rule reads that
-commit time.
+commit time.  A POP group's queues also carry the broker's pull offset (5.3's way): the
+messages between the committed offset and it are in flight (taken, not acked yet), and
+a pull offset that moved is the consumers' work as much as a committed offset that moved.
 """
 
 from __future__ import annotations
@@ -194,7 +196,7 @@ class Sampler:
         for group, mq, w in raw:
             prev = self.previous.get((group, mq.topic, mq.broker_name, mq.queue_id))
             if (w.broker_offset > w.consumer_offset and mq.broker_name in brokers
-                    and (prev is None or prev.consumer_offset == w.consumer_offset)):
+                    and (prev is None or not _moved(prev, w))):
                 suspects.setdefault(group, brokers[mq.broker_name])
 
         async def ask(group: str, addr: str) -> bool:
@@ -234,6 +236,7 @@ class Sampler:
                 oldest: dict[tuple[str, str, int, int], Oldest]) -> QueueSample:
         prev = self.previous.get((group, mq.topic, mq.broker_name, mq.queue_id))
         lag = max(w.broker_offset - w.consumer_offset, 0)
+        in_flight = _in_flight(w, lag)
         produce = consume = None
         commit_ts = ts
         if prev is not None:
@@ -241,7 +244,7 @@ class Sampler:
             if span > 0:
                 produce = (w.broker_offset - prev.broker_offset) / span
                 consume = (w.consumer_offset - prev.consumer_offset) / span
-            if prev.consumer_offset == w.consumer_offset and not online and lag > 0:
+            if not _moved(prev, w) and not online and lag > 0:
                 commit_ts = prev.commit_ts
         elif lag > 0 and not online and w.last_timestamp > 0:
             commit_ts = min(ts, w.last_timestamp)  # committed no earlier than that message
@@ -251,4 +254,20 @@ class Sampler:
             lag_ms = max(ts - found.store_ts, 0) if found is not None else None
         return QueueSample(ts, group, mq.topic, mq.broker_name, mq.queue_id, w.broker_offset,
                            w.consumer_offset, lag, lag_ms, produce, consume, commit_ts,
-                           found.phys if found is not None and lag > 0 else None)
+                           found.phys if found is not None and lag > 0 else None,
+                           in_flight=in_flight)
+
+
+def _in_flight(w: OffsetWrapper, lag: int) -> int:
+    """The queue's messages taken by POP and not acked yet (0 without a pull offset)."""
+    if w.pull_offset is None:
+        return 0
+    return min(max(w.pull_offset - w.consumer_offset, 0), lag)
+
+
+def _moved(prev: QueueSample, w: OffsetWrapper) -> bool:
+    """Whether the consumers worked on the queue since `prev`: its committed offset moved,
+    or (POP) its pull offset did."""
+    pulled = w.consumer_offset + _in_flight(w, max(w.broker_offset - w.consumer_offset, 0))
+    return (prev.consumer_offset != w.consumer_offset
+            or prev.consumer_offset + prev.in_flight != pulled)

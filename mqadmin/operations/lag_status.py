@@ -5,7 +5,9 @@ How this works: when a collector for the cluster wrote a cycle recently (within 
 its intervals) its window in the admin database is judged as it stands, with the
 retention forecasts it saved; otherwise the cluster is sampled a few times here, half a
 second apart, and forecast once.  Either way the result is a `LagReport` of frozen
-values, and `group_rows` / `queue_rows` turn it into the rows the CLI renders.
+values, and `group_rows` / `queue_rows` turn it into the rows the CLI renders: the lag and,
+of it, the messages ready (not taken yet) and in flight (taken by POP consumers, not acked
+yet; 0 for push and pull groups).
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from mqadmin.reports.contract import SEVERITY, format_duration
 from mqadmin.sparkline import sparkline
 
 Row = dict[str, Any]
-GROUP_COLUMNS = ("group", "verdict", "rule", "lag", "lagTime", "drainRate", "eta",
-                 "retentionRisk", "trend")
-QUEUE_COLUMNS = ("group", "topic", "broker", "queueId", "verdict", "rule", "lag", "lagMs",
-                 "drainRate", "eta", "riskMessages", "risk")
+GROUP_COLUMNS = ("group", "verdict", "rule", "lag", "ready", "inFlight", "lagTime",
+                 "drainRate", "eta", "retentionRisk", "trend")
+QUEUE_COLUMNS = ("group", "topic", "broker", "queueId", "verdict", "rule", "lag", "ready",
+                 "inFlight", "lagMs", "drainRate", "eta", "riskMessages", "risk")
 SPARK_FLOOR = 10
 #: A collector's window is used when its last cycle is this many intervals old at most.
 FRESH_INTERVALS = 3.0
@@ -184,7 +186,7 @@ def group_rows(report: LagReport, now: int | None = None) -> list[Row]:
         rows.append({
             "group": v.group, "verdict": v.status.value,
             "rule": f"{v.worst.status.value}: {v.worst.rule}" if v.worst else "",
-            "lag": v.lag,
+            "lag": v.lag, "ready": v.ready, "inFlight": v.in_flight,
             "lagTime": None if v.lag_ms is None else format_duration(v.lag_ms / 1000),
             "drainRate": _rate(v.drain_rate), "eta": eta_text(v.eta_s, v.keeping_up),
             "retentionRisk": g.risk_text(now) or None,
@@ -202,7 +204,8 @@ def queue_rows(report: LagReport, now: int | None = None) -> list[Row]:
             risk = risks.get(q.key)
             rows.append({"group": q.key[0], "topic": q.key[1], "broker": q.key[2],
                          "queueId": q.key[3], "verdict": q.status.value, "rule": q.rule,
-                         "lag": q.lag, "lagMs": q.lag_ms, "drainRate": _rate(q.drain_rate),
+                         "lag": q.lag, "ready": q.ready, "inFlight": q.in_flight,
+                         "lagMs": q.lag_ms, "drainRate": _rate(q.drain_rate),
                          "eta": eta_text(q.eta_s, q.keeping_up),
                          "riskMessages": risk.messages if risk else 0,
                          "risk": risk.text(now) if risk else None})

@@ -3,7 +3,8 @@
 How this works: the rules, the verdicts' names and their severity order are the lag
 contract's (mqadmin/reports/contract.py, shared with the report job): a queue is judged on
 its last N samples, a group takes the worst of its queues.  This module adds what the
-live monitor shows with them: the net drain rate is the lag's fall per second over the
+live monitor shows with them (a POP queue's lag counts its messages in flight; the contract
+says how the rules read them): the net drain rate is the lag's fall per second over the
 window; the ETA is the lag divided by it (never when it does not fall, unless the lag was
 within the allowed lag a sample ago: then it is keeping up).
 """
@@ -51,10 +52,16 @@ class QueueVerdict:
     samples: int
     keeping_up: bool = False  # lag now, but it was within the allowed lag a sample ago
     rule_id: Rule = Rule.CONSUMING  # the contract's name of the rule that fired (`rule`: words)
+    in_flight: int = 0  # of the lag, taken by POP consumers and not acked yet
 
     @property
     def group(self) -> str:
         return self.key[0]
+
+    @property
+    def ready(self) -> int:
+        """Of the lag, the messages no consumer has taken yet."""
+        return max(self.lag - self.in_flight, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +75,12 @@ class GroupVerdict:
     eta_s: float | None
     queues: tuple[QueueVerdict, ...]
     keeping_up: bool = False  # every lagging queue without an ETA is keeping up
+    in_flight: int = 0  # of the lag, taken by POP consumers and not acked yet
+
+    @property
+    def ready(self) -> int:
+        """Of the lag, the messages no consumer has taken yet."""
+        return max(self.lag - self.in_flight, 0)
 
 
 def drain(samples: Sequence[QueueSample]) -> float | None:
@@ -104,7 +117,7 @@ def queue_verdict(series: Series, allowed_lag: int = DEFAULT_ALLOWED_LAG,
                                                 for s in samples[-KEEPING_UP_SAMPLES:])
     return QueueVerdict(series.key, found.status, found.text, last.lag, last.lag_ms, rate,
                         eta(last.lag, rate, allowed_lag), len(samples), keeping_up,
-                        found.rule)
+                        found.rule, last.in_flight)
 
 
 def group_verdict(group: str, verdicts: Sequence[QueueVerdict],
@@ -125,7 +138,8 @@ def group_verdict(group: str, verdicts: Sequence[QueueVerdict],
     keeping_up = any(v.eta_s is None for v in lagging) and all(
         v.keeping_up for v in lagging if v.eta_s is None)
     return GroupVerdict(group, status, worst, lag, max(times) if times else None, rate,
-                        group_eta, tuple(verdicts), keeping_up)
+                        group_eta, tuple(verdicts), keeping_up,
+                        sum(v.in_flight for v in verdicts))
 
 
 def judge(series: Sequence[Series], allowed_lag: int = DEFAULT_ALLOWED_LAG,

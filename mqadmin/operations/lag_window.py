@@ -36,7 +36,7 @@ _SAMPLE_COLUMNS: dict[str, type] = {
     "cluster": str, "ts": int, "consumer_group": str, "topic": str, "broker": str,
     "queue_id": int, "broker_offset": int, "consumer_offset": int, "lag": int,
     "lag_ms": int, "produce_rate": float, "consume_rate": float, "commit_ts": int,
-    "oldest_phys": int, "retention_risk": int, "risk_messages": int,
+    "oldest_phys": int, "retention_risk": int, "risk_messages": int, "in_flight": int,
 }
 
 
@@ -71,6 +71,8 @@ def open_db(path: Path | None = None) -> Database:
         db.table(SAMPLES).create(_SAMPLE_COLUMNS)
         db.table(SAMPLES).create_index(["cluster", "ts"])
         db.table(SAMPLES).create_index(["cluster", "consumer_group", "ts"])
+    elif "in_flight" not in db.table(SAMPLES).columns_dict:  # a window of an earlier version
+        db.table(SAMPLES).add_column("in_flight", int)
     if CYCLES not in names:
         db.table(CYCLES).create({"cluster": str, "ts": int, "interval_ms": int, "groups": int,
                                  "queues": int, "gaps": int, "duration_ms": float,
@@ -100,7 +102,8 @@ def _sample_row(cluster: str, s: QueueSample) -> dict[str, Any]:
             "consumer_offset": s.consumer_offset, "lag": s.lag, "lag_ms": s.lag_ms,
             "produce_rate": s.produce_rate, "consume_rate": s.consume_rate,
             "commit_ts": s.commit_ts, "oldest_phys": s.oldest_phys,
-            "retention_risk": int(s.retention_risk), "risk_messages": s.risk_messages}
+            "retention_risk": int(s.retention_risk), "risk_messages": s.risk_messages,
+            "in_flight": s.in_flight}
 
 
 def _sample(row: Mapping[str, Any]) -> QueueSample:
@@ -108,7 +111,7 @@ def _sample(row: Mapping[str, Any]) -> QueueSample:
                        row["queue_id"], row["broker_offset"], row["consumer_offset"],
                        row["lag"], row["lag_ms"], row["produce_rate"], row["consume_rate"],
                        row["commit_ts"], row["oldest_phys"], bool(row["retention_risk"]),
-                       row["risk_messages"] or 0)
+                       row["risk_messages"] or 0, row["in_flight"] or 0)
 
 
 def save_cycle(db: Database, cycle: Cycle, *, pid: int = 0, keep: int = KEEP_CYCLES,

@@ -17,9 +17,20 @@ The rules, judged on a queue's last N samples (its window) in this order:
 - went-back (REWIND): the committed offset went back and is still below the highest offset
   before the last step back;
 - then, only if the lag never fell to the allowed lag within the window: offset-stuck
-  (STALL) when the committed offset never changed, lag-not-decreasing (WARNING) when the
-  lag never decreased between two samples;
+  (STALL) when the consumers' position never changed and messages are ready (the last
+  sample's lag is not all in flight), lag-not-decreasing (WARNING) when the lag never
+  decreased between two samples;
 - otherwise consuming (OK).
+
+The lag of a POP group's queue is its ready messages (not taken yet) plus those in flight
+(taken by a consumer, not acked yet: the broker's pull offset minus the committed offset;
+0 for push and pull groups).  The consumers' position is the pull offset (the committed
+offset plus in flight): the committed offset of a POP queue stops at its oldest unacked
+message while the consumers take and ack the ones after it, so a moving pull offset is
+progress, and a queue whose whole lag is in flight is not stuck but with its consumers
+(who ack it, or the broker hands it out again after the invisible time).  For push and
+pull groups the position is the committed offset and every lagging message is ready, so
+the rules read as Burrow's.
 
 A group takes its worst queue (by severity, then lag): ERROR when any queue is STOP, STALL
 or REWIND, WARNING when the worst is WARNING, UNKNOWN when it is UNKNOWN, else OK.
@@ -66,7 +77,10 @@ COLUMNS = (
     Column("ok", "boolean"),
     Column("retention_risk", "boolean"),
     Column("risk_messages", "bigint"),
+    Column("in_flight", "bigint", True),  # POP: taken, not acked yet (absent: 0)
 )
+#: Columns a file written before them may lack: a reader fills them with these values.
+DEFAULTS = {"in_flight": 0}
 NAMES = tuple(c.name for c in COLUMNS)
 
 
@@ -141,6 +155,8 @@ class Point(Protocol):
     def consumer_offset(self) -> int: ...
     @property
     def commit_ts(self) -> int: ...
+    @property
+    def in_flight(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +200,11 @@ def judge(samples: Sequence[Point], allowed_lag: int = 0,
                 f"committed offset went back to {offsets[backs[-1]]} from {peak} and is "
                 f"still below it ({offsets[-1]})"))
     if all(s.lag > allowed_lag for s in samples):
-        if all(o == offsets[0] for o in offsets):
+        position = [s.consumer_offset + s.in_flight for s in samples]
+        if all(p == position[0] for p in position) and last.lag > last.in_flight:
+            stuck = "committed offset" if not last.in_flight else "pull offset"
             return Judgement(Status.STALL, Rule.OFFSET_STUCK, (
-                f"committed offset stuck at {offsets[0]} with lag over {len(samples)} samples"))
+                f"{stuck} stuck at {position[0]} with lag over {len(samples)} samples"))
         lags = [s.lag for s in samples]
         if all(lags[i] >= lags[i - 1] for i in range(1, len(lags))):
             return Judgement(Status.WARNING, Rule.NOT_DECREASING,

@@ -6,7 +6,8 @@ How this works: the monitor writes one row per (cycle, group, topic, broker, que
 so Spark lists and opens only the period's directories (the physical plan shows them as
 ``PartitionFilters``), then on ``ts``.  A cycle of a group (or of a topic) is the sum of
 its queues' lag in messages and the maximum of their lag in time; rows with ``ok = false``
-are gaps, kept apart, and never count as samples nor as breaches.
+are gaps, kept apart, and never count as samples nor as breaches.  Files written before a
+column of the contract existed read it as the contract's default (``in_flight``: 0).
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def read(spark: SparkSession, path: str, periods: list[Period]) -> DataFrame:
         cond = (F.col("ts") >= F.lit(p.start)) & (F.col("ts") < F.lit(p.end))
         in_time = cond if in_time is None else in_time | cond
     assert in_time is not None
-    return df.filter(F.col("date").isin(dates)).filter(in_time).select(*COLUMNS)
+    return df.filter(F.col("date").isin(dates)).filter(in_time).select(*(
+        F.coalesce(F.col(c), F.lit(contract.DEFAULTS[c])).alias(c)
+        if c in contract.DEFAULTS else F.col(c) for c in COLUMNS))
 
 
 def in_period(df: DataFrame, period: Period) -> DataFrame:
@@ -65,6 +68,7 @@ def in_period(df: DataFrame, period: Period) -> DataFrame:
 def _cycle_aggs() -> list[Column]:
     return [
         F.sum("lag").alias("lag"),
+        F.sum("in_flight").alias("in_flight"),
         F.max("lag_ms").alias("lag_ms"),
         F.max("interval_ms").alias("interval_ms"),
         F.max(F.col("retention_risk").cast("int")).alias("risk"),

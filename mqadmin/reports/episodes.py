@@ -11,11 +11,13 @@ the group's last `n` cycles (then every lagging queue of it is STOP); and the we
 reads as "the committed offset is below the window's highest", which is the same thing. A
 group whose every queue stands still is STOP, not STALL, once its standstill outlasts the
 rest of the window (the live `lag status`, which sees the connections, can tell the two
-apart). Only one sort of the samples (by queue and time) is needed; the group's rules run on
-the per-cycle aggregate. A group takes its worst queue's verdict each cycle. Verdicts are
-stored as the contract's severity numbers. Episodes are runs of consecutive cycles in the
-same state ("gaps and islands"); a missing cycle (more than 1.5 intervals between samples)
-ends one.
+apart). A POP queue's position is its pull offset (the committed offset plus in flight): a
+cycle where it moved is a commit too, and a queue whose lag is all in flight is not STALL
+(see contract.py). Only one sort of the samples (by queue and time) is needed; the group's
+rules run on the per-cycle aggregate. A group takes its worst queue's verdict each cycle.
+Verdicts are stored as the contract's severity numbers. Episodes are runs of consecutive
+cycles in the same state ("gaps and islands"); a missing cycle (more than 1.5 intervals
+between samples) ends one.
 """
 
 from __future__ import annotations
@@ -68,20 +70,24 @@ def queue_verdicts(rows: DataFrame, window: int = WINDOW, allowed_lag: int = 0) 
     rows, series = keyed(rows.filter(F.col("ok")).repartition("cluster", "group"), QUEUE_KEY)
     last_n = series.rowsBetween(-(window - 1), 0)
     pairs = series.rowsBetween(-(window - 2), 0)
+    position = F.col("consumer_offset") + F.col("in_flight")  # the pull offset (POP)
     prev_offset = F.lag("consumer_offset").over(series)
+    prev_position = F.lag(position).over(series)
     decreased = F.coalesce((F.col("lag") < F.lag("lag").over(series)).cast("int"), F.lit(0))
     df = rows.select(
         KEY, *QUEUE_KEY, "ts", "consumer_offset", "lag", "lag_ms", "interval_ms",
         F.col("retention_risk").cast("int").alias("risk"),
         F.when(F.col("retention_risk"), F.col("risk_messages")).otherwise(0)
         .alias("risk_messages"),
-        (prev_offset.isNull() | (F.col("consumer_offset") != prev_offset)).cast("int")
-        .alias("moved"),
-        decreased.alias("decreased"))
+        (prev_offset.isNull() | (F.col("consumer_offset") != prev_offset)
+         | (position != prev_position)).cast("int").alias("moved"),
+        decreased.alias("decreased"), position.alias("position"),
+        (F.col("lag") > F.col("in_flight")).alias("ready"))
     rewind = F.col("consumer_offset") < F.max("consumer_offset").over(last_n)
     never_fell = F.min("lag").over(last_n) > allowed_lag
     full = F.count("*").over(last_n) >= 2
-    stalled = F.min("consumer_offset").over(last_n) == F.max("consumer_offset").over(last_n)
+    stalled = (F.min("position").over(last_n) == F.max("position").over(last_n)) \
+        & F.col("ready")
     no_decrease = F.max("decreased").over(pairs) == 0
     rules = ((F.col("lag") <= allowed_lag, Rule.WITHIN_ALLOWED), (~full, Rule.ONE_SAMPLE),
              (rewind, Rule.WENT_BACK), (never_fell & stalled, Rule.OFFSET_STUCK),

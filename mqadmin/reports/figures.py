@@ -29,7 +29,7 @@ WORST_HOURS = 3
 HOUR_MS = 3_600_000
 #: The columns of the cycles `for_group` reads (``t``: epoch milliseconds).
 CYCLE_COLUMNS = ("cluster", "group", "topic", "t", "lag", "lag_ms", "interval_ms", "risk",
-                 "risk_messages", "gap", "lagging")
+                 "risk_messages", "gap", "lagging", "in_flight")
 
 Row = dict[str, Any]
 Array = np.ndarray[Any, Any]
@@ -52,7 +52,8 @@ class Spec:
 @dataclass(frozen=True, slots=True)
 class Series:
     """Cycles of one series sorted by time: lag, time lag (``timed`` says which are known),
-    interval, retention risk and the messages at risk."""
+    interval, retention risk, the messages at risk, and of the lag the messages in flight
+    (POP: taken by a consumer, not acked yet)."""
 
     t: Array
     lag: Array
@@ -61,6 +62,7 @@ class Series:
     interval: Array
     risk: Array
     risk_messages: Array
+    in_flight: Array
 
     def take(self, mask: Array) -> Series:
         return Series(*(getattr(self, f)[mask] for f in self.__slots__))
@@ -87,8 +89,8 @@ def breach_ms(s: Series, slo_ms: int) -> int:
 
 
 def series_figures(s: Series, slo_ms: int) -> Row:
-    """Samples, covered time, percentiles and max of lag (messages, ms), breach time above
-    the SLO and time at retention risk of one series."""
+    """Samples, covered time, percentiles and max of lag (messages, ms), the most messages
+    in flight at once, breach time above the SLO and time at retention risk of one series."""
     lags = np.sort(s.lag)
     times = np.sort(s.lag_ms[s.timed])
     out: Row = {"samples": len(s.t), "covered_ms": _int(s.interval.sum()),
@@ -97,6 +99,7 @@ def series_figures(s: Series, slo_ms: int) -> Row:
         out[f"lag_{name}"] = nearest_rank(lags, p)
         out[f"lag_ms_{name}"] = nearest_rank(times, p)
     out |= {"lag_max": _max(lags), "lag_ms_max": _max(times),
+            "in_flight_max": _max(s.in_flight),
             "breach_ms": breach_ms(s, slo_ms),
             "risk_ms": _int(s.interval[s.risk > 0].sum()),
             "risk_messages_max": _max(s.risk_messages), "slo_ms": slo_ms}
@@ -109,7 +112,8 @@ def _column(cols: Mapping[str, Any], name: str) -> tuple[Array, Array]:
 
 
 def _sum_by_time(t: Array, values: dict[str, Array]) -> tuple[Array, dict[str, Array]]:
-    """`values` reduced per distinct `t` (sorted): lag, risk_messages summed, the others at
+    """`values` reduced per distinct `t` (sorted): lag, risk_messages, in_flight summed, the
+    others at
     their maximum (``timed``: any known)."""
     order = np.argsort(t, kind="stable")
     t = t[order]
@@ -119,7 +123,7 @@ def _sum_by_time(t: Array, values: dict[str, Array]) -> tuple[Array, dict[str, A
         v = v[order]
         if not len(t):
             out[name] = v
-        elif name in ("lag", "risk_messages"):
+        elif name in ("lag", "risk_messages", "in_flight"):
             out[name] = np.add.reduceat(v, starts)
         elif name == "timed":
             out[name] = np.logical_or.reduceat(v, starts)
@@ -130,7 +134,7 @@ def _sum_by_time(t: Array, values: dict[str, Array]) -> tuple[Array, dict[str, A
 
 def _series(t: Array, v: dict[str, Array]) -> Series:
     return Series(t, v["lag"], v["lag_ms"], v["timed"], v["interval"], v["risk"],
-                  v["risk_messages"])
+                  v["risk_messages"], v["in_flight"])
 
 
 def worst_hours(s: Series, slo_ms: int, top: int = WORST_HOURS) -> list[Row]:
@@ -181,7 +185,8 @@ def for_group(table: Mapping[str, Any], spec: Spec) -> Row:
     lag_ms, timed = _column(table, "lag_ms")
     values = {"lag": _column(table, "lag")[0], "lag_ms": lag_ms, "timed": timed,
               "interval": _column(table, "interval_ms")[0], "risk": _column(table, "risk")[0],
-              "risk_messages": _column(table, "risk_messages")[0]}
+              "risk_messages": _column(table, "risk_messages")[0],
+              "in_flight": _column(table, "in_flight")[0]}
     lagging = _column(table, "lagging")[0] > 0
     topics = table["topic"].fill_null("").dictionary_encode()
     topic = topics.indices.to_numpy()

@@ -106,7 +106,8 @@ def render(doc: Mapping[str, Any], charts: Sequence[Path]) -> str:
                  "in messages, gaps, verdict minutes) are in summary.csv and summary.json.</p>")
     parts.append(
         '<p class="note">Lag of a group at a sample is the sum over its queues (messages) '
-        "and the worst queue (time). Percentiles are nearest-rank over the group's samples. "
+        "and the worst queue (time); in flight, the part of it POP consumers took and had "
+        "not acked yet. Percentiles are nearest-rank over the group's samples. "
         "A sample above the group's SLO counts its sampling interval; gaps (brokers not "
         "sampled) and missing samples never count. Coverage is sampled time over the "
         f"period. Verdicts use windows of {doc['verdict_window']} samples, the rules of "
@@ -151,15 +152,16 @@ def _groups(groups: Sequence[Mapping[str, Any]], clusters: int) -> str:
         cover = g["coverage"] * 100
         rows.append([_name(g, clusters), _num(g["samples"]),
                      f"{cover:.0f}%" if cover >= 10 or cover == 0 else f"{cover:.2g}%",
-                     _num(g["lag_max"]), duration(g["lag_ms_p50"]),
+                     _num(g["lag_max"]), _num(g.get("in_flight_max")),
+                     duration(g["lag_ms_p50"]),
                      duration(g["lag_ms_p95"]), duration(g["lag_ms_max"]),
                      duration(g["slo_ms"]),
                      _num(g["slo_minutes"]), str(len(g["episodes"])),
                      str(len(g["risk_episodes"])), worst, _trend(g["trend"])])
         classes.append("bad" if g["breach_ms"] > 0 else "")
-    return _table(["group", "samples", "coverage", "max lag (msgs)", "p50 time lag",
-                   "p95 time lag", "max time lag", "SLO", "min above SLO", "episodes",
-                   "risk", "worst hour", "vs previous"],
+    return _table(["group", "samples", "coverage", "max lag (msgs)", "max in flight",
+                   "p50 time lag", "p95 time lag", "max time lag", "SLO", "min above SLO",
+                   "episodes", "risk", "worst hour", "vs previous"],
                   rows, classes=classes)
 
 

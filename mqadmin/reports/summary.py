@@ -23,11 +23,11 @@ FLAT_COLUMNS = (
     "lag_ms_p50", "lag_ms_p95", "lag_ms_p99", "lag_ms_max",
     "slo_ms", "slo_minutes", "stop_minutes", "rewind_minutes", "stall_minutes",
     "warning_minutes", "episodes", "risk_episodes", "risk_minutes", "risk_messages_max",
-    "worst_hour", "previous_slo_minutes", "previous_lag_ms_p95", "trend",
+    "worst_hour", "previous_slo_minutes", "previous_lag_ms_p95", "trend", "in_flight_max",
 )
 _FIGURES = ("samples", "timed_samples", "lag_p50", "lag_p95", "lag_p99", "lag_max",
             "lag_ms_p50", "lag_ms_p95", "lag_ms_p99", "lag_ms_max", "slo_ms",
-            "risk_messages_max")
+            "risk_messages_max", "in_flight_max")
 
 
 def ms_iso(ms: int | None) -> str | None:

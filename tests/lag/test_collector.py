@@ -45,6 +45,7 @@ async def test_collector_window_history_webhook_and_duty(lab: Lab, tmp_path: Pat
             event = await asyncio.to_thread(hook.take, "verdict_changed")
             assert event["group"] == "g1" and event["to"] == "ERROR"
             assert event["rule"].startswith("STOP") and event["cluster"] == "test"
+            assert (event["lag"], event["ready"], event["in_flight"]) == (5, 5, 0)
             assert (await asyncio.to_thread(hook.take, "report_done"))["path"] == "x.html"
         finally:
             await collector.stop()

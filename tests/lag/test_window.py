@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_model import Cycle, Gap, QueueSample
 
@@ -40,3 +42,24 @@ def test_status_judges_with_the_collectors_allowed_lag() -> None:
     assert mine is not None and mine.groups[0].verdict.status.value == "OK"
     strict = report_from_window("dev", fresh_only=False, allowed_lag=0)
     assert strict is not None and strict.groups[0].verdict.status.value == "ERROR"
+
+
+def test_a_window_written_before_in_flight_reads_as_none_in_flight() -> None:
+    from mqadmin import history
+
+    path = history.db_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = win.open_db(path)
+    win.save_cycle(db, cycle(1000, 4))
+    db.execute(f"ALTER TABLE {win.SAMPLES} DROP COLUMN in_flight")  # as an earlier version
+    db.conn.commit()
+    db.close()
+    db = win.open_db(path)
+    assert "in_flight" in db.table(win.SAMPLES).columns_dict
+    [series] = win.read_window(db, "dev")
+    assert [(s.lag, s.in_flight, s.ready) for s in series.samples] == [(4, 0, 4)]
+    pop = cycle(2000, 6)
+    win.save_cycle(db, Cycle(pop.ts, pop.cluster, pop.interval_ms,
+                             (dataclasses.replace(pop.samples[0], in_flight=5),)))
+    [series] = win.read_window(db, "dev")
+    assert [(s.lag, s.in_flight, s.ready) for s in series.samples] == [(4, 0, 4), (6, 5, 1)]

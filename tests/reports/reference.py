@@ -79,6 +79,7 @@ class Point:
     lag: int
     consumer_offset: int
     commit_ts: int
+    in_flight: int = 0  # the generated histories have no POP groups
 
 
 def group_severities(rows: list[Row], window: int) -> tuple[dict[tuple[str, str, int], int],
@@ -98,12 +99,14 @@ def group_severities(rows: list[Row], window: int) -> tuple[dict[tuple[str, str,
         for ts in sorted(cycles):
             queues = [(r["topic"], r["broker"], r["queue_id"], r) for r in cycles[ts]]
             moved = any(not series[q[:3]] or series[q[:3]][-1].consumer_offset
-                        != q[3]["consumer_offset"] for q in queues)
+                        != q[3]["consumer_offset"] or series[q[:3]][-1].in_flight
+                        != (q[3].get("in_flight") or 0) for q in queues)
             commits.append(ts if moved else commits[-1])
             found = []
             for topic, broker, queue_id, r in queues:
                 points = series[(topic, broker, queue_id)]
-                points.append(Point(ts, r["lag"], r["consumer_offset"], commits[-1]))
+                points.append(Point(ts, r["lag"], r["consumer_offset"], commits[-1],
+                                    r.get("in_flight") or 0))
                 found.append((topic, contract.judge(points[-window:], 0,
                                                     commits[-window:]).status))
             severity[(*key, ts)] = max(SEVERITY[status] for _, status in found)

@@ -4,7 +4,9 @@ functions, episodes): both implement the lag contract's rules (mqadmin/reports/c
 
 A case's queues are sampled once a minute, every queue every cycle; a commit is a cycle in
 which any queue of the group moved (what the history can tell, and what a monitor sees when
-the consumers are online).
+the consumers are online).  A POP queue's point also says how many of its lagging messages
+are in flight; its position (committed offset plus in flight: the pull offset) moving is a
+commit too.
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ pytestmark = pytest.mark.timeout(900)
 
 T0 = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
 MINUTE = 60_000
-Points = list[tuple[int, int]]  # (committed offset, lag) per cycle
+#: (committed offset, lag) or, for POP, (committed offset, lag, in flight) per cycle
+Points = list[tuple[int, ...]]
+
+
+def in_flight(point: tuple[int, ...]) -> int:
+    return point[2] if len(point) > 2 else 0
+
+
+def position(point: tuple[int, ...]) -> int:
+    return point[0] + in_flight(point)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +85,20 @@ CASES = [
     # ... silent longer: STOP.
     Case("long-silence", {0: MOVING + [(70, 93 + i) for i in range(1, 10)]}, Status.STOP,
          Rule.NO_COMMIT, window=10),
+    # POP: a queue whose whole lag is in flight (the consumers hold it) is not stuck, though
+    # its committed offset stands still: the lag never fell, a warning ...
+    Case("pop-all-in-flight", {0: [(5, 4, 4)] * 6, 1: [(i * 5, 3 * (i % 2)) for i in range(6)]},
+         Status.WARNING, Rule.NOT_DECREASING),
+    # ... its consumers taking more while the oldest is not acked yet: the pull offset moves ...
+    Case("pop-taking", {0: [(5, 10 + i, 2 + i) for i in range(6)]}, Status.WARNING,
+         Rule.NOT_DECREASING),
+    # ... acking: the committed offset moves, in flight or not ...
+    Case("pop-acking", {0: [(i * 3, 10 + (i % 2), 5) for i in range(6)]}, Status.OK,
+         Rule.CONSUMING),
+    # ... but messages ready and the pull offset standing still: no one takes them.
+    Case("pop-not-taking", {0: [(5, 10 + i, 2) for i in range(6)],
+                            1: [(i * 5, 3 * (i % 2)) for i in range(6)]},
+         Status.STALL, Rule.OFFSET_STUCK),
 ]
 
 
@@ -89,11 +114,13 @@ def samples(case: Case) -> dict[int, list[QueueSample]]:
     for i in range(cycles):
         ts = i * MINUTE
         now = {q: p[i] for q, p in case.queues.items()}
-        if any(i == 0 or case.queues[q][i - 1][0] != off for q, (off, _) in now.items()):
+        if any(i == 0 or case.queues[q][i - 1][0] != p[0]
+               or position(case.queues[q][i - 1]) != position(p) for q, p in now.items()):
             commit = ts
-        for q, (off, lag) in now.items():
+        for q, p in now.items():
+            off, lag = p[0], p[1]
             out[q].append(QueueSample(ts, case.name, "t", "b", q, off + lag, off, lag, None,
-                                      None, None, commit))
+                                      None, None, commit, in_flight=in_flight(p)))
     return out
 
 
@@ -110,18 +137,18 @@ def test_spark_verdicts(spark: Any) -> None:
     from mqadmin.reports import episodes
 
     cols = ("cluster", "group", "topic", "broker", "queue_id", "ts", "consumer_offset", "lag",
-            "lag_ms", "interval_ms", "ok", "retention_risk", "risk_messages")
+            "lag_ms", "interval_ms", "ok", "retention_risk", "risk_messages", "in_flight")
     got = {}
     for window, allowed in sorted({(c.window, c.allowed_lag) for c in CASES}):
-        rows = [("c", c.name, "t", "b", q, T0 + dt.timedelta(minutes=i), off, lag, None,
-                 MINUTE, True, False, 0)
+        rows = [("c", c.name, "t", "b", q, T0 + dt.timedelta(minutes=i), p[0], p[1], None,
+                 MINUTE, True, False, 0, in_flight(p))
                 for c in CASES if (c.window, c.allowed_lag) == (window, allowed)
-                for q, points in c.queues.items() for i, (off, lag) in enumerate(points)]
+                for q, points in c.queues.items() for i, p in enumerate(points)]
         frame = spark.createDataFrame(rows, "cluster string, `group` string, topic string, "
                                       "broker string, queue_id int, ts timestamp, "
                                       "consumer_offset bigint, lag bigint, lag_ms bigint, "
                                       "interval_ms int, ok boolean, retention_risk boolean, "
-                                      "risk_messages bigint")
+                                      "risk_messages bigint, in_flight bigint")
         assert tuple(frame.columns) == cols
         states = episodes.group_states(episodes.queue_verdicts(frame, window, allowed), window)
         for r in states.orderBy("ts").collect():
