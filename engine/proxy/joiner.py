@@ -2,8 +2,11 @@
 
 How this works: `JoinProcess` binds grpcServerPort itself (so a port in use fails the start
 here, and port 0 is resolved here), starts ``python -m engine.proxy.join`` with the bound
-socket as an inherited fd and waits for its ``ready``, then closes its own copy of the socket.
-The process's stdout is read on the event loop (`add_reader`, non-blocking): ``+PORT PEER``
+socket as an inherited fd and waits for its ``ready``.  It keeps its own copy of the socket
+(it never accepts on it): a process that dies unasked (killed, say) is started again on the
+same socket, so the port keeps its queued connections and serves again within a moment; the
+connections the dead process held are gone with it, and their clients reconnect.  The
+process's stdout is read on the event loop (`add_reader`, non-blocking): ``+PORT PEER``
 and ``-PORT`` lines keep the map from the local port of each joined connection to grpc to the
 client's address.  `client_peer` answers from the map; on a miss it first reads what the
 process has written, since the process writes a connection's line before forwarding its
@@ -29,6 +32,8 @@ log = logging.getLogger("engine.proxy")
 #: Seconds the join process may take to start, and to stop.
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
+#: Seconds between attempts to start a dead join process again.
+RESTART_DELAY_S = 1.0
 _ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -54,12 +59,28 @@ class JoinProcess:
         self._pending = b""
         self._ready: asyncio.Future[None] | None = None
         self._out = -1
+        self._stopping = False
+        self._restart: asyncio.Task[None] | None = None
+        #: How many times a process that died unasked was started again.
+        self.restarts = 0
 
     async def start(self) -> None:
         """Start the process and wait until it accepts.
 
         Raises:
             OSError: the process did not start.
+        """
+        try:
+            await self._spawn()
+        except OSError:
+            await self.stop()
+            raise
+
+    async def _spawn(self) -> None:
+        """Start a process on the listening socket and wait for its ``ready``.
+
+        Raises:
+            OSError: it did not start (the failed process is ended).
         """
         fd = self.listener.fileno()
         env = dict(os.environ)
@@ -69,7 +90,7 @@ class JoinProcess:
              "--plaintext-port", str(self.plaintext_port), "--tls-port", str(self.tls_port),
              "--first-byte-timeout", str(self.first_byte_timeout)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(fd,), env=env)
-        self.listener.close()  # the process holds the port now
+        self._pending = b""
         assert self.process.stdout is not None
         self._out = self.process.stdout.fileno()
         os.set_blocking(self._out, False)
@@ -79,7 +100,7 @@ class JoinProcess:
         try:
             await asyncio.wait_for(self._ready, START_TIMEOUT_S)
         except (TimeoutError, OSError) as exc:
-            await self.stop()
+            await self._end_process()
             raise OSError(f"the gRPC port's join process did not start: {exc}") from None
 
     def _drain(self) -> None:
@@ -107,13 +128,31 @@ class JoinProcess:
     def _ended(self) -> None:
         with contextlib.suppress(ValueError, OSError):
             asyncio.get_running_loop().remove_reader(self._out)
+        self._out = -1
         if self._ready is not None and not self._ready.done():
             self._ready.set_exception(OSError("it ended"))
-        elif self.process is not None and self.process.stdin is not None \
-                and not self.process.stdin.closed:
-            log.error("the gRPC port's join process ended (exit code %s): grpcServerPort "
-                      "accepts no more connections", self.process.poll())
-        self._out = -1
+        elif not self._stopping and self._restart is None:
+            self._restart = asyncio.get_running_loop().create_task(self._start_again())
+
+    async def _start_again(self) -> None:
+        code = self.process.poll() if self.process is not None else None
+        await self._end_process()
+        log.error("the gRPC port's join process ended (exit code %s): starting it again",
+                  code)
+        try:
+            while not self._stopping:
+                try:
+                    await self._spawn()
+                except OSError as exc:
+                    log.error("the gRPC port's join process did not start again (%s): "
+                              "retrying in %.0f s", exc, RESTART_DELAY_S)
+                    await asyncio.sleep(RESTART_DELAY_S)
+                    continue
+                self.restarts += 1
+                log.info("the gRPC port's join process runs again")
+                return
+        finally:
+            self._restart = None
 
     def client_peer(self, peer: str) -> str:
         """grpc's peer text of a call, the join's loopback connection replaced by the
@@ -129,7 +168,17 @@ class JoinProcess:
 
     async def stop(self) -> None:
         """Close every joined connection and end the process."""
+        self._stopping = True
+        if self._restart is not None:
+            self._restart.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._restart
         self.listener.close()
+        await self._end_process()
+
+    async def _end_process(self) -> None:
+        """End the current process (closing its stdin asks it to close its connections
+        and exit; killed after STOP_TIMEOUT_S) and forget its connections."""
         process = self.process
         if process is None:
             return

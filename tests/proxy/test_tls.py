@@ -187,6 +187,24 @@ async def test_stop_closes_joined_connections_and_leaves_no_process_or_thread(
                 t.name.startswith("proxy-join")}
 
 
+async def test_a_join_process_that_dies_is_started_again_on_the_same_port(
+        tmp_path: Path, namesrv: NamesrvController) -> None:
+    async with running_stack(tmp_path, namesrv) as stack:
+        join = stack.proxy.join
+        assert join is not None and join.process is not None
+        await stack.create_topic("Again")
+        async with grpc.aio.insecure_channel(address(stack)) as channel:
+            await route_and_send(channel, "Again")
+        first = join.process
+        first.kill()
+        await asyncio.to_thread(first.wait)
+        # The port never closed: a new connection waits in its queue for the new process.
+        async with grpc.aio.insecure_channel(address(stack)) as channel:
+            await route_and_send(channel, "Again")
+        assert join.restarts == 1
+        assert join.process is not None and join.process.pid != first.pid
+
+
 async def test_configured_key_and_certificate_are_served(
         tmp_path: Path, namesrv: NamesrvController) -> None:
     material = self_signed(["proxy.example"])
