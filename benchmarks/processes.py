@@ -23,15 +23,21 @@ def server_pid(addr: str) -> int:
     return _PIDS[addr]
 
 
+def _stat_cpu(path: str) -> float | None:
+    """User + system CPU seconds in a /proc stat file; None when it cannot be read."""
+    try:
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds used so far by process `pid` (all its threads); NaN where
     /proc is not available."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    found = _stat_cpu(f"/proc/{pid}/stat")
+    return float("nan") if found is None else found
 
 
 def thread_cpu_seconds(pid: int) -> dict[int, float]:
@@ -43,12 +49,9 @@ def thread_cpu_seconds(pid: int) -> dict[int, float]:
     except OSError:
         return out
     for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the thread ended
-        out[int(tid)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        found = _stat_cpu(f"/proc/{pid}/task/{tid}/stat")
+        if found is not None:  # else the thread ended
+            out[int(tid)] = found
     return out
 
 
