@@ -200,8 +200,8 @@ def running_info(session: ClientSession) -> ConsumerRunningInfo:
              "clientAddr": session.remote_addr}
     subscriptions: list[SubscriptionData] = []
     settings = session.settings
-    for data in session.heartbeat_data().consumer_data_set:
-        sub = settings.subscription if settings is not None else pb.Subscription()
+    sub = settings.subscription if settings is not None else pb.Subscription()
+    for data in session.heartbeat_data().consumer_data_set:  # one: a 5.x consumer's group
         props |= {"consumerGroup": data.group_name,
                   "clientType": pb.ClientType.Name(session.client_type),
                   "messageModel": data.message_model.name,
