@@ -23,7 +23,7 @@ from engine.auth.decide import authorize
 from engine.auth.guard import AuthTables
 from engine.auth.model import Action, UserStatus, UserType
 from engine.auth.needs import Need, group, topic_or_group
-from engine.proxy.context import CallContext
+from engine.proxy.caller import CallContext
 from engine.proxy.status import ProxyError
 from engine.proxy.v2 import definition_pb2 as pb
 

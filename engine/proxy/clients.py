@@ -22,11 +22,11 @@ from collections.abc import AsyncIterator
 import grpc
 
 from engine.proxy import relay
-from engine.proxy.context import CallContext
+from engine.proxy.caller import CallContext
+from engine.proxy.client_settings import merged
 from engine.proxy.core import ProxyCore
 from engine.proxy.route import assignments, message_queues
 from engine.proxy.sessions import ClientSession, OutboxItem
-from engine.proxy.settings import merged
 from engine.proxy.status import OK_STATUS, ProxyError, status
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb

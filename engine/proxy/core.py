@@ -15,8 +15,8 @@ import grpc
 
 from engine.proxy.auth import GrpcAuth
 from engine.proxy.brokers import BrokerGateway
+from engine.proxy.caller import CallContext, call_context
 from engine.proxy.config import ProxyConfig
-from engine.proxy.context import CallContext, call_context
 from engine.proxy.sessions import ClientSession, SessionTable
 from engine.proxy.transactions import TransactionTable
 from engine.proxy.v2 import definition_pb2 as pb

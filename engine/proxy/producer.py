@@ -30,7 +30,7 @@ from engine.protocol.message import (
 from engine.protocol.signature import sign
 from engine.protocol.wire import to_ext
 from engine.proxy.brokers import Sent
-from engine.proxy.context import CallContext
+from engine.proxy.caller import CallContext
 from engine.proxy.core import ProxyCore
 from engine.proxy.messages import check_message_type, message_type, to_remoting
 from engine.proxy.route import queue_for_group

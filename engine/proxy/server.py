@@ -1,15 +1,15 @@
 """`ProxyServer`: the grpc.aio server of MessagingService, its gateway and its janitor.
 
-Start: connect nothing yet (brokers and name servers are reached on first use), load the TLS
-key pair unless tlsServerMode is disabled (tls.py), bind grpcServerPort (0 picks a free port)
-as the mode says: disabled, grpc's plaintext port; enforcing, grpc's TLS port; permissive, a
-`JoinProcess` (joiner.py, join.py) that hands each connection to one of grpc's two loopback
-ports, TLS or plaintext, by its first byte.  Then serve, and start the janitor Service, which
-every few seconds unregisters clients idle for grpcClientIdleTimeMills and drops expired
-transaction data.  Stop: end every Telemetry stream (they would otherwise hold the grace
-period to its end), stop accepting calls (grpcShutdownTimeSeconds of grace for those in
-flight), end the join (closing the joined connections), unregister every client from the
-brokers, close the connections.
+Start: connect nothing yet (brokers and name servers are reached on first use), load the TLS key
+pair unless tlsServerMode is disabled (tls.py), bind grpcServerPort (0 picks a free port) as the
+mode says: disabled, grpc's plaintext port; enforcing, grpc's TLS port; permissive, a
+`JoinProcess` (join_supervisor.py, join_process.py) that hands each connection to one of grpc's
+two loopback ports, TLS or plaintext, by its first byte. Then serve, and start the janitor
+Service, which every few seconds unregisters clients idle for grpcClientIdleTimeMills and drops
+expired transaction data. Stop: end every Telemetry stream (they would otherwise hold the grace
+period to its end), stop accepting calls (grpcShutdownTimeSeconds of grace for those in flight),
+end the join (closing the joined connections), unregister every client from the brokers, close
+the connections.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from engine.proxy.auth import GrpcAuth
 from engine.proxy.brokers import BrokerGateway
 from engine.proxy.config import ProxyConfig, TlsMode
 from engine.proxy.core import ProxyCore
-from engine.proxy.join import FIRST_BYTE_TIMEOUT_S, LOOPBACK
-from engine.proxy.joiner import JoinProcess
+from engine.proxy.join_process import FIRST_BYTE_TIMEOUT_S, LOOPBACK
+from engine.proxy.join_supervisor import JoinProcess
 from engine.proxy.service import MessagingService
 from engine.proxy.tls import TlsMaterial, load_material
 from engine.proxy.v2 import service_pb2_grpc

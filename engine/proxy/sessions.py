@@ -47,7 +47,7 @@ from engine.protocol.header.broker import (
 from engine.protocol.message import PROPERTY_PRODUCER_GROUP, decode_record
 from engine.protocol.signature import Credentials
 from engine.protocol.wire import from_ext, to_ext, to_json
-from engine.proxy.context import CallContext
+from engine.proxy.caller import CallContext
 from engine.proxy.messages import to_proto
 from engine.proxy.relay import PendingCalls
 from engine.proxy.relay import router as relay_router

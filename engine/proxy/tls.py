@@ -2,7 +2,7 @@
 
 How this works: the mode is 5.3's `tls.server.mode` (`config.TlsMode`: disabled, plaintext
 only; permissive, both on the one port; enforcing, TLS only), `tlsServerMode` in
-rmq-proxy.json; server.py serves it (permissive through join.py).  `load_material` gives
+rmq-proxy.json; server.py serves it (permissive through join_process.py).  `load_material` gives
 the key pair to serve: the files of `tlsKeyPath` / `tlsCertPath` when they are set (checked
 with the `ssl` module at start, so a missing file, an unreadable one or a key that does not
 match its certificate stops the start naming the file), else, with `tlsTestModeEnable` (the

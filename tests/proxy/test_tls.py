@@ -282,7 +282,7 @@ def join_process_of(pid: int) -> int:
         with open(f"/proc/{pid}/task/{task}/children") as f:
             for child in f.read().split():
                 with open(f"/proc/{child}/cmdline", "rb") as cmdline:
-                    if b"engine.proxy.join" in cmdline.read():
+                    if b"engine.proxy.join_process" in cmdline.read():
                         return int(child)
     raise AssertionError(f"process {pid} has no join process")
 

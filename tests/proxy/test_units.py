@@ -11,8 +11,8 @@ from rocketmq.v5.util.misc import Misc
 from engine.common.config import ConfigError
 from engine.protocol.attributes import TopicMessageType
 from engine.proxy.auth import hex_signature, parse_authorization
+from engine.proxy.caller import call_context
 from engine.proxy.config import ProxyConfig, load_proxy_config, read_proxy_config
-from engine.proxy.context import call_context
 from engine.proxy.messages import (
     body_md5,
     check_message_type,

@@ -14,8 +14,8 @@ passed on as a half close (shutdown SHUT_WR), so closing either side closes the 
 error on either side shuts both down; the connection's first thread closes its sockets once
 both directions have ended.
 
-`PortJoin` runs in a process of its own (`python -m engine.proxy.join`, started by
-joiner.py): in the proxy's process its threads would take the GIL twice per chunk from the
+`PortJoin` runs in a process of its own (`python -m engine.proxy.join_process`, started by
+join_supervisor.py): in the proxy's process its threads would take the GIL twice per chunk from the
 event loop's thread, which runs grpc.aio's Python layer, the proxy and the broker and bounds
 the rate (measured: a third more of that thread's CPU per one-message call).  The process
 gets the bound listening socket as an inherited fd and reports on stdout, one line each:
@@ -38,7 +38,7 @@ import sys
 import threading
 from collections.abc import Callable
 
-log = logging.getLogger("engine.proxy.join")
+log = logging.getLogger("engine.proxy.join_process")
 
 #: The first byte of a TLS connection: a handshake record (ContentType 22).
 TLS_HANDSHAKE = 0x16
@@ -213,7 +213,7 @@ class PortJoin:
 
 def main(argv: list[str] | None = None) -> int:
     """The join's process: `PortJoin` on the inherited listening socket until stdin ends."""
-    parser = argparse.ArgumentParser(prog="python -m engine.proxy.join")
+    parser = argparse.ArgumentParser(prog="python -m engine.proxy.join_process")
     parser.add_argument("--listen-fd", type=int, required=True)
     parser.add_argument("--plaintext-port", type=int, required=True)
     parser.add_argument("--tls-port", type=int, required=True)

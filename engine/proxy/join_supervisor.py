@@ -1,7 +1,7 @@
-"""The permissive mode's join process (join.py) as the proxy sees it: start, peers, stop.
+"""The permissive mode's join process (join_process.py) as the proxy sees it: start, peers, stop.
 
 How this works: `JoinProcess` binds grpcServerPort itself (so a port in use fails the start
-here, and port 0 is resolved here), starts ``python -m engine.proxy.join`` with the bound
+here, and port 0 is resolved here), starts ``python -m engine.proxy.join_process`` with the bound
 socket as an inherited fd and waits for its ``ready``.  It keeps its own copy of the socket
 (it never accepts on it): a process that dies unasked (killed, say) is started again on the
 same socket, so the port keeps its queued connections and serves again within a moment; the
@@ -25,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.proxy.join import FIRST_BYTE_TIMEOUT_S, LOOPBACK
+from engine.proxy.join_process import FIRST_BYTE_TIMEOUT_S, LOOPBACK
 
 log = logging.getLogger("engine.proxy")
 
@@ -86,7 +86,7 @@ class JoinProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "engine.proxy.join", "--listen-fd", str(fd),
+            [sys.executable, "-m", "engine.proxy.join_process", "--listen-fd", str(fd),
              "--plaintext-port", str(self.plaintext_port), "--tls-port", str(self.tls_port),
              "--first-byte-timeout", str(self.first_byte_timeout)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(fd,), env=env)
