@@ -9,13 +9,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.remoting.client import RemotingClient
 from tests.prometheus import PROMETHEUS, SKIP_REASON, PrometheusLauncher
 
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+#: The health checks no test may run with: they depend on how fast (how busy) the machine is.
+SPEED_HEALTH_CHECKS = [HealthCheck.too_slow]
+#: For the property tests that build a store from a function-scoped fixture once per example.
+FIXTURE_HEALTH_CHECKS = [*SPEED_HEALTH_CHECKS, HealthCheck.function_scoped_fixture]
+
+# One Hypothesis profile for the whole suite: no deadline and no speed-dependent health check
+# (a loaded machine must not fail a test), and the same examples on every run (derandomize), so
+# a red run is reproducible.  `pytest --hypothesis-profile=explore` searches with fresh random
+# examples, more of them, for a deliberate look for new failures.
+settings.register_profile("suite", deadline=None, suppress_health_check=SPEED_HEALTH_CHECKS,
+                          derandomize=True, print_blob=True)
+settings.register_profile("explore", deadline=None, suppress_health_check=SPEED_HEALTH_CHECKS,
+                          max_examples=2000, print_blob=True)
+settings.load_profile("suite")
+
+#: Frames captured from real clients (tests/data/golden/README.md).
+GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: only called where it runs
@@ -30,10 +47,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def golden_dir() -> Path:
-    path = SHARED / "golden"
-    if not path.is_dir():
-        pytest.skip("the shared golden captures are not beside the project")
-    return path
+    return GOLDEN
 
 
 def namesrv_config(root: Path, **changes: Any) -> NamesrvConfig:

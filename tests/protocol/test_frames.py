@@ -46,7 +46,7 @@ def commands(draw: st.DrawFn) -> RemotingCommand:
 
 
 @given(commands())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 def test_any_command_round_trips(cmd: RemotingCommand) -> None:
     [decoded] = FrameDecoder().feed(encode(cmd))
     assert decoded == cmd
@@ -63,7 +63,7 @@ def test_pipelined_commands_survive_any_split(cmds: list[RemotingCommand], step:
 
 
 @given(st.binary(max_size=2000))
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 def test_random_bytes_never_crash_the_decoder(data: bytes) -> None:
     decoder = FrameDecoder(max_frame=4096)
     try:

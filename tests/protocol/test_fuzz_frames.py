@@ -15,8 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.protocol import fastjson
@@ -30,7 +29,7 @@ from engine.protocol.header import broker as hb
 from engine.protocol.header.namesrv import GetRouteInfoRequestHeader
 from engine.protocol.message import iter_batch_items
 from engine.protocol.wire import from_ext, from_json
-from tests.conftest import SHARED
+from tests.conftest import GOLDEN
 from tests.protocol.golden import GoldenFrame, golden_frames
 
 Check = Callable[[RemotingCommand], object]
@@ -67,9 +66,7 @@ DECODERS: dict[int, Check] = {
         lambda c: from_ext(GetRouteInfoRequestHeader, c.ext_fields),
 }
 
-GOLDEN = SHARED / "golden"
-FRAMES: list[GoldenFrame] = list(golden_frames(GOLDEN)) if GOLDEN.is_dir() else []
-pytestmark = pytest.mark.skipif(not FRAMES, reason="the shared golden captures are not here")
+FRAMES: list[GoldenFrame] = list(golden_frames(GOLDEN))
 
 HUGE = [1 << 31, -(1 << 31) - 1, 1 << 63, -(1 << 63) - 1, 10**30, -(10**40)]
 WEIRD: list[object] = ["", "-", "1e9", "0x10", " 7", "9" * 40, "-9223372036854775809", "\udcff",
@@ -109,7 +106,7 @@ def _reframe(frame: GoldenFrame, header: dict[str, Any], body: bytes) -> bytes:
     return struct.pack(">II", 4 + len(head) + len(body), len(head)) + head + body
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400)
 @given(st.randoms(use_true_random=False), st.integers(1, 64))
 def test_a_mutated_frame_decodes_or_is_refused(rnd: random.Random, chunk: int) -> None:
     raw = mutate(rnd)

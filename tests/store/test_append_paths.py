@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.protocol.message import (
@@ -30,6 +30,7 @@ from engine.store.index_service import IndexService
 from engine.store.mapped_file import WARM_CHUNK, MappedFile
 from engine.store.mapped_file_queue import Preallocator
 from engine.store.results import DispatchRequest
+from tests.conftest import FIXTURE_HEALTH_CHECKS
 from tests.store.helpers import Clock
 
 NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "TAGSX", "KEY", "A", ""]
@@ -94,7 +95,7 @@ ITEMS = st.lists(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, suppress_health_check=FIXTURE_HEALTH_CHECKS
 )
 @given(ITEMS, st.sampled_from(["", "WAIT\x01true", "TAGS\x01BT\x02KEYS\x01bk"]))
 def test_batch_records_are_the_codec_records(
@@ -288,7 +289,7 @@ MANY = st.lists(
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=30, suppress_health_check=FIXTURE_HEALTH_CHECKS
 )
 @given(MANY)
 def test_append_many_is_append_message_one_by_one(
