@@ -3,7 +3,7 @@
 How this works (store-format.md §9.3): queue `level - 1` of SCHEDULE_TOPIC_XXXX holds the
 messages of one delay level in store order, so their delivery times (the consume-queue tags
 code) only grow along the queue.  Each round walks every level from its offset: a due entry
-is restored (`engine.store.delay.restore`) and put into its real queue, then the level's
+is restored (`engine.store.delay_levels.restore`) and put into its real queue, then the level's
 offset moves past it; the first entry not yet due ends the level's walk.  The service sleeps
 until the earliest next delivery, at most `IDLE_S` (new delayed messages are due a whole
 level's delay after they arrive, so that is soon enough).  Offsets are persisted to
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from engine.common.service import Service
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import decode_record
-from engine.store.delay import restore
+from engine.store.delay_levels import restore
 from engine.store.message_store import MessageStore
 from engine.store.record_scan import SCHEDULE_TOPIC
 from engine.store.results import PutMessageStatus
