@@ -1,4 +1,4 @@
-"""`ScheduleMessageService`: delivers delayed messages from SCHEDULE_TOPIC_XXXX when due.
+"""`ScheduleMessageService`: delivers delay-level messages from SCHEDULE_TOPIC_XXXX when due.
 
 How this works (store-format.md §9.3): queue `level - 1` of SCHEDULE_TOPIC_XXXX holds the
 messages of one delay level in store order, so their delivery times (the consume-queue tags
@@ -9,6 +9,11 @@ until the earliest next delivery, at most `IDLE_S` (new delayed messages are due
 level's delay after they arrive, so that is soon enough).  Offsets are persisted to
 delayOffset.json every `PERSIST_INTERVAL_MS` and at stop; a crash can deliver the messages of
 that window again (at least once), never lose one.  Only a master delivers.
+
+Delayed delivery has two mechanisms, each with a store part and a broker part (docs/timers.md,
+"Where each part is"): delay levels (`DELAY`, 4.x), parked by `engine.store.delay_levels` and
+delivered here; timer messages (`TIMER_*`, 5.x), parked by `engine.store.timer` and delivered
+by `engine.broker.timer`.
 """
 
 from __future__ import annotations
