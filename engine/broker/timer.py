@@ -1,4 +1,4 @@
-"""`TimerService`: the one asyncio task that moves timer messages (take, enqueue, deliver).
+"""Timer messages, broker part: `TimerService`, the asyncio task that takes, enqueues, delivers.
 
 How this works (docs/timers.md): each round, on a master, takes the slots whose time has
 begun, enqueues the timer topic's new entries into the wheel (woken by their arrival), and
@@ -7,6 +7,10 @@ It sleeps until the next timer or slot is due (at most `IDLE_S`).  Every
 `timerFlushIntervalMs` it snapshots the progress and flushes the timer log, the wheel and
 the checkpoint in a worker thread.  A slave enqueues (its files stay ready) but never
 delivers; when it becomes master, `TimerMessageStore.take_over` runs first.
+
+The store part is `engine.store.timer`.  Timer messages are one of delayed delivery's two
+mechanisms; delay levels (`DELAY`, 4.x) are the other: `engine.store.delay_levels` and
+`engine.broker.delay_levels` (docs/timers.md, "Where each part is").
 """
 
 from __future__ import annotations
