@@ -172,7 +172,3 @@ class PopService:
         if fifo is not None and fifo.offset_list and fifo.inflight(self.st.clock()):
             return committed, max(committed, max(fifo.queue_offsets()) + 1)
         return max(committed - self.book.inflight(topic, group, queue_id), 0), committed
-
-    def reviving_behind(self) -> int:
-        """Checkpoints whose messages are still out (the revive topic's pending records)."""
-        return len(self.book)
