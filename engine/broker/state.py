@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from engine.broker.clients import ConsumerManager, ProducerManager
 from engine.broker.config import BrokerConfig
+from engine.broker.delay_levels import ScheduleMessageService
 from engine.broker.groups import SubscriptionGroupManager
 from engine.broker.locks import RebalanceLockManager
 from engine.broker.offsets import ConsumerOffsetManager
 from engine.broker.pop.service import PopService
-from engine.broker.schedule import ScheduleMessageService
 from engine.broker.stats import BrokerStats
 from engine.broker.timer import TimerService
 from engine.broker.topics import TopicConfigManager
@@ -50,7 +50,7 @@ class BrokerState:
             files, auto_create=config.auto_create_subscription_group, clock=clock)
         self.offsets = ConsumerOffsetManager(files)
         self.schedule = ScheduleMessageService(self.store, clock, lambda: not self.is_slave)
-        self.timer = TimerService(self.store.timer, clock, lambda: not self.is_slave)
+        self.timer = TimerService(self.store, clock, lambda: not self.is_slave)
         self.consumers = ConsumerManager(clock, notify_enabled=self._notify_enabled)
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from enum import Enum, StrEnum
 from typing import Any
 
-from engine.store.delay import parse_delay_levels
+from engine.store.delay_levels import parse_delay_levels
 from engine.store.errors import StoreConfigError
 
 

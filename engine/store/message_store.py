@@ -51,7 +51,7 @@ from engine.store.config import BrokerRole, FlushDiskType, MessageStoreConfig
 from engine.store.config_files import ConfigFiles
 from engine.store.consume_queue import ConsumeQueue
 from engine.store.consume_queue_table import ConsumeQueueTable
-from engine.store.delay import schedule
+from engine.store.delay_levels import schedule
 from engine.store.dispatch import ArrivalListener, Dispatcher
 from engine.store.errors import StoreClosedError
 from engine.store.flush import FlushCommitLogService, FlushConsumeQueueService, GroupCommitService
@@ -175,7 +175,7 @@ class MessageStore:
         #: While set, every put fails with SERVICE_NOT_AVAILABLE and this reason (fencing).
         self.writes_refused: str | None = None
         #: Timer messages (5.x): timer log, wheel and checkpoint beside the commit log.
-        self.timer = TimerMessageStore(self)
+        self.timer = TimerMessageStore(config, self.clock, self)
 
     # ------------------------------------------------------------------ lifecycle
     def load(self) -> bool:

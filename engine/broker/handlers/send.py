@@ -57,7 +57,7 @@ from engine.protocol.wire import to_ext
 from engine.remoting.address import parse_addr
 from engine.remoting.router import RequestContext, Router
 from engine.store.config import BrokerRole, FlushDiskType
-from engine.store.delay import delay_level
+from engine.store.delay_levels import delay_level
 from engine.store.results import PutMessageResult, PutMessageStatus
 from engine.store.timer.transform import TIMER_KEYS, TIMER_MARK
 

@@ -1,14 +1,19 @@
-"""`ScheduleMessageService`: delivers delayed messages from SCHEDULE_TOPIC_XXXX when due.
+"""`ScheduleMessageService`: delivers delay-level messages from SCHEDULE_TOPIC_XXXX when due.
 
 How this works (store-format.md §9.3): queue `level - 1` of SCHEDULE_TOPIC_XXXX holds the
 messages of one delay level in store order, so their delivery times (the consume-queue tags
 code) only grow along the queue.  Each round walks every level from its offset: a due entry
-is restored (`engine.store.delay.restore`) and put into its real queue, then the level's
+is restored (`engine.store.delay_levels.restore`) and put into its real queue, then the level's
 offset moves past it; the first entry not yet due ends the level's walk.  The service sleeps
 until the earliest next delivery, at most `IDLE_S` (new delayed messages are due a whole
 level's delay after they arrive, so that is soon enough).  Offsets are persisted to
 delayOffset.json every `PERSIST_INTERVAL_MS` and at stop; a crash can deliver the messages of
 that window again (at least once), never lose one.  Only a master delivers.
+
+Delayed delivery has two mechanisms, each with a store part and a broker part (docs/timers.md,
+"Where each part is"): delay levels (`DELAY`, 4.x), parked by `engine.store.delay_levels` and
+delivered here; timer messages (`TIMER_*`, 5.x), parked by `engine.store.timer` and delivered
+by `engine.broker.timer`.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Callable
 from engine.common.service import Service
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import decode_record
-from engine.store.delay import restore
+from engine.store.delay_levels import restore
 from engine.store.message_store import MessageStore
 from engine.store.record_scan import SCHEDULE_TOPIC
 from engine.store.results import PutMessageStatus
