@@ -18,7 +18,7 @@ from mqadmin.tui.data.access import AccessView
 from mqadmin.tui.data.cluster import ClusterView
 from mqadmin.tui.data.dlq import DlqView
 from mqadmin.tui.data.groups import GroupsView
-from mqadmin.tui.data.messages import MessageView
+from mqadmin.tui.data.message_detail import MessageView
 from mqadmin.tui.data.timeline import timeline
 from mqadmin.tui.data.topics import TopicsView
 from mqadmin.tui.screens.access import AccessScreen
@@ -28,8 +28,8 @@ from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupsScreen
-from mqadmin.tui.screens.message import MessageScreen
-from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.message_detail import MessageDetailScreen
+from mqadmin.tui.screens.message_search import MessageSearchScreen
 from mqadmin.tui.screens.producers import ProducersScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
@@ -50,9 +50,9 @@ MESSAGE = StoredMessage(MessageRecord(
         "CLUSTER": "C"}).encode()), M, "broker-a")
 
 FIXED: dict[type[DashScreen], Any] = {
-    MessagesScreen: ["Orders"],
+    MessageSearchScreen: ["Orders"],
     ProducersScreen: ["Orders"],
-    MessageScreen: MessageView(
+    MessageDetailScreen: MessageView(
         MessageDetail(MESSAGE, (Track("billing", "NOT_CONSUME_YET"),
                                 Track("shipping", "CONSUMED"))),
         timeline(MESSAGE.record, [
