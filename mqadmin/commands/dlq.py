@@ -21,8 +21,11 @@ from mqadmin.commands.dlq_options import (
     filters,
 )
 from mqadmin.exit_codes import ExitCode, UsageProblem
-from mqadmin.operations import dlq_list, dlq_show, dlq_status, dlq_transfer
-from mqadmin.operations.dlq_ledger import ledger_of
+from mqadmin.operations.dlq import list as dlq_list
+from mqadmin.operations.dlq import show as dlq_show
+from mqadmin.operations.dlq import status as dlq_status
+from mqadmin.operations.dlq import transfer as dlq_transfer
+from mqadmin.operations.dlq.ledger import ledger_of
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 

@@ -18,20 +18,20 @@ from engine.remoting import loop
 from mqadmin import config, render
 from mqadmin.commands import endpoint, guarded, with_admin
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations import lag_status as st
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_verdict import (
+from mqadmin.operations.lag import status as st
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.verdict import (
     COMMIT_INTERVAL_MS,
     DEFAULT_ALLOWED_LAG,
     DEFAULT_WINDOW,
 )
-from mqadmin.operations.report_schedule import ReportDuty
+from mqadmin.operations.report.schedule import ReportDuty
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
 from mqadmin.render import OutputFormat
 from mqadmin.reports.contract import DIR_NAME
 
 if TYPE_CHECKING:
-    from mqadmin.operations.lag_metrics import MetricsServer
+    from mqadmin.operations.lag.metrics import MetricsServer
 
 app = typer.Typer(help="Consumer lag: a monitor with history, verdicts, forecasts and "
                        "retention risk.", no_args_is_help=True)
@@ -201,7 +201,7 @@ def serve_metrics(collector: LagCollector, host: str, port: int) -> MetricsServe
     Raises:
         UsageProblem: the port is taken or the host is not this machine's.
     """
-    from mqadmin.operations.lag_metrics import MetricsServer
+    from mqadmin.operations.lag.metrics import MetricsServer
 
     server = MetricsServer(lambda: collector.latest, host, port)
     try:

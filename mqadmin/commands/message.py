@@ -10,10 +10,10 @@ import typer
 from engine.client.admin import MQAdmin
 from mqadmin import render
 from mqadmin.commands import Terminal, audit, endpoint, guarded, params, run_change, with_admin
-from mqadmin.operations import message as ops
-from mqadmin.operations import message_redeliver as redeliver
-from mqadmin.operations import message_scan as scan
-from mqadmin.operations.message_send import SEND_COLUMNS
+from mqadmin.operations.messages import query as ops
+from mqadmin.operations.messages import redeliver as redeliver
+from mqadmin.operations.messages import scan as scan
+from mqadmin.operations.messages.send import SEND_COLUMNS
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,

@@ -12,8 +12,8 @@ import typer
 from mqadmin import config, render, report_runs
 from mqadmin.commands import guarded
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations import report as ops
-from mqadmin.operations import report_schedule as sched
+from mqadmin.operations.report import run as ops
+from mqadmin.operations.report import schedule as sched
 from mqadmin.options import DebugOpt, OutputOpt
 from mqadmin.render import OutputFormat
 

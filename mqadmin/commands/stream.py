@@ -9,9 +9,9 @@ import typer
 
 from mqadmin import render
 from mqadmin.commands import audit, endpoint, guarded, params, run, with_admin
-from mqadmin.operations import message as ops
-from mqadmin.operations import message_scan as scan
-from mqadmin.operations import message_send as send
+from mqadmin.operations.messages import query as ops
+from mqadmin.operations.messages import scan as scan
+from mqadmin.operations.messages import send as send
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,

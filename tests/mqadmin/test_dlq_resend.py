@@ -13,7 +13,7 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import PERM_READ, PERM_RW, PERM_WRITE
 from mqadmin.exit_codes import ExitCode
-from mqadmin.operations.dlq_model import BATCH_PROPERTY, LINK_PROPERTY
+from mqadmin.operations.dlq.model import BATCH_PROPERTY, LINK_PROPERTY
 from tests.mqadmin.cli import invoke, json_rows, rows_of
 from tests.mqadmin.conftest import BackgroundCluster
 from tests.mqadmin.dlq_helpers import bury, consume, setup_group, stop

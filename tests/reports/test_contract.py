@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mqadmin.operations.lag_history import HistoryWriter
-from mqadmin.operations.lag_model import Cycle, Gap, QueueSample
+from mqadmin.operations.lag.history import HistoryWriter
+from mqadmin.operations.lag.model import Cycle, Gap, QueueSample
 from mqadmin.reports import contract, dataset, period
 from tests.reports import lagdata
 

@@ -2,7 +2,7 @@
 stored, whether each group consumed it and its trace as a timeline (timeline.py), the online
 clients it can be handed to, its export.
 
-How this works: everything reads through the message operations (message.py, message_id.py)
+How this works: everything reads through the message operations (messages/query.py, ids.py)
 and returns values; nothing here draws.
 """
 
@@ -19,9 +19,9 @@ from engine.client.admin import MQAdmin
 from engine.client.errors import ConsumerNotOnlineError, TopicNotExistError
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import CliError
-from mqadmin.operations import message as message_ops
-from mqadmin.operations.message import MessageDetail
-from mqadmin.operations.message_id import StoredMessage
+from mqadmin.operations.messages import query as message_ops
+from mqadmin.operations.messages.ids import StoredMessage
+from mqadmin.operations.messages.query import MessageDetail
 from mqadmin.tui.data.timeline import Timeline, read_timeline
 
 Row = dict[str, Any]

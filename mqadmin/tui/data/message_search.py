@@ -1,8 +1,8 @@
 """The Messages screen's searches: a topic's messages newest first in pages, by key, by id
 (either kind, saying which it was), and the rows it lists them in.
 
-How this works: everything reads through the message operations (message.py, message_id.py,
-message_scan.py) and returns values; nothing here draws.  A topic page is newest first
+How this works: everything reads through the message operations (messages/query.py, ids.py,
+scan.py) and returns values; nothing here draws.  A topic page is newest first
 across every queue: each queue of the topic is read backwards from its end of the time range
 in small chunks, and the chunks are merged by store time (then commit-log offset: the order
 within a millisecond on one broker), so a page reads about what it shows (plus one chunk per
@@ -19,9 +19,9 @@ from typing import Any
 from engine.client.admin import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
-from mqadmin.operations import message as message_ops
-from mqadmin.operations.message_id import StoredMessage, find_by_id
-from mqadmin.operations.message_scan import queue_bounds, read_queue, readable_queues
+from mqadmin.operations.messages import query as message_ops
+from mqadmin.operations.messages.ids import StoredMessage, find_by_id
+from mqadmin.operations.messages.scan import queue_bounds, read_queue, readable_queues
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mqadmin.operations.lag_model import Cycle
+from mqadmin.operations.lag.model import Cycle
 from mqadmin.reports.contract import NAMES, arrow_schema
 
 FLUSH_CYCLES = 30

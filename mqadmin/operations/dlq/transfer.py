@@ -26,8 +26,8 @@ from engine.client.errors import ClientError, MessageValidationError
 from engine.client.message import Message
 from engine.client.results import SendStatus
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations.dlq_model import SYSTEM_PROPERTIES, DeadLetter, Filters, Row
-from mqadmin.operations.dlq_read import scan
+from mqadmin.operations.dlq.model import SYSTEM_PROPERTIES, DeadLetter, Filters, Row
+from mqadmin.operations.dlq.read import scan
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.sending import producer, require_topic
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mqadmin import history
-from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
-from mqadmin.operations.lag_retention import Risk
+from mqadmin.operations.lag.model import Cycle, QueueKey, QueueSample, Series
+from mqadmin.operations.lag.retention import Risk
 
 if TYPE_CHECKING:
     from sqlite_utils import Database

@@ -2,7 +2,7 @@
 group's retry topic (resendMessage), or to its own topic (queryMsgById -s); the first two as
 changes for the change runner (plan, confirm, apply, verify, audit).
 
-How this works: the message is found by any id (message_id.py).  Consuming directly is
+How this works: the message is found by any id (ids.py).  Consuming directly is
 CONSUME_MESSAGE_DIRECTLY to the broker that stored the message, which hands it to the named
 client of the group; the client's listener consumes it and the client answers how it went
 (CR_SUCCESS, CR_LATER, ...), which is the change's verification: anything but CR_SUCCESS is
@@ -29,8 +29,8 @@ from engine.protocol.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_T
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, NotVerified, TargetNotFound
 from mqadmin.operations.change import Outcome, Planned, Progress
-from mqadmin.operations.message_id import StoredMessage, find_by_id
-from mqadmin.operations.message_send import SEND_COLUMNS
+from mqadmin.operations.messages.ids import StoredMessage, find_by_id
+from mqadmin.operations.messages.send import SEND_COLUMNS
 from mqadmin.operations.sending import SYSTEM_PROPERTIES, producer, send_row
 from mqadmin.operations.targets import retry_topic
 
