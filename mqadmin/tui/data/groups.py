@@ -19,6 +19,7 @@ from mqadmin.operations import consumer as consumer_ops
 from mqadmin.operations.lag import status as st
 from mqadmin.operations.lag.sample import now_ms
 from mqadmin.operations.times import format_time
+from mqadmin.reports.contract import GROUP_SEVERITY, GroupStatus
 from mqadmin.tui.data.consume import masters, read_lags
 from mqadmin.tui.data.lag import lag_report
 
@@ -106,12 +107,19 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
                      "kind": kind,
                      "state": ("ONLINE" if clients else "OFFLINE") if full else None,
                      "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None,
-                     "verdict": verdict.get("verdict"), "rule": verdict.get("rule"),
+                     "verdict": verdict.get("verdict"), "severity": _severity(verdict),
+                     "rule": verdict.get("rule"),
                      "lagTime": verdict.get("lagTime"), "eta": verdict.get("eta"),
                      "drainRate": verdict.get("drainRate"),
                      "risk": verdict.get("retentionRisk"),
                      "history": list(reports[group].lags) if group in reports else []})
     return GroupsView(rows, failures, report.source)
+
+
+def _severity(verdict: Row) -> int:
+    """The group's verdict ranked by the lag contract (worst highest; -1 before one)."""
+    found = verdict.get("verdict")
+    return GROUP_SEVERITY[GroupStatus(found)] if found else -1
 
 
 @dataclass(frozen=True, slots=True)

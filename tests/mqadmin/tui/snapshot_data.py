@@ -82,17 +82,19 @@ FIXED: dict[type[DashScreen], Any] = {
           "order": False, "cluster": "C", "brokers": "broker-a", "groups": 0,
           "backlog": None, "produced": None}], ["C"], {"broker-a": M}),
     GroupsScreen: GroupsView(
-        [{"group": "billing", "verdict": "STOP", "clients": 0, "lag": 1523,
+        [{"group": "billing", "verdict": "ERROR", "severity": 3, "clients": 0, "lag": 1523,
           "lagTime": "2 h 5 min", "eta": "never at the current rate", "tps": 0.0,
           "topics": "Orders", "risk": "loses ≈ 1,240 messages in 5 h 12 min unless it "
                                       "consumes 2.3× faster",
           "rule": "STOP: no commit for 2 h", "history": [100, 400, 900, 1523], "state": "OFFLINE",
           "kind": ""},
-         {"group": "notify", "verdict": "OK", "clients": 3, "lag": 40, "lagTime": "0.2 s",
-          "eta": "caught up", "tps": 210.0, "topics": "Orders", "risk": None, "rule": "",
+         {"group": "notify", "verdict": "OK", "severity": 0, "clients": 3, "lag": 40,
+          "lagTime": "0.2 s", "eta": "caught up", "tps": 210.0, "topics": "Orders", "risk": None,
+          "rule": "",
           "history": [30, 52, 41, 40], "state": "ONLINE", "kind": "PUSH · gRPC"},
-         {"group": "shipping", "verdict": "OK", "clients": 2, "lag": 3, "lagTime": "0.4 s",
-          "eta": "caught up", "tps": 50.0, "topics": "Orders", "risk": None, "rule": "",
+         {"group": "shipping", "verdict": "OK", "severity": 0, "clients": 2, "lag": 3,
+          "lagTime": "0.4 s", "eta": "caught up", "tps": 50.0, "topics": "Orders", "risk": None,
+          "rule": "",
           "history": [5, 2, 4, 3], "state": "ONLINE", "kind": "POP · remoting"}],
         source="collector"),
     DlqScreen: DlqView(
@@ -154,7 +156,7 @@ class SnapshotDashboard(Dashboard):
 
     def health_loop(self) -> None:  # type: ignore[override]
         self.health = Text("name servers 1/1 up  ·  brokers 2/2 up  ·  masters without a "
-                           "slave 0  ·  groups in ERROR/STOP 1 (billing)  ·  unhandled "
+                           "slave 0  ·  groups in ERROR 1 (billing)  ·  unhandled "
                            "dead letters 400")
 
     def refreshed(self) -> None:
