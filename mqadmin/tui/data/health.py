@@ -7,11 +7,11 @@ import asyncio
 from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin
-from engine.protocol.body.route import ClusterInfo
 from mqadmin.config import Endpoint
 from mqadmin.operations.dlq import list as dlq_list
 from mqadmin.operations.dlq.ledger import ledger_of
 from mqadmin.operations.ha import replication as ha
+from mqadmin.operations.namesrv import cluster_listings
 from mqadmin.reports.contract import GroupStatus
 from mqadmin.tui.data.lag import collector_report
 
@@ -39,13 +39,8 @@ class ExtraHealth:
 
 async def read_health(admin: MQAdmin) -> Health:
     """Raises when no name server answers (the header says so)."""
-    outcomes = await admin.namesrv.on_each(lambda ns: admin.namesrv.cluster_info(addr=ns))
+    info, outcomes = await cluster_listings(admin.namesrv)
     answered = [o for o in outcomes if o.ok]
-    if not answered:
-        error = outcomes[0].error
-        assert error is not None
-        raise error
-    info: ClusterInfo = answered[0].value  # type: ignore[assignment]
     found = await ha.read_members(admin, info=info)
     members = [m for group in found.values() for m in group]
     up = [m for m in members if m.status is not None]

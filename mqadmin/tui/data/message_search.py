@@ -23,6 +23,7 @@ from mqadmin.operations.messages import query as message_ops
 from mqadmin.operations.messages.ids import StoredMessage, find_by_id
 from mqadmin.operations.messages.scan import queue_bounds, read_queue, readable_queues
 from mqadmin.operations.times import format_time
+from mqadmin.operations.topic import topic_list
 
 Row = dict[str, Any]
 #: Messages a topic page shows.
@@ -200,7 +201,7 @@ async def search(admin: MQAdmin, what: Search, cursor: NewestCursor | None = Non
 
 async def topic_names(admin: MQAdmin) -> list[str]:
     """Every topic's name (what the search form suggests)."""
-    return sorted((await admin.namesrv.all_topics()).topic_list)
+    return [row["topic"] for row in await topic_list(admin)]
 
 
 def list_rows(found: MessageList) -> list[Row]:
