@@ -43,11 +43,11 @@ from engine.client import (
     PushConsumer,
     dedupe,
 )
-from engine.client.consume_concurrently import ConsumeConcurrentlyService
-from engine.client.dedupe_sqlite import SqliteKeyStore
-from engine.client.message import MessageExt
-from engine.client.process_queue import ProcessQueue
-from engine.client.results import (
+from engine.client.consume.consume_concurrently import ConsumeConcurrentlyService
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore
+from engine.client.consume.process_queue import ProcessQueue
+from engine.client.core.message import MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,

@@ -26,8 +26,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from engine.client.errors import ClientError, raise_for
-from engine.client.pop_calls import batch_ack_body
+from engine.client.core.errors import ClientError, raise_for
+from engine.client.core.pop_calls import batch_ack_body
 from engine.protocol import fastjson
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin import render
 from mqadmin.commands import Terminal, audit, endpoint, guarded, params, run_change, with_admin
 from mqadmin.operations import message as ops

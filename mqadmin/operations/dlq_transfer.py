@@ -21,10 +21,10 @@ from typing import IO, Any
 
 import orjson
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError, MessageValidationError
-from engine.client.message import Message
-from engine.client.results import SendStatus
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, MessageValidationError
+from engine.client.core.message import Message
+from engine.client.core.results import SendStatus
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations.dlq_model import SYSTEM_PROPERTIES, DeadLetter, Filters, Row
 from mqadmin.operations.dlq_read import scan

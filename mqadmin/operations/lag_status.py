@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin.cluster import MQAdmin, select_addr
 from mqadmin.operations import lag_window as win
 from mqadmin.operations.lag_model import QueueKey, Series
 from mqadmin.operations.lag_retention import RetentionForecaster, Risk

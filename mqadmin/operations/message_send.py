@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
-from engine.client.message import Message
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
+from engine.client.core.message import Message
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.sending import producer, require_topic, send_row

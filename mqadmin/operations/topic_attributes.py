@@ -16,8 +16,8 @@ import asyncio
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import (
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import (
     ClientError,
     NotFoundError,
     RequestCodeNotSupportedError,

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from engine.client.client_config import ClientConfig
-from engine.client.consume_concurrently import ConsumeConcurrentlyService
-from engine.client.consumer_options import ConcurrentListener, ConsumerOptions
-from engine.client.dedupe import Claim, Dedupe, Guard
-from engine.client.message import MessageExt
-from engine.client.process_queue import ProcessQueue
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.consume.consume_concurrently import ConsumeConcurrentlyService
+from engine.client.consume.consumer_options import ConcurrentListener, ConsumerOptions
+from engine.client.consume.dedupe import Claim, Dedupe, Guard
+from engine.client.consume.process_queue import ProcessQueue
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import MessageExt
+from engine.client.core.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.message_queue import MessageQueue
 

@@ -8,24 +8,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.instance import ClientInstance
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.producer_options import ProducerOptions
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import (
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.consume.consumer_options import ConsumerOptions
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.instance import ClientInstance
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     LocalTransactionState,
     SendResult,
     SendStatus,
 )
-from engine.client.trace_dispatch import KEYS_BYTES, TraceDispatcher
-from engine.client.trace_hooks import SendTracer
-from engine.client.transaction import TransactionProducer
+from engine.client.produce.producer import Producer
+from engine.client.produce.producer_options import ProducerOptions
+from engine.client.produce.transaction import TransactionProducer
+from engine.client.trace.dispatch import KEYS_BYTES, TraceDispatcher
+from engine.client.trace.hooks import SendTracer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import PROPERTY_TRANSACTION_PREPARED

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.instance import ClientInstance
-from engine.client.message import Message, MessageExt
-from engine.client.results import ConsumeConcurrentlyStatus, SendResult, SendStatus
-from engine.client.trace_dispatch import TraceDispatcher
-from engine.client.trace_hooks import ConsumeTracer, SendTracer, now_ms, traced_listener
+from engine.client.core.instance import ClientInstance
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import ConsumeConcurrentlyStatus, SendResult, SendStatus
+from engine.client.trace.dispatch import TraceDispatcher
+from engine.client.trace.hooks import ConsumeTracer, SendTracer, now_ms, traced_listener
 from engine.protocol.body.message_queue import MessageQueue
 from tests.protocol.test_trace_codec import (
     END_TX_GOLDEN,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin.cluster import MQAdmin, select_addr
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError
 from mqadmin.operations import dlq_list, dlq_show, dlq_status, dlq_transfer

@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.protocol.body.admin import ConsumerConnection
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.config import Endpoint

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.config import Endpoint
 from mqadmin.operations import dlq_list, ha

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ConsumerNotOnlineError, TopicNotExistError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ConsumerNotOnlineError, TopicNotExistError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.version import version_desc

@@ -1,0 +1,254 @@
+"""Concurrent consumption: listener calls in batches, send-back of failures, offset updates.
+
+How this works (client-behaviour.md §8.1): pulled messages are handed to the listener in
+batches of `consume_message_batch_max_size`.  A plain-function listener is called from the
+event loop right away; a coroutine listener runs as a task, at most `consume_thread_max` at
+once.  CONSUME_SUCCESS acknowledges the batch up to `context.ack_index`; RECONSUME_LATER (or
+an exception, or None) fails all of it.  In clustering mode each failed message goes back
+(`send_back.py`, delay level `context.delay_level_when_next_consume`); a message that cannot
+be sent back at all is consumed again locally after 5 s.  Broadcasting failures are only
+logged.  Then the batch leaves the process queue and the queue's offset moves to the
+smallest offset still cached.  Every `consume_timeout` minutes, messages whose listener has
+run longer than that are sent back with delay level 3 and dropped from the cache.  With the
+`dedupe` option, the keys of one pull's requests are claimed in one store operation
+(`dedupe.claim_turns`); each request then takes the usual path with its NEW messages (or is
+finished without the listener), and the listener's outcome is recorded before the request is
+acknowledged (`dedupe.Turn.record`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from engine.client.consume import consume_direct, dedupe
+from engine.client.consume.consumer_options import ConcurrentListener
+from engine.client.consume.process_queue import ProcessQueue
+from engine.client.consume.send_back import send_message_back
+from engine.client.core.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
+from engine.client.core.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.core.timers import Periodic
+from engine.protocol.body.admin import CMResult, ConsumeMessageDirectlyResult
+from engine.protocol.body.heartbeat import MessageModel
+from engine.protocol.body.message_queue import MessageQueue
+
+if TYPE_CHECKING:
+    from engine.client.consume.push_consumer import PushConsumer
+
+log = logging.getLogger(__name__)
+
+RECONSUME_LOCALLY_AFTER = 5.0
+EXPIRED_PER_ROUND = 16
+SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+LATER = ConsumeConcurrentlyStatus.RECONSUME_LATER
+DIRECT_RESULTS = {SUCCESS: CMResult.CR_SUCCESS, LATER: CMResult.CR_LATER}
+
+
+class ConsumeConcurrentlyService:
+    orderly = False
+
+    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener,
+                 guard: dedupe.Guard | None = None) -> None:
+        self.consumer = consumer
+        self.listener = listener
+        self.guard = guard  # with one, a pull's messages go through dedupe together
+        self.slots = asyncio.Semaphore(consumer.options.consume_thread_max)
+        self._recording: dict[asyncio.Future[None], list[_Ack]] = {}  # record -> its requests
+        self.expiry = Periodic("clean-expired-messages", consumer.options.consume_timeout * 60,
+                               self.clean_expired)
+
+    def start(self) -> None:
+        self.expiry.start()
+
+    async def shutdown(self) -> None:
+        await self.expiry.stop()
+
+    def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+               dispatch: bool) -> None:
+        size = max(self.consumer.options.consume_message_batch_max_size, 1)
+        batches = [msgs[i:i + size] for i in range(0, len(msgs), size)]
+        if self.guard is not None:
+            self.consumer.spawn(self._claim(self.guard, batches, pq, mq), work=True)
+            return
+        for batch in batches:
+            self.run(batch, pq, mq)
+
+    async def _claim(self, guard: dedupe.Guard, batches: list[list[MessageExt]],
+                     pq: ProcessQueue, mq: MessageQueue) -> None:
+        """Under `dedupe`: the keys of one pull's requests claimed together, then each
+        request down the usual path with its NEW messages, or finished without the listener
+        (every key consumed already, or one busy elsewhere)."""
+        if pq.dropped:
+            return
+        _mark_start([m for msgs in batches for m in msgs])
+        try:
+            turns = await dedupe.claim_turns(guard, batches)
+        except Exception:
+            log.exception("%s: claiming the keys of %d messages of %s failed",
+                          self.consumer.group, sum(map(len, batches)), mq)
+            for msgs in batches:
+                self.acknowledge(LATER, msgs, pq, mq, ConsumeConcurrentlyContext(mq))
+            return
+        for turn in turns:
+            if turn.status is None:
+                self.run(turn.msgs, pq, mq, turn)
+            else:
+                self.acknowledge(turn.status, turn.msgs, pq, mq, ConsumeConcurrentlyContext(mq))
+
+    def run(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+            turn: dedupe.Turn | None = None) -> None:
+        """One consume request (`ConsumeRequest.run`); under `dedupe`, its `turn`."""
+        ctx = ConsumeConcurrentlyContext(mq)
+        if pq.dropped:
+            if turn is not None:
+                turn.record(None, ctx, ctx)  # never ran: its keys are released
+            return
+        if turn is None:
+            _mark_start(msgs)
+        inner = ctx if turn is None else turn.context(ctx)
+        try:
+            outcome = self.listener(msgs if turn is None else turn.listener_msgs(), inner)
+        except Exception:
+            log.exception("%s: listener raised on %d messages of %s", self.consumer.group,
+                          len(msgs), mq)
+            outcome = LATER
+        if (outcome is not None and not isinstance(outcome, ConsumeConcurrentlyStatus)
+                and inspect.isawaitable(outcome)):
+            if turn is not None:
+                turn.hold()  # its leases renewed while it waits for a slot and runs
+            task = self.consumer.spawn(
+                self._finish_async(outcome, msgs, pq, mq, ctx, turn, inner), work=True)
+            if inspect.iscoroutine(outcome):  # cancelled at shutdown before it ran: close it
+                task.add_done_callback(functools.partial(_close, outcome))
+        else:
+            self.finish(outcome, msgs, pq, mq, ctx, turn, inner)
+
+    async def _finish_async(self, outcome: Any, msgs: list[MessageExt], pq: ProcessQueue,
+                            mq: MessageQueue, ctx: ConsumeConcurrentlyContext,
+                            turn: dedupe.Turn | None,
+                            inner: ConsumeConcurrentlyContext) -> None:
+        async with self.slots:
+            try:
+                status = await outcome
+            except Exception:
+                log.exception("%s: listener raised on %d messages of %s",
+                              self.consumer.group, len(msgs), mq)
+                status = LATER
+        self.finish(status, msgs, pq, mq, ctx, turn, inner)
+
+    def finish(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+               ctx: ConsumeConcurrentlyContext, turn: dedupe.Turn | None = None,
+               inner: ConsumeConcurrentlyContext | None = None) -> None:
+        """A listener's outcome: under `dedupe` recorded first (`turn`), then acknowledged."""
+        if turn is not None:
+            record = turn.record(status, ctx, inner or ctx)
+            if record is not None:  # shared by the requests finished at this moment
+                waiting = self._recording.get(record)
+                if waiting is None:
+                    waiting = self._recording[record] = []
+                    record.add_done_callback(self._recorded)
+                waiting.append((status, msgs, pq, mq, ctx))
+                return
+        self.acknowledge(status, msgs, pq, mq, ctx)
+
+    def acknowledge(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue,
+                    mq: MessageQueue, ctx: ConsumeConcurrentlyContext) -> None:
+        """`processConsumeResult`."""
+        if pq.dropped:
+            log.info("%s: %s dropped; result of %d messages ignored", self.consumer.group,
+                     mq, len(msgs))
+            return
+        ack = min(ctx.ack_index, len(msgs) - 1) if status is SUCCESS else -1
+        failed = msgs[ack + 1:]
+        if failed and self.consumer.options.message_model is MessageModel.CLUSTERING:
+            self.consumer.spawn(self._send_back(failed, msgs, pq, mq,
+                                                ctx.delay_level_when_next_consume), work=True)
+            return
+        for m in failed:
+            log.warning("%s: broadcast message %s failed; not retried", self.consumer.group,
+                        m.msg_id)
+        self._done(msgs, pq, mq)
+
+    def _recorded(self, record: asyncio.Future[None]) -> None:
+        """Acknowledge the requests of a CONSUMED record once it is durable; if it failed,
+        they are retried instead."""
+        failed = record.cancelled() or record.exception() is not None
+        for status, msgs, pq, mq, ctx in self._recording.pop(record, ()):
+            if failed:
+                log.error("%s: recording the keys of %d messages of %s failed; retried",
+                          self.consumer.group, len(msgs), mq)
+                status = LATER
+            self.acknowledge(status, msgs, pq, mq, ctx)
+
+    def _done(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        offset = pq.remove(msgs)
+        if offset >= 0 and not pq.dropped:
+            self.consumer.offset_store.update(mq, offset, True)
+
+    async def _send_back(self, failed: list[MessageExt], msgs: list[MessageExt],
+                         pq: ProcessQueue, mq: MessageQueue, delay_level: int) -> None:
+        c = self.consumer
+        max_reconsume = c.options.max_reconsume(False)
+        stuck: list[MessageExt] = []
+        for m in failed:
+            if not await send_message_back(c.instance, c.group, m, delay_level, max_reconsume):
+                stuck.append(m)
+        if stuck:
+            keep = {m.queue_offset for m in stuck}
+            msgs = [m for m in msgs if m.queue_offset not in keep]
+            c.spawn(self._later([_again(m) for m in stuck], pq, mq))
+        self._done(msgs, pq, mq)
+
+    async def _later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        await asyncio.sleep(RECONSUME_LOCALLY_AFTER)
+        self.submit(msgs, pq, mq, True)
+
+    async def clean_expired(self) -> None:
+        """`cleanExpireMsg`: send back messages stuck in a listener for `consume_timeout`."""
+        c = self.consumer
+        limit_ms = c.options.consume_timeout * 60_000
+        now = int(time.time() * 1000)
+        for mq, pq in list(c.rebalancer.table.items()):
+            for m in sorted(pq.msgs.values(), key=lambda m: m.queue_offset)[:EXPIRED_PER_ROUND]:
+                started = m.properties.get(PROPERTY_CONSUME_START_TIMESTAMP, "")
+                if not started.isdigit() or now - int(started) <= limit_ms:
+                    break
+                log.warning("%s: %s consumed for over %d min; sent back", c.group, m.msg_id,
+                            c.options.consume_timeout)
+                if await send_message_back(c.instance, c.group, m, 3,
+                                           c.options.max_reconsume(False)):
+                    self._done([m], pq, mq)
+
+    async def consume_directly(self, msg: MessageExt, broker_name: str | None
+                               ) -> ConsumeMessageDirectlyResult:
+        ctx = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "",
+                                                      msg.queue_id))
+        listener = (self.listener if self.guard is None
+                    else dedupe.concurrently(self.listener, self.guard))
+        return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
+                                                     lambda: listener([msg], ctx))
+
+
+_Ack = tuple[Any, list[MessageExt], ProcessQueue, MessageQueue, ConsumeConcurrentlyContext]
+
+
+def _mark_start(msgs: list[MessageExt]) -> None:
+    start = str(int(time.time() * 1000))
+    for m in msgs:
+        m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start
+
+
+def _close(coro: Coroutine[Any, Any, Any], _: object) -> None:
+    """Close a listener coroutine (a no-op once it ran): one whose task was cancelled while
+    waiting for a consume slot would otherwise never be awaited."""
+    coro.close()
+
+
+def _again(m: MessageExt) -> MessageExt:
+    return dataclasses.replace(m, reconsume_times=m.reconsume_times + 1)
