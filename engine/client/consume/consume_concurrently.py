@@ -25,11 +25,12 @@ import inspect
 import logging
 import time
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.client.consume import consume_direct, dedupe
 from engine.client.consume.consumer_options import ConcurrentListener
 from engine.client.consume.process_queue import ProcessQueue
+from engine.client.consume.push_host import PushHost
 from engine.client.consume.send_back import send_message_back
 from engine.client.core.message import PROPERTY_CONSUME_START_TIMESTAMP, MessageExt
 from engine.client.core.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
@@ -37,9 +38,6 @@ from engine.client.core.timers import Periodic
 from engine.protocol.body.admin import CMResult, ConsumeMessageDirectlyResult
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.message_queue import MessageQueue
-
-if TYPE_CHECKING:
-    from engine.client.consume.push_consumer import PushConsumer
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +51,7 @@ DIRECT_RESULTS = {SUCCESS: CMResult.CR_SUCCESS, LATER: CMResult.CR_LATER}
 class ConsumeConcurrentlyService:
     orderly = False
 
-    def __init__(self, consumer: PushConsumer, listener: ConcurrentListener,
+    def __init__(self, consumer: PushHost, listener: ConcurrentListener,
                  guard: dedupe.Guard | None = None) -> None:
         self.consumer = consumer
         self.listener = listener

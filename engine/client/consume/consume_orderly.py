@@ -24,12 +24,13 @@ import functools
 import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.client.consume import consume_direct, dedupe
 from engine.client.consume.consumer_options import OrderlyListener
 from engine.client.consume.dedupe_ahead import QueueKeys
 from engine.client.consume.process_queue import ProcessQueue
+from engine.client.consume.push_host import PushHost
 from engine.client.consume.send_back import resend_to_retry
 from engine.client.core.message import PROPERTY_RECONSUME_TIME, MessageExt
 from engine.client.core.results import ConsumeOrderlyContext, ConsumeOrderlyStatus
@@ -37,9 +38,6 @@ from engine.client.core.timers import Periodic
 from engine.protocol.body.admin import CMResult, ConsumeMessageDirectlyResult
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.message_queue import MessageQueue
-
-if TYPE_CHECKING:
-    from engine.client.consume.push_consumer import PushConsumer
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +53,7 @@ DIRECT_RESULTS = {ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
 class ConsumeOrderlyService:
     orderly = True
 
-    def __init__(self, consumer: PushConsumer, listener: OrderlyListener,
+    def __init__(self, consumer: PushHost, listener: OrderlyListener,
                  guard: dedupe.Guard | None = None) -> None:
         self.consumer = consumer
         self.listener = listener

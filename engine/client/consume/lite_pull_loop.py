@@ -13,17 +13,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from engine.client.consume.consumer_options import LitePullOptions
 from engine.client.consume.process_queue import ProcessQueue
 from engine.client.core.errors import ClientError, ClientStateError
+from engine.client.core.instance import ClientInstance
 from engine.client.core.message import MessageExt
 from engine.client.core.pull_codec import pull_request, pull_sys_flag
 from engine.client.core.results import PullStatus
+from engine.protocol.body.heartbeat import SubscriptionData
 from engine.protocol.body.message_queue import MessageQueue
-
-if TYPE_CHECKING:
-    from engine.client.consume.lite_pull_consumer import LitePullConsumer
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,26 @@ class LiteBatch:
     msgs: list[MessageExt]
 
 
-def flow_delay(consumer: LitePullConsumer, mq: MessageQueue, pq: ProcessQueue) -> float:
+class LiteHost(Protocol):
+    """What a pull task uses of its `LitePullConsumer` (which imports this module)."""
+
+    group: str
+    instance: ClientInstance
+    options: LitePullOptions
+    paused_queues: set[MessageQueue]
+    stopping: bool
+
+    def cache_full(self) -> bool:
+        """Whether the consumer's cache of pulled batches is over its threshold."""
+
+    def subscription_of(self, topic: str) -> SubscriptionData:
+        """The subscription a pull of `topic` carries."""
+
+    def deliver(self, batch: LiteBatch) -> None:
+        """Append a pulled batch to the consumer's cache for `poll()`."""
+
+
+def flow_delay(consumer: LiteHost, mq: MessageQueue, pq: ProcessQueue) -> float:
     o = consumer.options
     if mq in consumer.paused_queues:
         return PAUSE_DELAY
@@ -52,7 +71,7 @@ def flow_delay(consumer: LitePullConsumer, mq: MessageQueue, pq: ProcessQueue) -
     return 0.0
 
 
-async def lite_pull_loop(consumer: LitePullConsumer, mq: MessageQueue, pq: ProcessQueue,
+async def lite_pull_loop(consumer: LiteHost, mq: MessageQueue, pq: ProcessQueue,
                          offset: int) -> None:
     c, o = consumer, consumer.options
     error_delay = o.pull_time_delay_millis_when_exception / 1000

@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from engine.client.consume.consume_from import OffsetUnknownError
 from engine.client.consume.process_queue import ProcessQueue, now_ms
+from engine.client.consume.push_host import PushHost
 from engine.client.core.errors import ClientError, ServerError
 from engine.client.core.pull_codec import pull_request, pull_sys_flag
 from engine.client.core.results import PullStatus
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.codes import ResponseCode
-
-if TYPE_CHECKING:
-    from engine.client.consume.push_consumer import PushConsumer
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +36,7 @@ MIB = 1024 * 1024
 
 
 class PullLoop:
-    def __init__(self, consumer: PushConsumer, mq: MessageQueue, pq: ProcessQueue,
+    def __init__(self, consumer: PushHost, mq: MessageQueue, pq: ProcessQueue,
                  offset: int) -> None:
         self.consumer = consumer
         self.mq = mq

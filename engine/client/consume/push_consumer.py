@@ -42,6 +42,7 @@ from engine.client.core.instance import ClientInstance
 from engine.client.core.message import MessageExt
 from engine.client.core.pull_codec import message_ext
 from engine.client.core.validate import check_group
+from engine.client.produce.producer import trace_producer
 from engine.client.trace.dispatch import TraceDispatcher
 from engine.client.trace.hooks import ConsumeTracer, traced_listener
 from engine.protocol.body.admin import (
@@ -98,9 +99,11 @@ class PushConsumer(ConsumerSupport):
         self._guard = (None if self.options.dedupe is None else dedupe.Guard(
             self.options.dedupe, group, dedupe.new_owner(self.instance.client_id)))
         o = self.options
-        self.tracer = (ConsumeTracer(TraceDispatcher(self.instance, group, "CONSUMER",
-                                                     o.trace_topic), group,
-                                     o.consume_timeout * 60_000) if o.enable_trace else None)
+        self.tracer: ConsumeTracer | None = None
+        if o.enable_trace:
+            dispatcher = TraceDispatcher(trace_producer(self.instance, group, "CONSUMER"),
+                                         o.trace_topic)
+            self.tracer = ConsumeTracer(dispatcher, group, o.consume_timeout * 60_000)
 
     # ------------------------------------------------------------------ setup
 

@@ -13,11 +13,13 @@ MAX_RECONSUME_TIMES, so the broker routes the message to ``%DLQ%<group>``.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from engine.client.consume.consume_from import retry_topic
 from engine.client.core.errors import ClientError
+from engine.client.core.instance import CLIENT_INNER_PRODUCER_GROUP, ClientInstance
+from engine.client.core.members import InnerProducer
 from engine.client.core.message import PROPERTY_RECONSUME_TIME, Message, MessageExt
+from engine.client.produce.producer import Producer
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
@@ -26,9 +28,6 @@ from engine.protocol.message import (
     PROPERTY_RETRY_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
 )
-
-if TYPE_CHECKING:
-    from engine.client.core.instance import ClientInstance
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +65,7 @@ async def resend_to_retry(instance: ClientInstance, group: str, msg: MessageExt,
     props[PROPERTY_DELAY_TIME_LEVEL] = str(FIRST_RETRY_LEVEL + msg.reconsume_times)
     props.pop(PROPERTY_TRANSACTION_PREPARED, None)
     copy = Message(retry_topic(group), msg.body, flag=msg.flag, system_properties=props)
-    producer = instance.inner_producer()
+    producer = inner_producer(instance)
     try:
         await producer.start()
         await producer.send(copy)
@@ -74,3 +73,11 @@ async def resend_to_retry(instance: ClientInstance, group: str, msg: MessageExt,
     except ClientError as exc:
         log.warning("resend of %s to %s failed: %s", msg.msg_id, retry_topic(group), exc)
         return False
+
+
+def inner_producer(instance: ClientInstance) -> InnerProducer:
+    """The instance's own producer (group CLIENT_INNER_PRODUCER), made on first use."""
+    if instance.inner_producer is None:
+        instance.inner_producer = Producer(CLIENT_INNER_PRODUCER_GROUP, instance=instance,
+                                           register=False)
+    return instance.inner_producer

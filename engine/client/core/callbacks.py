@@ -12,8 +12,9 @@ answered (when an answer is due) with SYSTEM_ERROR, as Java's `ClientRemotingPro
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
+from engine.client.core.members import Members
 from engine.protocol import fastjson
 from engine.protocol.body.admin import GetConsumerStatusBody, ResetOffsetBody
 from engine.protocol.codes import RequestCode, ResponseCode
@@ -23,14 +24,11 @@ from engine.protocol.message import PROPERTY_PRODUCER_GROUP, decode_record, stri
 from engine.protocol.wire import from_json, to_json
 from engine.remoting.router import RequestContext, Router
 
-if TYPE_CHECKING:
-    from engine.client.core.instance import ClientInstance
-
 log = logging.getLogger(__name__)
 
 router = Router()
 
-Ctx: TypeAlias = "RequestContext[ClientInstance]"
+Ctx: TypeAlias = "RequestContext[Members]"
 
 
 @router.handles(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED)

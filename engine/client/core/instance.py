@@ -25,13 +25,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from engine.client.core.callbacks import router
 from engine.client.core.client_api import ClientAPI
 from engine.client.core.client_config import ClientConfig
 from engine.client.core.errors import ClientError, ClientStateError, TopicNotExistError
-from engine.client.core.members import ConsumerMember, ProducerMember
+from engine.client.core.members import ConsumerMember, InnerProducer, ProducerMember
 from engine.client.core.namesrv import NamesrvAdmin
 from engine.client.core.nsaddr import fetch_namesrv_addr
 from engine.client.core.routes import RouteTable
@@ -39,9 +38,6 @@ from engine.client.core.timers import Periodic
 from engine.protocol.body.heartbeat import HeartbeatData, ProducerData
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.remoting.client import RemotingClient
-
-if TYPE_CHECKING:
-    from engine.client.produce.producer import Producer
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +59,8 @@ class ClientInstance:
         self.broker_versions: dict[str, int] = {}
         self.namesrv_addr: str | None = None
         self._namesrv: NamesrvAdmin | None = None
-        self._inner_producer: Producer | None = None
+        #: set by the first consumer that resends a message (`send_back.inner_producer`)
+        self.inner_producer: InnerProducer | None = None
         self._started = False
         self._lock = asyncio.Lock()
         c = self.config
@@ -111,9 +108,9 @@ class ClientInstance:
             for service in (*self._services, self.nsaddr_service):
                 if service.running:
                     await service.stop()
-            if self._inner_producer is not None:
-                await self._inner_producer.shutdown()
-                self._inner_producer = None
+            if self.inner_producer is not None:
+                await self.inner_producer.shutdown()
+                self.inner_producer = None
             if self._namesrv is not None:
                 await self._namesrv.close()
             await self.remoting.close()
@@ -149,15 +146,6 @@ class ClientInstance:
                                                  consumer_group=consumer_group)
             except ClientError as exc:
                 log.info("unregister from %s: %s", addr, exc)
-
-    def inner_producer(self) -> Producer:
-        """The instance's own producer (group CLIENT_INNER_PRODUCER), for consumers' resends."""
-        if self._inner_producer is None:
-            from engine.client.produce.producer import Producer
-
-            self._inner_producer = Producer(CLIENT_INNER_PRODUCER_GROUP, instance=self,
-                                            register=False)
-        return self._inner_producer
 
     # ------------------------------------------------------------------ name servers
 

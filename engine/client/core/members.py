@@ -1,10 +1,12 @@
-"""What a client instance needs from the producers and consumers registered with it."""
+"""What a client instance needs from the producers and consumers registered with it, and what
+its callbacks need from the instance."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Protocol
 
+from engine.client.core.message import Message
 from engine.protocol.body.admin import ConsumeMessageDirectlyResult, ConsumerRunningInfo
 from engine.protocol.body.heartbeat import ConsumerData, SubscriptionData
 from engine.protocol.body.message_queue import MessageQueue
@@ -46,3 +48,24 @@ class ConsumerMember(Protocol):
 
     async def reset_offsets(self, topic: str, table: dict[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET: drop the topic's queues, restart from `table`."""
+
+
+class InnerProducer(Protocol):
+    """The instance's own producer (group CLIENT_INNER_PRODUCER) that consumers resend
+    through; made by them (`send_back.inner_producer`), shut down by the instance."""
+
+    async def start(self) -> None: ...
+
+    async def send(self, msg: Message) -> object: ...
+
+    async def shutdown(self) -> None: ...
+
+
+class Members(Protocol):
+    """What the requests brokers send reach (`callbacks.py`): a client instance's members."""
+
+    producers: dict[str, ProducerMember]
+    consumers: dict[str, ConsumerMember]
+
+    def rebalance_now(self) -> None:
+        """Wake the rebalance Service."""

@@ -45,7 +45,13 @@ from engine.client.produce.producer_options import (
     select_by_hash,
     select_by_random,
 )
-from engine.client.trace.dispatch import TraceDispatcher
+from engine.client.trace.dispatch import (
+    COMPRESS_LEVEL,
+    MAX_MESSAGE_SIZE,
+    SEND_TIMEOUT_MS,
+    TraceDispatcher,
+    trace_group,
+)
 from engine.client.trace.hooks import SendTracer, now_ms
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.command import RemotingCommand
@@ -54,7 +60,7 @@ from engine.remoting.connection import Connection
 log = logging.getLogger(__name__)
 
 __all__ = ["MessageQueueSelector", "Producer", "ProducerOptions", "select_by_hash",
-           "select_by_random"]
+           "select_by_random", "trace_producer"]
 
 class Producer:
     """``p = Producer("PG", ClientConfig(namesrv_addr=...)); await p.start();
@@ -78,9 +84,11 @@ class Producer:
         self._indexes: dict[str, QueueIndex] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._running = False
-        self.tracer = (SendTracer(TraceDispatcher(self.instance, group, "PRODUCER",
-                                                  o.trace_topic), group)
-                       if o.enable_trace else None)
+        self.tracer: SendTracer | None = None
+        if o.enable_trace:
+            dispatcher = TraceDispatcher(trace_producer(self.instance, group, "PRODUCER"),
+                                         o.trace_topic)
+            self.tracer = SendTracer(dispatcher, group)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -337,3 +345,13 @@ class Producer:
             assert result is not None
             results.append(result)
         return results
+
+
+def trace_producer(instance: ClientInstance, group: str, role: str) -> Producer:
+    """The producer a traced group's `TraceDispatcher` sends with: group
+    ``_INNER_TRACE_PRODUCER-<group>-<role>`` on the traced client's instance, not registered
+    with it, and with the trace dispatcher's timeout, size limit and compression."""
+    return Producer(trace_group(group, role), instance=instance, register=False,
+                    options=ProducerOptions(send_msg_timeout=SEND_TIMEOUT_MS,
+                                            max_message_size=MAX_MESSAGE_SIZE,
+                                            compress_level=COMPRESS_LEVEL))

@@ -3,14 +3,15 @@
 How this works (Apache's `AsyncTraceDispatcher`): the hooks call `append` (or
 `append_encoded` with a record they encoded), which never waits: a record goes, encoded
 (`trace.encode`), into a bounded queue with its message id and KEYS, or, when the queue is
-full, is dropped and counted.  One asyncio task wakes when the queue stops being empty,
-waits until `batch_records` records are queued or `linger` seconds have passed, and sends up
-to that many (at most 118 KB of text, and as many as keep the KEYS property within its
-limit) as one message to the trace topic (KEYS = every traced message id and key, the keys
-`encode_batch` gives) with its own producer, group
-``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>``, on the host's client instance.  A
-send that fails is logged and counted; nothing reaches the business send.  `stop()` sends
-what is queued (waiting at most `flush_timeout`), then stops the task.
+full, is dropped and counted.  One asyncio task wakes when the queue stops being empty, waits
+until `batch_records` records are queued or `linger` seconds have passed, and sends up to
+that many (at most 118 KB of text, and as many as keep the KEYS property within its limit)
+as one message to the trace topic (KEYS = every traced message id and key, the keys
+`encode_batch` gives) with the producer it was given (`TraceSender`: the traced client's
+`trace_producer`, group ``_INNER_TRACE_PRODUCER-<group>-<PRODUCER|CONSUMER>`` on its client
+instance), so tracing needs no producer code of its own.  A send that fails is logged and
+counted; nothing reaches the business send.  `stop()` sends what is queued (waiting at most
+`flush_timeout`), then stops the task.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from engine.client.core.message import Message
 from engine.protocol.trace import (
@@ -35,9 +36,6 @@ from engine.protocol.trace import (
 #: KEYS value (None without keys), from which `_take` makes its keys as `trace.keys_of` does.
 Encoded = tuple[str, str, str | None]
 
-if TYPE_CHECKING:
-    from engine.client.core.instance import ClientInstance
-
 log = logging.getLogger(__name__)
 
 QUEUE_SIZE = 2048  # AsyncTraceDispatcher's queueSize (4.9) and traceContextQueue (5.x)
@@ -45,7 +43,8 @@ QUEUE_SIZE = 2048  # AsyncTraceDispatcher's queueSize (4.9) and traceContextQueu
 #: a trace message costs the client about as much whatever its size, so few large ones cost
 #: a traced producer less than many small ones (batches of 100: ~1 us more CPU a send)
 BATCH_RECORDS = 500
-BATCH_BYTES = 128_000 - 10_000  # its maxMsgSize less the margin it keeps
+MAX_MESSAGE_SIZE = 128_000  # its maxMsgSize
+BATCH_BYTES = MAX_MESSAGE_SIZE - 10_000  # less the margin it keeps
 #: KEYS of one trace message, at most: its properties must stay within 32767 bytes
 KEYS_BYTES = 30_000
 LINGER = 0.5  # s: its waitTimeThresholdMil
@@ -56,18 +55,29 @@ SEND_TIMEOUT_MS = 5000
 COMPRESS_LEVEL = 1
 
 
+class TraceSender(Protocol):
+    """What a dispatcher sends its trace messages with (`engine.client.produce.producer`'s
+    `trace_producer`)."""
+
+    async def start(self) -> None: ...
+
+    async def send(self, msg: Message) -> object: ...
+
+    async def shutdown(self) -> None: ...
+
+
+def trace_group(group: str, role: str) -> str:
+    """The group of the producer that sends the traces of `group` in `role`."""
+    return f"{TRACE_GROUP_PREFIX}-{group}-{role}"
+
+
 class TraceDispatcher:
     """Queue and send the trace records of one producer or consumer group."""
 
-    def __init__(self, instance: ClientInstance, group: str, role: str,
-                 topic: str | None = None, *, queue_size: int = QUEUE_SIZE,
-                 batch_records: int = BATCH_RECORDS, linger: float = LINGER,
-                 flush_timeout: float = 5.0) -> None:
-        from engine.client.produce.producer import (  # producer.py imports us
-            Producer,
-            ProducerOptions,
-        )
-
+    def __init__(self, producer: TraceSender, topic: str | None = None, *,
+                 queue_size: int = QUEUE_SIZE, batch_records: int = BATCH_RECORDS,
+                 linger: float = LINGER, flush_timeout: float = 5.0) -> None:
+        self.producer = producer
         self.topic = topic or TRACE_TOPIC
         self.queue_size = queue_size
         self.batch_records = batch_records
@@ -85,10 +95,6 @@ class TraceDispatcher:
         self._idle.set()
         self._hurry = False
         self._task: asyncio.Task[None] | None = None
-        self.producer = Producer(
-            f"{TRACE_GROUP_PREFIX}-{group}-{role}", instance=instance, register=False,
-            options=ProducerOptions(send_msg_timeout=SEND_TIMEOUT_MS,
-                                    max_message_size=128_000, compress_level=COMPRESS_LEVEL))
 
     @property
     def running(self) -> bool:
