@@ -41,8 +41,8 @@ from engine.client import (
     Message,
     Producer,
     PushConsumer,
-    dedupe,
 )
+from engine.client.consume import dedupe
 from engine.client.consume.consume_concurrently import ConsumeConcurrentlyService
 from engine.client.consume.dedupe_sqlite import SqliteKeyStore
 from engine.client.consume.process_queue import ProcessQueue
