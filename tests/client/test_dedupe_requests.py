@@ -1,4 +1,4 @@
-"""The consume requests of one pull under `Dedupe`: a real `ConsumeConcurrentlyService` over a
+"""The consume requests of one pull under `Dedupe`: a real `DedupeConcurrentlyService` over a
 real SQLite key store, without a broker (a broadcasting consumer, so nothing is sent back):
 what each request's status and acknowledgement become."""
 
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from engine.client.consume.consume_concurrently import ConsumeConcurrentlyService
 from engine.client.consume.consumer_options import ConcurrentListener, ConsumerOptions
 from engine.client.consume.dedupe import Claim, Dedupe, Guard
+from engine.client.consume.dedupe_services import DedupeConcurrentlyService
 from engine.client.consume.process_queue import ProcessQueue
 from engine.client.consume.push_consumer import PushConsumer
 from engine.client.core.client_config import ClientConfig
@@ -35,7 +35,7 @@ def msg(offset: int, key: str | None) -> MessageExt:
                       offset, 0, 0, 0, 0, host, 0, host, 0, 0)
 
 
-class Acknowledged(ConsumeConcurrentlyService):
+class Acknowledged(DedupeConcurrentlyService):
     """The real service, remembering what each request was acknowledged with."""
 
     def __init__(self, *args: Any) -> None:

@@ -9,11 +9,9 @@ an exception, or None) fails all of it.  In clustering mode each failed message 
 be sent back at all is consumed again locally after 5 s.  Broadcasting failures are only
 logged.  Then the batch leaves the process queue and the queue's offset moves to the
 smallest offset still cached.  Every `consume_timeout` minutes, messages whose listener has
-run longer than that are sent back with delay level 3 and dropped from the cache.  With the
-`dedupe` option, the keys of one pull's requests are claimed in one store operation
-(`dedupe.claim_turns`); each request then takes the usual path with its NEW messages (or is
-finished without the listener), and the listener's outcome is recorded before the request is
-acknowledged (`dedupe.Turn.record`).
+run longer than that are sent back with delay level 3 and dropped from the cache.  The
+`dedupe` option is a subclass of this service (`dedupe_services.py`), built on `call` and
+`await_outcome`; nothing here knows of it.
 """
 
 from __future__ import annotations
@@ -24,10 +22,10 @@ import functools
 import inspect
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
-from engine.client.consume import consume_direct, dedupe
+from engine.client.consume import consume_direct
 from engine.client.consume.consumer_options import ConcurrentListener
 from engine.client.consume.process_queue import ProcessQueue
 from engine.client.consume.push_host import PushHost
@@ -51,13 +49,10 @@ DIRECT_RESULTS = {SUCCESS: CMResult.CR_SUCCESS, LATER: CMResult.CR_LATER}
 class ConsumeConcurrentlyService:
     orderly = False
 
-    def __init__(self, consumer: PushHost, listener: ConcurrentListener,
-                 guard: dedupe.Guard | None = None) -> None:
+    def __init__(self, consumer: PushHost, listener: ConcurrentListener) -> None:
         self.consumer = consumer
         self.listener = listener
-        self.guard = guard  # with one, a pull's messages go through dedupe together
         self.slots = asyncio.Semaphore(consumer.options.consume_thread_max)
-        self._recording: dict[asyncio.Future[None], list[_Ack]] = {}  # record -> its requests
         self.expiry = Periodic("clean-expired-messages", consumer.options.consume_timeout * 60,
                                self.clean_expired)
 
@@ -69,68 +64,48 @@ class ConsumeConcurrentlyService:
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
                dispatch: bool) -> None:
-        size = max(self.consumer.options.consume_message_batch_max_size, 1)
-        batches = [msgs[i:i + size] for i in range(0, len(msgs), size)]
-        if self.guard is not None:
-            self.consumer.spawn(self._claim(self.guard, batches, pq, mq), work=True)
-            return
-        for batch in batches:
+        for batch in self.requests(msgs):
             self.run(batch, pq, mq)
 
-    async def _claim(self, guard: dedupe.Guard, batches: list[list[MessageExt]],
-                     pq: ProcessQueue, mq: MessageQueue) -> None:
-        """Under `dedupe`: the keys of one pull's requests claimed together, then each
-        request down the usual path with its NEW messages, or finished without the listener
-        (every key consumed already, or one busy elsewhere)."""
-        if pq.dropped:
-            return
-        _mark_start([m for msgs in batches for m in msgs])
-        try:
-            turns = await dedupe.claim_turns(guard, batches)
-        except Exception:
-            log.exception("%s: claiming the keys of %d messages of %s failed",
-                          self.consumer.group, sum(map(len, batches)), mq)
-            for msgs in batches:
-                self.acknowledge(LATER, msgs, pq, mq, ConsumeConcurrentlyContext(mq))
-            return
-        for turn in turns:
-            if turn.status is None:
-                self.run(turn.msgs, pq, mq, turn)
-            else:
-                self.acknowledge(turn.status, turn.msgs, pq, mq, ConsumeConcurrentlyContext(mq))
+    def requests(self, msgs: list[MessageExt]) -> list[list[MessageExt]]:
+        """A pull's messages cut into consume requests of the configured batch size."""
+        size = max(self.consumer.options.consume_message_batch_max_size, 1)
+        return [msgs[i:i + size] for i in range(0, len(msgs), size)]
 
-    def run(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
-            turn: dedupe.Turn | None = None) -> None:
-        """One consume request (`ConsumeRequest.run`); under `dedupe`, its `turn`."""
+    def run(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """One consume request (`ConsumeRequest.run`)."""
         ctx = ConsumeConcurrentlyContext(mq)
         if pq.dropped:
-            if turn is not None:
-                turn.record(None, ctx, ctx)  # never ran: its keys are released
             return
-        if turn is None:
-            _mark_start(msgs)
-        inner = ctx if turn is None else turn.context(ctx)
+        mark_start(msgs)
+        outcome = self.call(msgs, ctx, mq)
+        if pending(outcome):
+            self.await_outcome(outcome, msgs, mq, functools.partial(
+                self._acknowledge_awaited, msgs, pq, mq, ctx))
+        else:
+            self.acknowledge(outcome, msgs, pq, mq, ctx)
+
+    def call(self, msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext,
+             mq: MessageQueue) -> Any:
+        """The listener's outcome on `msgs`: a status, None, or an awaitable (`pending`); a
+        listener that raised is RECONSUME_LATER."""
         try:
-            outcome = self.listener(msgs if turn is None else turn.listener_msgs(), inner)
+            return self.listener(msgs, ctx)
         except Exception:
             log.exception("%s: listener raised on %d messages of %s", self.consumer.group,
                           len(msgs), mq)
-            outcome = LATER
-        if (outcome is not None and not isinstance(outcome, ConsumeConcurrentlyStatus)
-                and inspect.isawaitable(outcome)):
-            if turn is not None:
-                turn.hold()  # its leases renewed while it waits for a slot and runs
-            task = self.consumer.spawn(
-                self._finish_async(outcome, msgs, pq, mq, ctx, turn, inner), work=True)
-            if inspect.iscoroutine(outcome):  # cancelled at shutdown before it ran: close it
-                task.add_done_callback(functools.partial(_close, outcome))
-        else:
-            self.finish(outcome, msgs, pq, mq, ctx, turn, inner)
+            return LATER
 
-    async def _finish_async(self, outcome: Any, msgs: list[MessageExt], pq: ProcessQueue,
-                            mq: MessageQueue, ctx: ConsumeConcurrentlyContext,
-                            turn: dedupe.Turn | None,
-                            inner: ConsumeConcurrentlyContext) -> None:
+    def await_outcome(self, outcome: Any, msgs: list[MessageExt], mq: MessageQueue,
+                      then: Callable[[Any], None]) -> None:
+        """Await a coroutine listener's `outcome` in a consume slot, then hand its status
+        (RECONSUME_LATER when it raised) to `then`."""
+        task = self.consumer.spawn(self._await(outcome, msgs, mq, then), work=True)
+        if inspect.iscoroutine(outcome):  # cancelled at shutdown before it ran: close it
+            task.add_done_callback(functools.partial(_close, outcome))
+
+    async def _await(self, outcome: Any, msgs: list[MessageExt], mq: MessageQueue,
+                     then: Callable[[Any], None]) -> None:
         async with self.slots:
             try:
                 status = await outcome
@@ -138,21 +113,10 @@ class ConsumeConcurrentlyService:
                 log.exception("%s: listener raised on %d messages of %s",
                               self.consumer.group, len(msgs), mq)
                 status = LATER
-        self.finish(status, msgs, pq, mq, ctx, turn, inner)
+        then(status)
 
-    def finish(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
-               ctx: ConsumeConcurrentlyContext, turn: dedupe.Turn | None = None,
-               inner: ConsumeConcurrentlyContext | None = None) -> None:
-        """A listener's outcome: under `dedupe` recorded first (`turn`), then acknowledged."""
-        if turn is not None:
-            record = turn.record(status, ctx, inner or ctx)
-            if record is not None:  # shared by the requests finished at this moment
-                waiting = self._recording.get(record)
-                if waiting is None:
-                    waiting = self._recording[record] = []
-                    record.add_done_callback(self._recorded)
-                waiting.append((status, msgs, pq, mq, ctx))
-                return
+    def _acknowledge_awaited(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+                             ctx: ConsumeConcurrentlyContext, status: Any) -> None:
         self.acknowledge(status, msgs, pq, mq, ctx)
 
     def acknowledge(self, status: Any, msgs: list[MessageExt], pq: ProcessQueue,
@@ -172,17 +136,6 @@ class ConsumeConcurrentlyService:
             log.warning("%s: broadcast message %s failed; not retried", self.consumer.group,
                         m.msg_id)
         self._done(msgs, pq, mq)
-
-    def _recorded(self, record: asyncio.Future[None]) -> None:
-        """Acknowledge the requests of a CONSUMED record once it is durable; if it failed,
-        they are retried instead."""
-        failed = record.cancelled() or record.exception() is not None
-        for status, msgs, pq, mq, ctx in self._recording.pop(record, ()):
-            if failed:
-                log.error("%s: recording the keys of %d messages of %s failed; retried",
-                          self.consumer.group, len(msgs), mq)
-                status = LATER
-            self.acknowledge(status, msgs, pq, mq, ctx)
 
     def _done(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         offset = pq.remove(msgs)
@@ -225,18 +178,24 @@ class ConsumeConcurrentlyService:
 
     async def consume_directly(self, msg: MessageExt, broker_name: str | None
                                ) -> ConsumeMessageDirectlyResult:
+        return await self.consume_directly_with(self.listener, msg, broker_name)
+
+    async def consume_directly_with(self, listener: ConcurrentListener, msg: MessageExt,
+                                    broker_name: str | None) -> ConsumeMessageDirectlyResult:
         ctx = ConsumeConcurrentlyContext(MessageQueue(msg.topic, broker_name or "",
                                                       msg.queue_id))
-        listener = (self.listener if self.guard is None
-                    else dedupe.concurrently(self.listener, self.guard))
         return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
                                                      lambda: listener([msg], ctx))
 
 
-_Ack = tuple[Any, list[MessageExt], ProcessQueue, MessageQueue, ConsumeConcurrentlyContext]
+def pending(outcome: Any) -> bool:
+    """Whether a listener's outcome is still to be awaited (a coroutine listener's)."""
+    return (outcome is not None and not isinstance(outcome, ConsumeConcurrentlyStatus)
+            and inspect.isawaitable(outcome))
 
 
-def _mark_start(msgs: list[MessageExt]) -> None:
+def mark_start(msgs: list[MessageExt]) -> None:
+    """Stamp CONSUME_START_TIME on messages handed to the listener (`clean_expired`)."""
     start = str(int(time.time() * 1000))
     for m in msgs:
         m.properties[PROPERTY_CONSUME_START_TIMESTAMP] = start

@@ -11,24 +11,22 @@ unless a message has reached the max reconsume times, in which case it is resent
 ``%RETRY%<group>`` so the broker buries it in the DLQ, and the consumer moves on.  A queue
 without a valid lock is re-locked 100 ms (or 10 ms) later and retried 10 ms after a success,
 3 s after a failure.  In clustering mode every held queue is re-locked every 20 s.
-With the `dedupe` option, the keys of each pull's messages are claimed as they are cached
-and the listener gets a turn's NEW messages; its outcome is recorded before the queue's
-offset moves past them (`dedupe_ahead.py`).
+The `dedupe` option is a subclass of this service (`dedupe_services.py`) that overrides the
+steps around the listener call (`pulled`, `call`, `moved`, `suspended`, `abandoned`,
+`dropped`); nothing here knows of it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import inspect
 import logging
 import time
 from typing import Any
 
-from engine.client.consume import consume_direct, dedupe
+from engine.client.consume import consume_direct
 from engine.client.consume.consumer_options import OrderlyListener
-from engine.client.consume.dedupe_ahead import QueueKeys
 from engine.client.consume.process_queue import ProcessQueue
 from engine.client.consume.push_host import PushHost
 from engine.client.consume.send_back import resend_to_retry
@@ -53,17 +51,12 @@ DIRECT_RESULTS = {ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
 class ConsumeOrderlyService:
     orderly = True
 
-    def __init__(self, consumer: PushHost, listener: OrderlyListener,
-                 guard: dedupe.Guard | None = None) -> None:
+    def __init__(self, consumer: PushHost, listener: OrderlyListener) -> None:
         self.consumer = consumer
         self.listener = listener
-        self.guard = guard  # with one, keys are claimed ahead (dedupe_ahead.QueueKeys)
         self.clustering = consumer.options.message_model is MessageModel.CLUSTERING
         self.lock_service = Periodic("lock-queues", LOCK_INTERVAL, consumer.lock_all,
                                      first_delay=1.0)
-        self._keys: dict[ProcessQueue, QueueKeys] = {}
-        if guard is not None:
-            guard.prune = self._prune
 
     def start(self) -> None:
         if self.clustering:
@@ -72,49 +65,48 @@ class ConsumeOrderlyService:
     async def shutdown(self) -> None:
         if self.lock_service.running:
             await self.lock_service.stop()
-        for keys in self._keys.values():
-            keys.drop()
-        self._keys.clear()
 
     def submit(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
                dispatch: bool) -> None:
-        if self.guard is not None and not pq.dropped:
-            self._queue_keys(self.guard, pq, mq).pulled(msgs)
+        if not pq.dropped:
+            self.pulled(msgs, pq, mq)
         if dispatch:
             self.consumer.spawn(self.consume(pq, mq), work=True)
 
+    # ------------------------------------------------------------------ steps a subclass
+    # (dedupe_services.DedupeOrderlyService) extends
+
+    def pulled(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """A pull cached `msgs` in a queue this service consumes."""
+
     def dropped(self, pq: ProcessQueue) -> None:
-        """A queue left this consumer: release the keys claimed for its cached messages."""
-        keys = self._keys.pop(pq, None)
-        if keys is not None:
-            keys.drop()
+        """A queue left this consumer."""
 
-    def _prune(self) -> None:
-        for pq in [pq for pq in self._keys if pq.dropped]:
-            self.dropped(pq)
+    async def call(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext,
+                   pq: ProcessQueue, mq: MessageQueue) -> Any:
+        """The listener's outcome on `msgs` (SUSPEND when it raised)."""
+        try:
+            outcome = self.listener(msgs, ctx)
+            return await outcome if inspect.isawaitable(outcome) else outcome
+        except Exception:
+            log.exception("%s: orderly listener raised on %s", self.consumer.group, mq)
+            return SUSPEND
 
-    def _queue_keys(self, guard: dedupe.Guard, pq: ProcessQueue, mq: MessageQueue
-                    ) -> QueueKeys:
-        keys = self._keys.get(pq)
-        if keys is None:
-            keys = self._keys[pq] = QueueKeys(
-                guard, pq, functools.partial(self._update_offset, pq, mq),
-                functools.partial(self._record_failed, pq, mq))
-        return keys
-
-    def _update_offset(self, pq: ProcessQueue, mq: MessageQueue, offset: int) -> None:
-        if not pq.dropped:
+    def moved(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue,
+              consumed: bool, offset: int) -> None:
+        """The queue moved past `msgs` (`consumed`, or resent to the retry topic after their
+        last reconsume): its offset is now `offset` (-1: unchanged)."""
+        if offset >= 0 and not pq.dropped:
             self.consumer.offset_store.update(mq, offset, False)
 
-    def _record_failed(self, pq: ProcessQueue, mq: MessageQueue) -> None:
-        """Recording an outcome failed: pull the queue again from its recorded offset."""
-        async def drop() -> None:
-            c = self.consumer
-            if c.rebalancer.table.get(mq) is pq:
-                await c.remove_process_queue(mq)
-                c.instance.rebalance_now()
+    def suspended(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
+        """`msgs` failed and will be consumed again."""
 
-        self.consumer.spawn(drop())
+    def abandoned(self, msgs: list[MessageExt], status: Any, pq: ProcessQueue,
+                  mq: MessageQueue) -> None:
+        """The queue was dropped while the listener ran on `msgs` (`status` its outcome)."""
+
+    # ------------------------------------------------------------------ the queue's task
 
     def _later(self, pq: ProcessQueue, mq: MessageQueue, delay_ms: int) -> None:
         delay = min(max(delay_ms, 10), 30_000) / 1000
@@ -158,72 +150,29 @@ class ConsumeOrderlyService:
                 if not msgs:
                     return
                 ctx = ConsumeOrderlyContext(mq)
-                keys = None if self.guard is None else self._queue_keys(self.guard, pq, mq)
-                if keys is None:
-                    status = await self._call(msgs, ctx, mq)
-                else:
-                    status = await self._call_keyed(keys, msgs, ctx, mq)
+                status = await self.call(msgs, ctx, pq, mq)
                 if pq.dropped:
-                    if keys is not None:  # the listener's effect counts, the offset not
-                        keys.finished(msgs, _succeeded(status), False)
+                    self.abandoned(msgs, status, pq, mq)
                     return
-                if not await self._result(msgs, status, ctx, pq, mq, keys):
+                if not await self._result(msgs, status, ctx, pq, mq):
                     return
-
-    async def _call_keyed(self, keys: QueueKeys, msgs: list[MessageExt],
-                          ctx: ConsumeOrderlyContext, mq: MessageQueue) -> Any:
-        """The listener on the NEW and keyless messages of `msgs`: SUCCESS without it when
-        every key was consumed already, SUSPEND when one is busy elsewhere."""
-        try:
-            run, busy = await keys.turn(msgs)
-        except Exception:
-            log.exception("%s: claiming keys on %s failed", self.consumer.group, mq)
-            return SUSPEND
-        if busy:
-            return SUSPEND
-        if not run:
-            return ConsumeOrderlyStatus.SUCCESS
-        return await self._call(run, ctx, mq)
-
-    async def _call(self, msgs: list[MessageExt], ctx: ConsumeOrderlyContext,
-                    mq: MessageQueue) -> Any:
-        try:
-            outcome = self.listener(msgs, ctx)
-            return await outcome if inspect.isawaitable(outcome) else outcome
-        except Exception:
-            log.exception("%s: orderly listener raised on %s", self.consumer.group, mq)
-            return SUSPEND
 
     async def _result(self, msgs: list[MessageExt], status: Any, ctx: ConsumeOrderlyContext,
-                      pq: ProcessQueue, mq: MessageQueue, keys: QueueKeys | None) -> bool:
-        """`processConsumeResult` (autoCommit): True to keep consuming this queue.  With
-        `keys`, the outcome is recorded and the offset moves once the record is durable."""
-        c = self.consumer
-        offset = -1
-        keep_going = True
-        record = None
-        if _succeeded(status):
-            offset = pq.commit()
-            if keys is not None:
-                record = keys.finished(msgs, True, False)
-        else:
-            again, suspend = await self._check_reconsume_times(msgs)
-            if keys is not None:
-                keys.finished(msgs, False, suspend)
-            if suspend:
-                pq.make_consume_again(again)
-                wait = ctx.suspend_current_queue_time_millis
-                self._later(pq, mq, wait if wait != -1
-                            else c.options.suspend_current_queue_time_millis)
-                keep_going = False
-            else:
-                offset = pq.commit()
-        if offset >= 0 and not pq.dropped:
-            if keys is None:
-                c.offset_store.update(mq, offset, False)
-            else:
-                keys.commit(offset, record)
-        return keep_going
+                      pq: ProcessQueue, mq: MessageQueue) -> bool:
+        """`processConsumeResult` (autoCommit): True to keep consuming this queue."""
+        if succeeded(status):
+            self.moved(msgs, pq, mq, True, pq.commit())
+            return True
+        again, suspend = await self._check_reconsume_times(msgs)
+        if not suspend:
+            self.moved(msgs, pq, mq, False, pq.commit())
+            return True
+        self.suspended(msgs, pq, mq)
+        pq.make_consume_again(again)
+        wait = ctx.suspend_current_queue_time_millis
+        self._later(pq, mq, wait if wait != -1
+                    else self.consumer.options.suspend_current_queue_time_millis)
+        return False
 
     async def _check_reconsume_times(self, msgs: list[MessageExt]
                                      ) -> tuple[list[MessageExt], bool]:
@@ -246,12 +195,15 @@ class ConsumeOrderlyService:
 
     async def consume_directly(self, msg: MessageExt, broker_name: str | None
                                ) -> ConsumeMessageDirectlyResult:
+        return await self.consume_directly_with(self.listener, msg, broker_name)
+
+    async def consume_directly_with(self, listener: OrderlyListener, msg: MessageExt,
+                                    broker_name: str | None) -> ConsumeMessageDirectlyResult:
         ctx = ConsumeOrderlyContext(MessageQueue(msg.topic, broker_name or "", msg.queue_id))
-        listener = (self.listener if self.guard is None
-                    else dedupe.orderly(self.listener, self.guard))
         return await consume_direct.consume_directly(self.orderly, DIRECT_RESULTS,
                                                      lambda: listener([msg], ctx))
 
 
-def _succeeded(status: Any) -> bool:
+def succeeded(status: Any) -> bool:
+    """Whether an orderly listener's outcome lets the queue move on."""
     return isinstance(status, ConsumeOrderlyStatus) and status is not SUSPEND

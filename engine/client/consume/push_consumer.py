@@ -33,6 +33,7 @@ from engine.client.consume.consumer_options import (
     OrderlyListener,
 )
 from engine.client.consume.consumer_support import ConsumerSupport
+from engine.client.consume.dedupe_services import DedupeConcurrentlyService, DedupeOrderlyService
 from engine.client.consume.process_queue import ProcessQueue, now_ms
 from engine.client.consume.pull_loop import PullLoop
 from engine.client.consume.rebalance import Rebalancer
@@ -120,12 +121,16 @@ class PushConsumer(ConsumerSupport):
     def register_concurrently(self, listener: ConcurrentListener) -> None:
         if self.tracer is not None:
             listener = traced_listener(listener, self.tracer)
-        self.consume_service = ConsumeConcurrentlyService(self, listener, self._guard)
+        self.consume_service = (
+            ConsumeConcurrentlyService(self, listener) if self._guard is None
+            else DedupeConcurrentlyService(self, listener, self._guard))
 
     def register_orderly(self, listener: OrderlyListener) -> None:
         if self.tracer is not None:
             listener = traced_listener(listener, self.tracer)
-        self.consume_service = ConsumeOrderlyService(self, listener, self._guard)
+        self.consume_service = (
+            ConsumeOrderlyService(self, listener) if self._guard is None
+            else DedupeOrderlyService(self, listener, self._guard))
 
     @property
     def orderly(self) -> bool:
