@@ -36,7 +36,7 @@ from engine.client.core.nsaddr import fetch_namesrv_addr
 from engine.client.core.routes import RouteTable
 from engine.client.core.timers import Periodic
 from engine.protocol.body.heartbeat import HeartbeatData, ProducerData
-from engine.protocol.body.route import MASTER_ID, TopicRouteData
+from engine.protocol.body.route import TopicRouteData
 from engine.remoting.client import RemotingClient
 
 log = logging.getLogger(__name__)
@@ -264,9 +264,6 @@ class ClientInstance:
 
     def master_addr(self, broker_name: str) -> str | None:
         return self.routes.master_addr(broker_name)
-
-    def any_master_addrs(self) -> list[str]:
-        return [a for _, bid, a in self.routes.addresses(True) if bid == MASTER_ID]
 
 
 def _capped(route: TopicRouteData, nums: int) -> TopicRouteData:
