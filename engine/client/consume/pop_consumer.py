@@ -31,7 +31,7 @@ from engine.client.core.errors import ClientError, ClientStateError, NoRouteErro
 from engine.client.core.instance import ClientInstance
 from engine.client.core.message import MessageExt
 from engine.client.core.pop_calls import AckStatus
-from engine.client.core.pop_codec import PopResult, receipt_of
+from engine.client.core.pop_codec import PopResult, pop_header, receipt_of
 from engine.client.core.pull_codec import message_ext
 from engine.client.core.results import ConsumeConcurrentlyStatus
 from engine.client.core.validate import check_group
@@ -114,10 +114,8 @@ class PopConsumer(ConsumerSupport):
         o = self.options
         init = (INIT_MODE_MIN if o.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
                 else INIT_MODE_MAX)
-        return PopMessageRequestHeader(
-            self.group, sub.topic, -1, max_nums, invisible_ms, poll_ms,
-            int(time.time() * 1000), init, sub.expression_type.value, sub.sub_string,
-            o.order)
+        return pop_header(self.group, sub.topic, sub, max_nums, invisible_ms, poll_ms,
+                          init_mode=init, order=o.order)
 
     def _next_broker(self, topic: str) -> tuple[str, str]:
         """(broker name, master address) of the next broker hosting `topic`, in turn."""

@@ -16,14 +16,18 @@ from collections.abc import Iterable
 
 from engine.client.core.broker_call import BrokerCalls, decode_header
 from engine.client.core.errors import UnreachableError
-from engine.client.core.pop_codec import PopResult, pop_request, pop_result
+from engine.client.core.pop_codec import (
+    PopResult,
+    ack_request,
+    change_invisible_request,
+    pop_request,
+    pop_result,
+)
 from engine.protocol import fastjson
 from engine.protocol.body.pop import BatchAck, BatchAckMessageRequestBody, encode_bits
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.header.pop import (
-    AckMessageRequestHeader,
-    ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
     NotificationRequestHeader,
     NotificationResponseHeader,
@@ -68,13 +72,7 @@ class PopCalls(BrokerCalls):
 
     async def ack(self, addr: str, group: str, topic: str, receipt: ExtraInfo) -> AckStatus:
         """ACK_MESSAGE of one popped message (`topic`: the one it was popped for)."""
-        if receipt.queue_offset is None:
-            raise ValueError("a receipt without the message's offset cannot be acked")
-        header = AckMessageRequestHeader(group, receipt.topic(topic, group), receipt.queue_id,
-                                         receipt.encode(), receipt.queue_offset,
-                                         receipt.broker_name)
-        cmd = await self._pop_invoke(addr, request(RequestCode.ACK_MESSAGE, to_ext(header)),
-                                     self.timeout)
+        cmd = await self._pop_invoke(addr, ack_request(group, topic, receipt), self.timeout)
         return AckStatus.OK if cmd.code == ResponseCode.SUCCESS else AckStatus.NO_EXIST
 
     async def batch_ack(self, addr: str, group: str, topic: str,
@@ -92,15 +90,9 @@ class PopCalls(BrokerCalls):
                                     ) -> tuple[AckStatus, ExtraInfo | None]:
         """CHANGE_MESSAGE_INVISIBLETIME: the message turns visible `invisible_ms` from now;
         returns its new receipt (None when the broker refused the old one)."""
-        if receipt.queue_offset is None:
-            raise ValueError("a receipt without the message's offset cannot be changed")
-        real = receipt.topic(topic, group)
-        header = ChangeInvisibleTimeRequestHeader(group, real, receipt.queue_id,
-                                                  receipt.encode(), receipt.queue_offset,
-                                                  invisible_ms, receipt.broker_name)
         cmd = await self._pop_invoke(
-            addr, request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, to_ext(header)),
-            self.timeout)
+            addr, change_invisible_request(group, topic, receipt, invisible_ms), self.timeout)
+        assert receipt.queue_offset is not None  # change_invisible_request checked it
         if cmd.code != ResponseCode.SUCCESS:
             return AckStatus.NO_EXIST, None
         resp = decode_header(ChangeInvisibleTimeResponseHeader, cmd, addr)

@@ -1,27 +1,37 @@
 """POP requests and their answers as `PopResult` (5.3 `MQClientAPIImpl.processPopResponse`).
 
-How this works: a POP answer carries the popped records and, per queue, the checkpoint's
-start offset, the popped offsets and (FIFO) the pop counts (`engine.protocol.receipt`).  Each
-message gets its receipt as the POP_CK property, built from those strings exactly as 5.3's
-client builds it, so an ack names the checkpoint the broker wrote; a FIFO message popped
-before gets its pop count as its reconsume times.  Messages keep the topic asked for (a
-message popped from the group's pop retry topic reports the topic it retries, and
-`queue_topic` says where it sits).  Codes 0, 19, 208, 209 and 210 are results; any other code
-raises its `ServerError`.
+How this works: the POP_MESSAGE header, the ACK_MESSAGE and the CHANGE_MESSAGE_INVISIBLETIME
+requests are built here for both the client (`pop_calls.py`) and the gRPC proxy, so the two
+send the same fields: an ack or a change names the topic the receipt was popped from (the
+group's pop retry topic for a retry receipt) and the receipt's broker.  A POP answer carries
+the popped records and, per queue, the checkpoint's start offset, the popped offsets and
+(FIFO) the pop counts (`engine.protocol.receipt`).  Each message gets its receipt as the
+POP_CK property, built from those strings exactly as 5.3's client builds it, so an ack names
+the checkpoint the broker wrote; a FIFO message popped before gets its pop count as its
+reconsume times.  Messages keep the topic asked for (a message popped from the group's pop
+retry topic reports the topic it retries, and `queue_topic` says where it sits).  Codes 0,
+19, 208, 209 and 210 are results; any other code raises its `ServerError`.
 """
 
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field
 
 from engine.client.core.compression import inflate
 from engine.client.core.errors import BadResponseError, raise_for
 from engine.client.core.message import MessageExt
+from engine.protocol.body.heartbeat import SubscriptionData
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
 from engine.protocol.errors import ProtocolError
-from engine.protocol.header.pop import PopMessageRequestHeader, PopMessageResponseHeader
+from engine.protocol.header.pop import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
 from engine.protocol.message import (
     PROPERTY_FIRST_POP_TIME,
     PROPERTY_POP_CK,
@@ -55,8 +65,49 @@ class PopResult:
     rest_num: int = 0
 
 
+def pop_header(group: str, topic: str, sub: SubscriptionData, max_nums: int,
+               invisible_ms: int, poll_ms: int, *, init_mode: int, order: bool = False,
+               attempt_id: str | None = None, broker_name: str | None = None
+               ) -> PopMessageRequestHeader:
+    """POP_MESSAGE from every queue (-1) of `topic` through `sub`'s filter, born now."""
+    return PopMessageRequestHeader(group, topic, -1, max_nums, invisible_ms, poll_ms,
+                                   int(time.time() * 1000), init_mode,
+                                   sub.expression_type.value, sub.sub_string, order, attempt_id,
+                                   broker_name)
+
+
 def pop_request(header: PopMessageRequestHeader) -> RemotingCommand:
     return request(RequestCode.POP_MESSAGE, to_ext(header))
+
+
+def ack_request(group: str, topic: str, receipt: ExtraInfo) -> RemotingCommand:
+    """ACK_MESSAGE of one popped message (`topic`: the one it was popped for).
+
+    Raises:
+        ValueError: the receipt lacks the message's offset.
+    """
+    if receipt.queue_offset is None:
+        raise ValueError("a receipt without the message's offset cannot be acked")
+    header = AckMessageRequestHeader(group, receipt.topic(topic, group), receipt.queue_id,
+                                     receipt.encode(), receipt.queue_offset,
+                                     receipt.broker_name)
+    return request(RequestCode.ACK_MESSAGE, to_ext(header))
+
+
+def change_invisible_request(group: str, topic: str, receipt: ExtraInfo,
+                             invisible_ms: int) -> RemotingCommand:
+    """CHANGE_MESSAGE_INVISIBLETIME: the popped message turns visible `invisible_ms` from now.
+
+    Raises:
+        ValueError: the receipt lacks the message's offset.
+    """
+    if receipt.queue_offset is None:
+        raise ValueError("a receipt without the message's offset cannot be changed")
+    header = ChangeInvisibleTimeRequestHeader(group, receipt.topic(topic, group),
+                                              receipt.queue_id, receipt.encode(),
+                                              receipt.queue_offset, invisible_ms,
+                                              receipt.broker_name)
+    return request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, to_ext(header))
 
 
 def receipt_of(msg: MessageExt) -> ExtraInfo:
