@@ -3,15 +3,17 @@
 How this works: `BrokerAdmin` shares a `RemotingClient` (and so its connections) with its
 caller and sends each request to the broker address given as the first argument; there is
 no fail-over, since each broker holds its own topics, groups, offsets and messages.  The
-calls come in families, one module each, all built on `BrokerCalls` (broker_call.py):
+calls come in families, one module each, all built on `BrokerCalls` (core/broker_call.py):
 
-    TopicGroupCalls     topics, subscription groups, offset tables     broker_admin_topics
-    ConsumerCalls       consume stats, connections, resets, relayed    broker_admin_consumers
-    OffsetCalls         one queue's committed/min/max/searched offset  broker_admin_offsets
-    MessageCalls        messages by key, unique key, id, queue entry   broker_admin_messages
-    PullCalls           a queue read as tools read it (no commit)      broker_admin_pull
-    BrokerConfigCalls   settings, runtime info, statistics, store      broker_admin_config
-    AuthCalls           users, ACL rules, ACL 1.0 accounts             broker_admin_auth
+    TopicGroupCalls     topics, subscription groups, offset tables     admin/topics
+    ConsumerCalls       consume stats, connections, resets, relayed    admin/consumers
+    OffsetCalls         one queue's committed/min/max/searched offset  core/offset_calls
+    MessageCalls        messages by key, unique key, id, queue entry   admin/messages
+    PullCalls           a queue read as tools read it (no commit)      admin/pull
+    BrokerConfigCalls   settings, runtime info, statistics, store      admin/config
+    AuthCalls           users, ACL rules, ACL 1.0 accounts             admin/auth
+
+(`OffsetCalls` sits in the core because the consumers' `ClientAPI` makes the same calls.)
 
 Errors: `UnreachableError` (role "broker") when the broker cannot be reached or does not
 answer within `timeout`, the `ServerError` registered for the answer's code (errors.py),

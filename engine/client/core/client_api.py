@@ -1,6 +1,6 @@
 """`ClientAPI`: the broker requests producers and consumers make (Java's `MQClientAPIImpl`).
 
-How this works: the offset queries come from `OffsetCalls` (the admin client's), the 5.x POP
+How this works: the offset queries come from `OffsetCalls` (shared with `BrokerAdmin`), the 5.x POP
 requests from `PopCalls`; the rest are added here.  Every answered call maps a transport
 failure to `UnreachableError` and an error code to its `ServerError`; oneway calls (offset
 commits, END_TRANSACTION, unlocks in rebalance) only fail when the connection cannot be

@@ -1,4 +1,4 @@
-"""Broker admin calls on one queue's offsets: committed, min, max, by time, earliest store time.
+"""Broker calls on one queue's offsets: committed, min, max, by time, earliest store time.
 
 How this works: each request names a topic and queue id and answers in a one-field header
 (`offset` or `timestamp`), which Apache's client reads without a null check; a missing
