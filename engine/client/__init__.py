@@ -1,7 +1,10 @@
 """Client library: admin calls, producers (plain, transactional), push and lite pull consumers.
 
-Names are imported on first use (PEP 562), so a tool that needs only the admin calls does not
-pay for loading the producer and consumer machinery.
+The code sits in sub-packages, each importing only those below it: `core` (instance, routes,
+requests, codecs, errors, messages), `admin` and `trace` over it, `produce` over trace,
+`consume` over produce (docs/client.md#layout).  The names applications use are re-exported
+here, imported on first use (PEP 562), so a tool that needs only the admin calls does not pay
+for loading the producer and consumer machinery.
 """
 
 from __future__ import annotations
