@@ -37,7 +37,7 @@ from engine.client import (
     Producer,
     PushConsumer,
 )
-from engine.client.errors import ClientError
+from engine.client.core.errors import ClientError
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting.client import RemotingClient

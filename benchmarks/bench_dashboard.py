@@ -31,8 +31,8 @@ from benchmarks.bench_client import namesrv_process
 from benchmarks.machine import machine
 from benchmarks.processes import broker_process
 from engine.client import ClientConfig, Message, Producer
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from mqadmin.config import Endpoint

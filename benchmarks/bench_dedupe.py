@@ -41,13 +41,14 @@ from engine.client import (
     Message,
     Producer,
     PushConsumer,
-    dedupe,
 )
-from engine.client.consume_concurrently import ConsumeConcurrentlyService
-from engine.client.dedupe_sqlite import SqliteKeyStore
-from engine.client.message import MessageExt
-from engine.client.process_queue import ProcessQueue
-from engine.client.results import (
+from engine.client.consume import dedupe
+from engine.client.consume.consume_concurrently import ConsumeConcurrentlyService
+from engine.client.consume.dedupe_services import DedupeConcurrentlyService
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore
+from engine.client.consume.process_queue import ProcessQueue
+from engine.client.core.message import MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
@@ -94,9 +95,9 @@ async def through_service(msgs: list[MessageExt], rate: int, folder: Path,
     consumer = PushConsumer("BenchCG", ClientConfig(namesrv_addr="127.0.0.1:9"),
                             options=ConsumerOptions(message_model=MessageModel.BROADCASTING,
                                                     local_offset_store_dir=str(folder)))
-    guard = None if store is None else dedupe.Guard(dedupe.Dedupe(store), "BenchCG",
-                                                    dedupe.new_owner("bench"))
-    service = ConsumeConcurrentlyService(consumer, listener, guard)
+    service = (ConsumeConcurrentlyService(consumer, listener) if store is None
+               else DedupeConcurrentlyService(consumer, listener, dedupe.Guard(
+                   dedupe.Dedupe(store), "BenchCG", dedupe.new_owner("bench"))))
     pq = ProcessQueue()
 
     def pull(pulled: list[MessageExt]) -> None:

@@ -44,9 +44,9 @@ import grpc
 
 from benchmarks.machine import machine, percentile, summary
 from benchmarks.processes import cpu_seconds, free_port, thread_cpu_seconds, wait_listening
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.errors import TopicNotExistError
-from engine.client.namesrv import NamesrvAdmin
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.core.errors import TopicNotExistError
+from engine.client.core.namesrv import NamesrvAdmin
 from engine.namesrv.config import NamesrvConfig
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig

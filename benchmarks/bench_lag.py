@@ -29,8 +29,8 @@ from benchmarks.bench_client import namesrv_process
 from benchmarks.machine import machine, percentile
 from benchmarks.processes import broker_process
 from engine.client import ClientConfig, Message, MessageQueue, Producer
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting.loop import run
 from mqadmin.operations.lag.collector import CollectorConfig, LagCollector

@@ -28,10 +28,10 @@ from benchmarks.bench_client import (
 from benchmarks.machine import machine
 from benchmarks.processes import broker_process, cpu_seconds, server_pid
 from engine.client import ClientConfig, Producer
-from engine.client.consumer_options import PopOptions
-from engine.client.message import MessageExt
-from engine.client.pop_consumer import PopConsumer
-from engine.client.results import ConsumeConcurrentlyStatus
+from engine.client.consume.consumer_options import PopOptions
+from engine.client.consume.pop_consumer import PopConsumer
+from engine.client.core.message import MessageExt
+from engine.client.core.results import ConsumeConcurrentlyStatus
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.remoting.loop import run
 

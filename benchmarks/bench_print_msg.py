@@ -23,10 +23,10 @@ import time
 from benchmarks.bench_client import namesrv_process
 from benchmarks.machine import machine
 from benchmarks.processes import broker_process
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.errors import ClientError
-from engine.client.namesrv import NamesrvAdmin
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
+from engine.client.core.namesrv import NamesrvAdmin
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.message import (
     BatchItem,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import IntEnum
 
-from engine.client.errors import (
+from engine.client.core.errors import (
     BadResponseError,
     BrokerNotFoundError,
     ClientError,

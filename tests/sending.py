@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from engine.client.client_api import ClientAPI
-from engine.client.message import Message
-from engine.client.results import SendResult
-from engine.client.send_codec import prepare_message, single_request
+from engine.client.core.client_api import ClientAPI
+from engine.client.core.message import Message
+from engine.client.core.results import SendResult
+from engine.client.core.send_codec import prepare_message, single_request
 from engine.protocol.body.heartbeat import (
     ConsumerData,
     ConsumeType,

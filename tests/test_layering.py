@@ -1,7 +1,8 @@
 """The layering rules of design.md, checked: engine never pulls in the console's libraries, and
 the console's layers import only downward (commands and dashboard over operations); inside
 mqadmin/operations the sub-packages (lag/, dlq/, ...) and the modules beside them import one
-another without a circle, and no import sits inside a function to hide one."""
+another without a circle, and no import sits inside a function to hide one; engine.client's
+sub-packages import only downward, without cycles."""
 
 from __future__ import annotations
 
@@ -188,3 +189,80 @@ def test_importing_the_dashboard_loads_neither_the_cli_nor_typer() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, check=True)
     assert out.stdout.strip() == ""
+
+
+#: engine.client's sub-packages and what each may import besides itself: the core under
+#: everything, tracing under the producers and consumers (which send traces with a producer),
+#: consumers over producers (resends to %RETRY%), admin calls over the core alone.
+CLIENT_LAYERS = {
+    "core": set(),
+    "admin": {"core"},
+    "trace": {"core"},
+    "produce": {"core", "trace"},
+    "consume": {"core", "trace", "produce"},
+}
+
+
+def _client_edges() -> list[tuple[str, str, bool]]:
+    """(importer, imported, inside a function) for every import of one engine.client module by
+    another, the package's own `__init__` (its lazy re-exports) left out; imports under
+    TYPE_CHECKING count like any other."""
+    root = ROOT / "engine" / "client"
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+               for p in root.rglob("*.py")}
+    edges = []
+    for name, path in modules.items():
+        if path == root / "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        in_function = {id(n) for f in ast.walk(tree)
+                       if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       for n in ast.walk(f)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            edges.extend((name, t, id(node) in in_function)
+                         for t in targets if t in modules and t != name and t != "engine.client")
+    return edges
+
+
+def test_client_modules_sit_in_its_sub_packages() -> None:
+    loose = [p.name for p in (ROOT / "engine" / "client").glob("*.py") if p.name != "__init__.py"]
+    assert not loose
+    packages = {p.name for p in (ROOT / "engine" / "client").iterdir()
+                if (p / "__init__.py").exists()}
+    assert packages == set(CLIENT_LAYERS)
+
+
+def test_client_sub_packages_import_only_downward() -> None:
+    edges = _client_edges()
+    assert edges  # the walk sees the imports
+    bad = [(a, b) for a, b, _ in edges
+           if a.split(".")[2] != b.split(".")[2]
+           and b.split(".")[2] not in CLIENT_LAYERS[a.split(".")[2]]]
+    assert not bad
+
+
+def test_client_has_no_import_cycles_and_no_function_level_imports() -> None:
+    edges = _client_edges()
+    assert not [(a, b) for a, b, local in edges if local]
+    graph: dict[str, set[str]] = {}
+    for a, b, _ in edges:
+        graph.setdefault(a, set()).add(b)
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            raise AssertionError(" -> ".join([*path[path.index(module):], module]))
+        if module in done:
+            return
+        for imported in sorted(graph.get(module, ())):
+            visit(imported, [*path, module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])

@@ -1,7 +1,10 @@
 """Client library: admin calls, producers (plain, transactional), push and lite pull consumers.
 
-Names are imported on first use (PEP 562), so a tool that needs only the admin calls does not
-pay for loading the producer and consumer machinery.
+The code sits in sub-packages, each importing only those below it: `core` (instance, routes,
+requests, codecs, errors, messages), `admin` and `trace` over it, `produce` over trace,
+`consume` over produce (docs/client.md#layout).  The names applications use are re-exported
+here, imported on first use (PEP 562), so a tool that needs only the admin calls does not pay
+for loading the producer and consumer machinery.
 """
 
 from __future__ import annotations
@@ -10,56 +13,56 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "AllocateMessageQueueAveragely": "engine.client.allocate",
-    "AllocateMessageQueueAveragelyByCircle": "engine.client.allocate",
-    "AllocateStrategy": "engine.client.allocate",
-    "BadResponseError": "engine.client.errors",
-    "BrokerAdmin": "engine.client.broker_admin",
-    "BrokerNotFoundError": "engine.client.errors",
-    "ClientConfig": "engine.client.client_config",
-    "ClientError": "engine.client.errors",
-    "ClientInstance": "engine.client.instance",
-    "ClientStateError": "engine.client.errors",
-    "ConsumeConcurrentlyContext": "engine.client.results",
-    "ConsumeConcurrentlyStatus": "engine.client.results",
+    "AllocateMessageQueueAveragely": "engine.client.consume.allocate",
+    "AllocateMessageQueueAveragelyByCircle": "engine.client.consume.allocate",
+    "AllocateStrategy": "engine.client.consume.allocate",
+    "BadResponseError": "engine.client.core.errors",
+    "BrokerAdmin": "engine.client.admin.broker",
+    "BrokerNotFoundError": "engine.client.core.errors",
+    "ClientConfig": "engine.client.core.client_config",
+    "ClientError": "engine.client.core.errors",
+    "ClientInstance": "engine.client.core.instance",
+    "ClientStateError": "engine.client.core.errors",
+    "ConsumeConcurrentlyContext": "engine.client.core.results",
+    "ConsumeConcurrentlyStatus": "engine.client.core.results",
     "ConsumeFromWhere": "engine.protocol.body.heartbeat",
-    "ConsumeOrderlyContext": "engine.client.results",
-    "ConsumeOrderlyStatus": "engine.client.results",
-    "ConsumerOptions": "engine.client.consumer_options",
-    "DelayOffsets": "engine.client.broker_admin",
+    "ConsumeOrderlyContext": "engine.client.core.results",
+    "ConsumeOrderlyStatus": "engine.client.core.results",
+    "ConsumerOptions": "engine.client.consume.consumer_options",
+    "DelayOffsets": "engine.client.admin.broker",
     "ExpressionType": "engine.protocol.body.heartbeat",
-    "InvalidAddressError": "engine.client.errors",
-    "LitePullConsumer": "engine.client.lite_pull_consumer",
-    "LitePullOptions": "engine.client.consumer_options",
-    "LocalTransactionState": "engine.client.results",
-    "MQAdmin": "engine.client.admin",
-    "Message": "engine.client.message",
-    "MessageExt": "engine.client.message",
+    "InvalidAddressError": "engine.client.core.errors",
+    "LitePullConsumer": "engine.client.consume.lite_pull_consumer",
+    "LitePullOptions": "engine.client.consume.consumer_options",
+    "LocalTransactionState": "engine.client.core.results",
+    "MQAdmin": "engine.client.admin.cluster",
+    "Message": "engine.client.core.message",
+    "MessageExt": "engine.client.core.message",
     "MessageModel": "engine.protocol.body.heartbeat",
     "MessageQueue": "engine.protocol.body.message_queue",
-    "MessageValidationError": "engine.client.errors",
-    "NamesrvAdmin": "engine.client.namesrv",
-    "NoRouteError": "engine.client.errors",
-    "NotFoundError": "engine.client.errors",
-    "Producer": "engine.client.producer",
-    "ProducerOptions": "engine.client.producer",
-    "PullResult": "engine.client.results",
-    "PullStatus": "engine.client.results",
-    "PushConsumer": "engine.client.push_consumer",
-    "QueryMessageResult": "engine.client.broker_admin",
-    "SendFailedError": "engine.client.errors",
-    "SendResult": "engine.client.results",
-    "SendStatus": "engine.client.results",
-    "ServerError": "engine.client.errors",
-    "ServerOutcome": "engine.client.namesrv",
-    "TopicDeletion": "engine.client.admin",
-    "TransactionListener": "engine.client.transaction",
-    "TransactionProducer": "engine.client.transaction",
-    "TransactionSendResult": "engine.client.results",
-    "UnreachableError": "engine.client.errors",
-    "merge_consume_stats": "engine.client.admin",
-    "select_by_hash": "engine.client.producer",
-    "select_by_random": "engine.client.producer",
+    "MessageValidationError": "engine.client.core.errors",
+    "NamesrvAdmin": "engine.client.core.namesrv",
+    "NoRouteError": "engine.client.core.errors",
+    "NotFoundError": "engine.client.core.errors",
+    "Producer": "engine.client.produce.producer",
+    "ProducerOptions": "engine.client.produce.producer",
+    "PullResult": "engine.client.core.results",
+    "PullStatus": "engine.client.core.results",
+    "PushConsumer": "engine.client.consume.push_consumer",
+    "QueryMessageResult": "engine.client.admin.broker",
+    "SendFailedError": "engine.client.core.errors",
+    "SendResult": "engine.client.core.results",
+    "SendStatus": "engine.client.core.results",
+    "ServerError": "engine.client.core.errors",
+    "ServerOutcome": "engine.client.core.namesrv",
+    "TopicDeletion": "engine.client.admin.cluster",
+    "TransactionListener": "engine.client.produce.transaction",
+    "TransactionProducer": "engine.client.produce.transaction",
+    "TransactionSendResult": "engine.client.core.results",
+    "UnreachableError": "engine.client.core.errors",
+    "merge_consume_stats": "engine.client.admin.cluster",
+    "select_by_hash": "engine.client.produce.producer",
+    "select_by_random": "engine.client.produce.producer",
 }
 
 __all__ = [
@@ -126,16 +129,18 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers
-    from engine.client.admin import MQAdmin, TopicDeletion, merge_consume_stats
-    from engine.client.allocate import (
+    from engine.client.admin.broker import BrokerAdmin, DelayOffsets, QueryMessageResult
+    from engine.client.admin.cluster import MQAdmin, TopicDeletion, merge_consume_stats
+    from engine.client.consume.allocate import (
         AllocateMessageQueueAveragely,
         AllocateMessageQueueAveragelyByCircle,
         AllocateStrategy,
     )
-    from engine.client.broker_admin import BrokerAdmin, DelayOffsets, QueryMessageResult
-    from engine.client.client_config import ClientConfig
-    from engine.client.consumer_options import ConsumerOptions, LitePullOptions
-    from engine.client.errors import (
+    from engine.client.consume.consumer_options import ConsumerOptions, LitePullOptions
+    from engine.client.consume.lite_pull_consumer import LitePullConsumer
+    from engine.client.consume.push_consumer import PushConsumer
+    from engine.client.core.client_config import ClientConfig
+    from engine.client.core.errors import (
         BadResponseError,
         BrokerNotFoundError,
         ClientError,
@@ -148,13 +153,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         ServerError,
         UnreachableError,
     )
-    from engine.client.instance import ClientInstance
-    from engine.client.lite_pull_consumer import LitePullConsumer
-    from engine.client.message import Message, MessageExt
-    from engine.client.namesrv import NamesrvAdmin, ServerOutcome
-    from engine.client.producer import Producer, ProducerOptions, select_by_hash, select_by_random
-    from engine.client.push_consumer import PushConsumer
-    from engine.client.results import (
+    from engine.client.core.instance import ClientInstance
+    from engine.client.core.message import Message, MessageExt
+    from engine.client.core.namesrv import NamesrvAdmin, ServerOutcome
+    from engine.client.core.results import (
         ConsumeConcurrentlyContext,
         ConsumeConcurrentlyStatus,
         ConsumeOrderlyContext,
@@ -166,6 +168,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers
         SendStatus,
         TransactionSendResult,
     )
-    from engine.client.transaction import TransactionListener, TransactionProducer
+    from engine.client.produce.producer import (
+        Producer,
+        ProducerOptions,
+        select_by_hash,
+        select_by_random,
+    )
+    from engine.client.produce.transaction import TransactionListener, TransactionProducer
     from engine.protocol.body.heartbeat import ConsumeFromWhere, ExpressionType, MessageModel
     from engine.protocol.body.message_queue import MessageQueue

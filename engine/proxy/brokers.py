@@ -20,16 +20,16 @@ import logging
 import time
 from dataclasses import dataclass
 
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.errors import (
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.core.errors import (
     ClientError,
     RequestCodeNotSupportedError,
     ServerError,
     TopicNotExistError,
     raise_for,
 )
-from engine.client.namesrv import NamesrvAdmin
-from engine.client.send_codec import send_ext
+from engine.client.core.namesrv import NamesrvAdmin
+from engine.client.core.send_codec import send_ext
 from engine.protocol.attributes import TopicMessageType
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.protocol.codes import RequestCode, ResponseCode

@@ -26,8 +26,14 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from engine.client.errors import ClientError, raise_for
-from engine.client.pop_calls import batch_ack_body
+from engine.client.core.errors import ClientError, raise_for
+from engine.client.core.pop_calls import batch_ack_body
+from engine.client.core.pop_codec import (
+    ack_request,
+    change_invisible_request,
+    pop_header,
+    pop_request,
+)
 from engine.protocol import fastjson
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
@@ -35,10 +41,7 @@ from engine.protocol.errors import ProtocolError
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.header.pop import (
     INIT_MODE_MAX,
-    AckMessageRequestHeader,
-    ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
-    PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
 from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
@@ -170,12 +173,9 @@ async def receive(core: ProxyCore, session: ClientSession, req: spb.ReceiveMessa
                                             expression=req.filter_expression))
     fifo = bool(session.settings is not None and session.settings.subscription.fifo)
     name, addr = await _broker(core, topic, req.message_queue.broker.name)
-    header = PopMessageRequestHeader(
-        consumer_group=group, topic=topic, queue_id=-1, max_msg_nums=batch,
-        invisible_time=invisible, poll_time=polling, born_time=int(time.time() * 1000),
-        init_mode=INIT_MODE_MAX, exp_type=sub.expression_type.value, exp=sub.sub_string,
-        order=fifo, attempt_id=req.attempt_id or None, bname=name)
-    cmd = request(RequestCode.POP_MESSAGE, to_ext(header))
+    cmd = pop_request(pop_header(group, topic, sub, batch, invisible, polling,
+                                 init_mode=INIT_MODE_MAX, order=fifo,
+                                 attempt_id=req.attempt_id or None, broker_name=name))
     resp = await core.gateway.call(addr, cmd, f"receive from {name}",
                                    timeout=polling / 1000 + core.gateway.timeout)
     if resp.code == ResponseCode.POLLING_FULL:
@@ -228,17 +228,9 @@ async def _call(core: ProxyCore, broker: str, topic: str, cmd: RemotingCommand,
     return _checked(await core.gateway.call(addr, cmd, what), addr, what)
 
 
-def _ack_request(group: str, topic: str, info: ExtraInfo) -> RemotingCommand:
-    assert info.queue_offset is not None
-    header = AckMessageRequestHeader(
-        consumer_group=group, topic=info.topic(topic, group), queue_id=info.queue_id,
-        extra_info=ExtraInfo.encode(info), offset=info.queue_offset, bname=info.broker_name)
-    return request(RequestCode.ACK_MESSAGE, to_ext(header))
-
-
 async def _ack_one(core: ProxyCore, group: str, topic: str, handle: str) -> None:
     info = parse_handle(handle)
-    await _call(core, info.broker_name, topic, _ack_request(group, topic, info), "ack")
+    await _call(core, info.broker_name, topic, ack_request(group, topic, info), "ack")
 
 
 def _status_of(error: ProxyError) -> pb.Status:
@@ -270,7 +262,7 @@ async def _acks(core: ProxyCore, group: str, topic: str, handles: list[str],
         try:
             addr = await _addr(core, broker, topic)
             answers = await core.gateway.call_many(
-                addr, [_ack_request(group, topic, info) for _, info in entries], "ack")
+                addr, [ack_request(group, topic, info) for _, info in entries], "ack")
         except ProxyError as exc:
             for i, _ in entries:
                 statuses[i] = _status_of(exc)
@@ -334,12 +326,8 @@ async def change_invisible(core: ProxyCore, req: spb.ChangeInvisibleDurationRequ
     if invisible < 0 or invisible > core.config.max_invisible_time_mills:
         raise ProxyError(pb.ILLEGAL_INVISIBLE_TIME, "the invisible time must be within "
                          f"[0, {core.config.max_invisible_time_mills}] ms")
-    header = ChangeInvisibleTimeRequestHeader(
-        consumer_group=group, topic=info.topic(topic, group), queue_id=info.queue_id,
-        extra_info=ExtraInfo.encode(info), offset=info.queue_offset, invisible_time=invisible,
-        bname=info.broker_name)
     resp = await _call(core, info.broker_name, topic,
-                       request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, to_ext(header)),
+                       change_invisible_request(group, topic, info, invisible),
                        "change invisible duration")
     answer = from_ext(ChangeInvisibleTimeResponseHeader, resp.ext_fields)
     renewed = ExtraInfo(info.queue_offset, answer.pop_time, answer.invisible_time,

@@ -17,8 +17,8 @@ import hashlib
 import time
 from dataclasses import dataclass
 
-from engine.client.compression import inflate
-from engine.client.message import RESERVED_PROPERTIES
+from engine.client.core.compression import inflate
+from engine.client.core.message import RESERVED_PROPERTIES
 from engine.protocol.attributes import TopicMessageType, message_type_of_message
 from engine.protocol.message import (
     COMPRESSED_FLAG,

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from engine.client.errors import ClientError
+from engine.client.core.errors import ClientError
 from engine.protocol import fastjson
 from engine.protocol.body.heartbeat import (
     GRPC_PROTOCOL,

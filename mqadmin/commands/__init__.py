@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.remoting import loop
 from engine.remoting.errors import RemotingError
 from mqadmin import render

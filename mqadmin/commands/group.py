@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from engine.client.broker_admin import RESET_TO_MAX
+from engine.client.admin.broker import RESET_TO_MAX
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.commands import endpoint, guarded, mutate, params
 from mqadmin.operations import group as ops

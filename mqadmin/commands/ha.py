@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin import render
 from mqadmin.commands import Terminal, endpoint, guarded, params, run_change, with_admin
 from mqadmin.exit_codes import UsageProblem

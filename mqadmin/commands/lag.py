@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.remoting import loop
 from mqadmin import render
 from mqadmin.commands import endpoint, guarded, with_admin

@@ -17,8 +17,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.protocol.body.auth import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo
 from engine.protocol.signature import Credentials
 

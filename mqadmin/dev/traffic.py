@@ -44,8 +44,8 @@ from engine.client import (
     ProducerOptions,
     PushConsumer,
 )
-from engine.client.dedupe import Dedupe
-from engine.client.dedupe_sqlite import SqliteKeyStore
+from engine.client.consume.dedupe import Dedupe
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore
 from engine.protocol.signature import Credentials
 from engine.remoting import loop
 from mqadmin.dev.access import read_app_credentials

@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin import history
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, exit_code_for, message_for

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
 from mqadmin.operations.lag.retention import offset_at_phys
 from mqadmin.operations.lag.sample import Errors, list_groups

@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.broker_call import RELAYED_TIMEOUT_FACTOR
-from engine.client.errors import ClientError
-from engine.client.message import Message
-from engine.client.namesrv import ServerOutcome
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.broker_call import RELAYED_TIMEOUT_FACTOR
+from engine.client.core.errors import ClientError
+from engine.client.core.message import Message
+from engine.client.core.namesrv import ServerOutcome
 from engine.protocol.body.admin import BrokerStatsData
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.route import ClusterInfo

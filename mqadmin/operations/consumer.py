@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin, merge_consume_stats
-from engine.client.errors import ClientError, ServerSystemError, TopicNotExistError
-from engine.client.results import PullStatus
+from engine.client.admin.cluster import MQAdmin, merge_consume_stats
+from engine.client.core.errors import ClientError, ServerSystemError, TopicNotExistError
+from engine.client.core.results import PullStatus
 from engine.protocol.body.admin import Connection, ConsumerConnection, ConsumerRunningInfo
 from engine.protocol.body.heartbeat import GRPC_PROTOCOL, ConsumeType
 from engine.protocol.body.message_queue import MessageQueue

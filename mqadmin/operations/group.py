@@ -18,9 +18,9 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import RESET_TO_MAX
-from engine.client.errors import ClientError, ConsumerNotOnlineError, TopicNotExistError
+from engine.client.admin.broker import RESET_TO_MAX
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, ConsumerNotOnlineError, TopicNotExistError
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from mqadmin.exit_codes import TargetNotFound

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
-from engine.client.errors import ClientError
-from engine.client.namesrv import ServerOutcome
+from engine.client.core.errors import ClientError
+from engine.client.core.namesrv import ServerOutcome
 from mqadmin.exit_codes import NotVerified, ServersFailed
 
 Row = dict[str, Any]

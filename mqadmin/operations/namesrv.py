@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from engine.client.errors import NotFoundError, TopicNotExistError
-from engine.client.namesrv import NamesrvAdmin, ServerOutcome
+from engine.client.core.errors import NotFoundError, TopicNotExistError
+from engine.client.core.namesrv import NamesrvAdmin, ServerOutcome
 from engine.protocol.body.route import ClusterInfo
 from engine.protocol.perm import is_writeable
 from mqadmin.exit_codes import TargetNotFound

@@ -14,12 +14,12 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import split_offset_msg_id
-from engine.client.client_config import ClientConfig
-from engine.client.errors import ClientError, TopicNotExistError
-from engine.client.producer import Producer, ProducerOptions
-from engine.client.results import SendResult
+from engine.client.admin.broker import split_offset_msg_id
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.errors import ClientError, TopicNotExistError
+from engine.client.core.results import SendResult
+from engine.client.produce.producer import Producer, ProducerOptions
 from engine.protocol.perm import is_writeable
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.targets import unwritable

@@ -23,8 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from mqadmin.exit_codes import CliError, ExitCode
 from mqadmin.operations import cleanup_loss
 from mqadmin.operations.cleanup_loss import Loss, SegmentRange

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin.cluster import MQAdmin, select_addr
 from engine.protocol.body.route import ClusterInfo, TopicRouteData
 from engine.protocol.perm import is_readable, is_writeable, perm_to_string
 from mqadmin.exit_codes import CliError, Forbidden, TargetNotFound, Unavailable, UsageProblem

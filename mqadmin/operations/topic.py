@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError, NotFoundError, ServerError, TopicNotExistError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, NotFoundError, ServerError, TopicNotExistError
 from engine.protocol.body.admin import TopicOffset
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.route import TopicRouteData

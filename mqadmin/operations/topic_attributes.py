@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import (
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import (
     NotFoundError,
     RequestCodeNotSupportedError,
     TopicNotExistError,
 )
-from engine.client.namesrv import ServerOutcome
+from engine.client.core.namesrv import ServerOutcome
 from engine.protocol import attributes as attrs
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string

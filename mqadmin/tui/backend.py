@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.config import Endpoint
 
 T = TypeVar("T")

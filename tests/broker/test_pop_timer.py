@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from engine.client import ClientConfig, Message, Producer
-from engine.client.consumer_options import PopOptions
-from engine.client.pop_consumer import PopConsumer
+from engine.client.consume.consumer_options import PopOptions
+from engine.client.consume.pop_consumer import PopConsumer
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.topic import TopicConfig

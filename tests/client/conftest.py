@@ -11,9 +11,9 @@ from typing import Any, Protocol, TypeVar
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.client_config import ClientConfig
-from engine.client.message import MessageExt
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import MessageExt
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig, TopicFilterType
 from engine.protocol.codes import RequestCode

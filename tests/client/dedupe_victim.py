@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.dedupe import Dedupe
-from engine.client.dedupe_sqlite import SqliteKeyStore
-from engine.client.message import MessageExt
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.consume.consumer_options import ConsumerOptions
+from engine.client.consume.dedupe import Dedupe
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import MessageExt
+from engine.client.core.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 
 LEASE_MS = 2000

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.admin import MQAdmin, merge_consume_stats, select_addr
-from engine.client.errors import ConsumerNotOnlineError, TopicNotExistError
-from engine.client.namesrv import ServerOutcome
+from engine.client.admin.cluster import MQAdmin, merge_consume_stats, select_addr
+from engine.client.core.errors import ConsumerNotOnlineError, TopicNotExistError
+from engine.client.core.namesrv import ServerOutcome
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
 from engine.protocol.body.message_queue import MessageQueue

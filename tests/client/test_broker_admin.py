@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.broker_admin import RESET_TO_MAX, BrokerAdmin, message_store_addr
-from engine.client.errors import (
+from engine.client.admin.broker import RESET_TO_MAX, BrokerAdmin, message_store_addr
+from engine.client.core.errors import (
     BadResponseError,
     ConsumeMsgTimeoutError,
     ConsumerNotOnlineError,

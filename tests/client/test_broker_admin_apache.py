@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from engine.client.broker_admin import BrokerAdmin
+from engine.client.admin.broker import BrokerAdmin
 from engine.protocol.body.admin import CMResult, OffsetWrapper, TopicOffset
 from engine.protocol.body.heartbeat import ConsumeType, MessageModel
 from engine.protocol.body.message_queue import MessageQueue

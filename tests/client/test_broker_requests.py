@@ -8,17 +8,17 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.client_config import ClientConfig
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import (
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from engine.client.produce.producer import Producer
 from engine.protocol.body.admin import CMResult
 
 from .conftest import BrokerFactory, Inbox, make_topic

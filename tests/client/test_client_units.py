@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.batch import chunks
-from engine.client.client_config import ClientConfig
-from engine.client.errors import MessageValidationError
-from engine.client.ids import UniqIdGenerator
-from engine.client.local_offset_store import LocalFileOffsetStore
-from engine.client.message import Message, MessageExt
-from engine.client.offset_store import ReadOffsetType
-from engine.client.process_queue import ProcessQueue
-from engine.client.pull_codec import pull_request, pull_result, pull_sys_flag
-from engine.client.results import PullStatus
-from engine.client.send_codec import prepare_message, send_ext, single_request
+from engine.client.consume.local_offset_store import LocalFileOffsetStore
+from engine.client.consume.offset_store import ReadOffsetType
+from engine.client.consume.process_queue import ProcessQueue
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.errors import MessageValidationError
+from engine.client.core.ids import UniqIdGenerator
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.pull_codec import pull_request, pull_result, pull_sys_flag
+from engine.client.core.results import PullStatus
+from engine.client.core.send_codec import prepare_message, send_ext, single_request
+from engine.client.produce.batch import chunks
 from engine.protocol import fastjson
 from engine.protocol.body.heartbeat import ExpressionType, SubscriptionData
 from engine.protocol.body.message_queue import MessageQueue

@@ -9,12 +9,12 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.consume.consumer_options import ConsumerOptions
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.produce.producer import Producer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 
 from .conftest import BrokerFactory, make_topic

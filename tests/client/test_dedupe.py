@@ -16,21 +16,21 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions, LitePullOptions
-from engine.client.dedupe import Claim, Dedupe, uniq_key
-from engine.client.dedupe_sqlite import SqliteKeyStore
-from engine.client.lite_pull_consumer import LitePullConsumer
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import (
+from engine.client.consume.consumer_options import ConsumerOptions, LitePullOptions
+from engine.client.consume.dedupe import Claim, Dedupe, uniq_key
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore
+from engine.client.consume.lite_pull_consumer import LitePullConsumer
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.consume.send_back import send_message_back
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
-from engine.client.send_back import send_message_back
+from engine.client.produce.producer import Producer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.message_queue import MessageQueue
 from tests.clock import ManualClock

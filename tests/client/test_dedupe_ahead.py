@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from engine.client.dedupe import Claim, Dedupe, Guard
-from engine.client.dedupe_ahead import QueueKeys
-from engine.client.dedupe_sqlite import SqliteKeyStore
-from engine.client.message import MessageExt
-from engine.client.process_queue import ProcessQueue
+from engine.client.consume.dedupe import Claim, Dedupe, Guard
+from engine.client.consume.dedupe_ahead import QueueKeys
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore
+from engine.client.consume.process_queue import ProcessQueue
+from engine.client.core.message import MessageExt
 
 
 def msg(offset: int, key: str | None) -> MessageExt:

@@ -1,4 +1,4 @@
-"""The consume requests of one pull under `Dedupe`: a real `ConsumeConcurrentlyService` over a
+"""The consume requests of one pull under `Dedupe`: a real `DedupeConcurrentlyService` over a
 real SQLite key store, without a broker (a broadcasting consumer, so nothing is sent back):
 what each request's status and acknowledgement become."""
 
@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from engine.client.client_config import ClientConfig
-from engine.client.consume_concurrently import ConsumeConcurrentlyService
-from engine.client.consumer_options import ConcurrentListener, ConsumerOptions
-from engine.client.dedupe import Claim, Dedupe, Guard
-from engine.client.message import MessageExt
-from engine.client.process_queue import ProcessQueue
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.consume.consumer_options import ConcurrentListener, ConsumerOptions
+from engine.client.consume.dedupe import Claim, Dedupe, Guard
+from engine.client.consume.dedupe_services import DedupeConcurrentlyService
+from engine.client.consume.process_queue import ProcessQueue
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import MessageExt
+from engine.client.core.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.message_queue import MessageQueue
 
@@ -35,7 +35,7 @@ def msg(offset: int, key: str | None) -> MessageExt:
                       offset, 0, 0, 0, 0, host, 0, host, 0, 0)
 
 
-class Acknowledged(ConsumeConcurrentlyService):
+class Acknowledged(DedupeConcurrentlyService):
     """The real service, remembering what each request was acknowledged with."""
 
     def __init__(self, *args: Any) -> None:

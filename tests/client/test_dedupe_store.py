@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.dedupe import Claim
-from engine.client.dedupe_sqlite import SqliteKeyStore, ensure_schema, mark_consumed
+from engine.client.consume.dedupe import Claim
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore, ensure_schema, mark_consumed
 from tests.clock import ManualClock
 
 NEW, CONSUMED, BUSY = Claim.NEW, Claim.CONSUMED, Claim.BUSY

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from engine.client.fault import (
+from engine.client.core.fault import (
     LATENCY_MAX_5,
     NOT_AVAILABLE_DURATION_5,
     LatencyFaultTolerance,
 )
-from engine.client.publish import QueueIndex, TopicPublishInfo, publish_info, select_queue
+from engine.client.core.publish import QueueIndex, TopicPublishInfo, publish_info, select_queue
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.route import BrokerData, QueueData, TopicRouteData
 from tests.clock import ManualClock

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import LitePullOptions
-from engine.client.errors import ClientStateError
-from engine.client.lite_pull_consumer import LitePullConsumer
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
+from engine.client.consume.consumer_options import LitePullOptions
+from engine.client.consume.lite_pull_consumer import LitePullConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.errors import ClientStateError
+from engine.client.core.message import Message, MessageExt
+from engine.client.produce.producer import Producer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.message_queue import MessageQueue
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.errors import (
+from engine.client.core.errors import (
     RESPONSE_ERRORS,
     BadResponseError,
     ConsumerNotOnlineError,
@@ -22,7 +22,7 @@ from engine.client.errors import (
     UnreachableError,
     raise_for,
 )
-from engine.client.namesrv import NamesrvAdmin, parse_cluster_info, parse_route
+from engine.client.core.namesrv import NamesrvAdmin, parse_cluster_info, parse_route
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.message import Message
-from engine.client.nsaddr import fetch_namesrv_addr
-from engine.client.producer import Producer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message
+from engine.client.core.nsaddr import fetch_namesrv_addr
+from engine.client.produce.producer import Producer
 from engine.namesrv.controller import NamesrvController
 from tests.conftest import addr_of
 

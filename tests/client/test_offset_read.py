@@ -7,16 +7,16 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from engine.client.client_config import ClientConfig
-from engine.client.instance import ClientInstance
-from engine.client.local_offset_store import LocalFileOffsetStore
-from engine.client.offset_store import (
+from engine.client.consume.local_offset_store import LocalFileOffsetStore
+from engine.client.consume.offset_store import (
     NO_OFFSET,
     READ_FAILED,
     OffsetStore,
     ReadOffsetType,
     RemoteBrokerOffsetStore,
 )
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.instance import ClientInstance
 from engine.protocol.body.message_queue import MessageQueue
 
 from .conftest import BrokerFactory, make_topic

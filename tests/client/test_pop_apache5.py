@@ -8,13 +8,13 @@ import time
 
 import pytest
 
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import PopOptions
-from engine.client.message import Message
-from engine.client.pop_calls import AckStatus
-from engine.client.pop_consumer import PopConsumer
-from engine.client.producer import Producer
-from engine.client.results import ConsumeConcurrentlyStatus
+from engine.client.consume.consumer_options import PopOptions
+from engine.client.consume.pop_consumer import PopConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message
+from engine.client.core.pop_calls import AckStatus
+from engine.client.core.results import ConsumeConcurrentlyStatus
+from engine.client.produce.producer import Producer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from tests.apache5 import CLUSTER, Apache5, apache5, needs_apache5
 from tests.mqadmin.cli import invoke

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.client.errors import BadResponseError, ServerError
-from engine.client.pop_calls import batch_ack_body
-from engine.client.pop_codec import PopStatus, pop_result, receipt_of
+from engine.client.core.errors import BadResponseError, ServerError
+from engine.client.core.pop_calls import batch_ack_body
+from engine.client.core.pop_codec import PopStatus, pop_result, receipt_of
 from engine.protocol.codes import ResponseCode
 from engine.protocol.command import RemotingCommand
 from engine.protocol.header.pop import PopMessageRequestHeader

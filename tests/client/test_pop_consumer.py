@@ -1,5 +1,6 @@
-"""Our POP consumer (`engine.client.pop_consumer`) on our broker: receive and ack, redelivery,
-listening with nothing left behind, retries into the DLQ, and FIFO with two consumers."""
+"""Our POP consumer (`engine.client.consume.pop_consumer`) on our broker: receive and ack,
+redelivery, listening with nothing left behind, retries into the DLQ, and FIFO
+with two consumers."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from dataclasses import replace
 from typing import TypeVar
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import PopOptions
-from engine.client.message import Message, MessageExt
-from engine.client.pop_calls import AckStatus
-from engine.client.pop_consumer import PopConsumer
-from engine.client.producer import Producer
-from engine.client.results import ConsumeConcurrentlyStatus
+from engine.client.consume.consumer_options import PopOptions
+from engine.client.consume.pop_consumer import PopConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.pop_calls import AckStatus
+from engine.client.core.results import ConsumeConcurrentlyStatus
+from engine.client.produce.producer import Producer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import decode_records

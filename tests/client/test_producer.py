@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.errors import (
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.errors import (
     ClientStateError,
     MessageIllegalError,
     MessageValidationError,
     NoRouteError,
 )
-from engine.client.message import Message
-from engine.client.producer import Producer, ProducerOptions, select_by_hash
-from engine.client.results import SendResult, SendStatus
+from engine.client.core.message import Message
+from engine.client.core.results import SendResult, SendStatus
+from engine.client.produce.producer import Producer, ProducerOptions, select_by_hash
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import (
     MessageRecord,

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.errors import NoPermissionError, SendFailedError, UnreachableError
-from engine.client.message import Message
-from engine.client.producer import Producer, ProducerOptions
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.errors import NoPermissionError, SendFailedError, UnreachableError
+from engine.client.core.message import Message
+from engine.client.produce.producer import Producer, ProducerOptions
 from engine.protocol.perm import PERM_READ
 
 from .conftest import BrokerFactory, make_topic

@@ -13,18 +13,18 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.errors import UnreachableError
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer, select_by_hash
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import (
+from engine.client.consume.consumer_options import ConsumerOptions
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.errors import UnreachableError
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     ConsumeOrderlyContext,
     ConsumeOrderlyStatus,
 )
+from engine.client.produce.producer import Producer, select_by_hash
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.message import decode_record

@@ -8,24 +8,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.instance import ClientInstance
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.producer_options import ProducerOptions
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import (
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.consume.consumer_options import ConsumerOptions
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.instance import ClientInstance
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     LocalTransactionState,
     SendResult,
     SendStatus,
 )
-from engine.client.trace_dispatch import KEYS_BYTES, TraceDispatcher
-from engine.client.trace_hooks import SendTracer
-from engine.client.transaction import TransactionProducer
+from engine.client.produce.producer import Producer, trace_producer
+from engine.client.produce.producer_options import ProducerOptions
+from engine.client.produce.transaction import TransactionProducer
+from engine.client.trace.dispatch import KEYS_BYTES, TraceDispatcher
+from engine.client.trace.hooks import SendTracer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import PROPERTY_TRANSACTION_PREPARED
@@ -173,7 +173,8 @@ async def test_a_full_trace_queue_drops_and_counts_records(
     await producer.start()
     assert producer.tracer is not None
     # a dispatcher that holds two records and is not draining: appends never wait
-    small = TraceDispatcher(producer.instance, "FullPG", "PRODUCER", queue_size=2)
+    small = TraceDispatcher(trace_producer(producer.instance, "FullPG", "PRODUCER"),
+                            queue_size=2)
     producer.tracer.dispatcher = small
     results = [await producer.send(Message(TOPIC, b"%d" % i)) for i in range(5)]
     assert all(r.status is SendStatus.SEND_OK for r in results)
@@ -226,7 +227,8 @@ async def test_a_traced_transaction_records_its_half_message_and_its_end(
 async def test_a_batch_takes_records_up_to_its_size_and_their_keys_in_order() -> None:
     """At most `batch_records` records, or 118 KB of text (the record passing it included);
     the rest stay queued in their order; the keys are each record's message id and KEYS."""
-    dispatcher = TraceDispatcher(ClientInstance(), "G", "PRODUCER", batch_records=3)
+    dispatcher = TraceDispatcher(trace_producer(ClientInstance(), "G", "PRODUCER"),
+                                 batch_records=3)
     big = "x" * 50_000
     for i in range(4):
         dispatcher.append_encoded(f"{i}{big}", f"ID{i}", None if i % 2 else f"k{i} a  b")
@@ -247,7 +249,7 @@ async def test_a_batch_takes_records_up_to_its_size_and_their_keys_in_order() ->
 async def test_the_pub_hook_writes_what_encode_writes_for_the_record() -> None:
     """`SendTracer.sent` writes its Pub text itself (the hot path): byte for byte
     `encode(PubRecord)`, whose golden strings are Apache's, for every field's forms."""
-    dispatcher = TraceDispatcher(ClientInstance(), "HookPG", "PRODUCER")
+    dispatcher = TraceDispatcher(trace_producer(ClientInstance(), "HookPG", "PRODUCER"))
     tracer = SendTracer(dispatcher, "HookPG")
     mq = MessageQueue(TOPIC, "broker-a", 1)
     later = int(time.time() * 1000) + 3_600_000  # began "later": its cost is written as 0
@@ -289,7 +291,7 @@ async def test_a_batch_keeps_its_keys_within_the_properties_limit() -> None:
     """Records with long KEYS: a batch takes as many as keep its keys within KEYS_BYTES
     (the KEYS property must fit the 32767 bytes of a message's properties); the rest stay
     queued in their order, and a record too long for any batch still goes alone."""
-    dispatcher = TraceDispatcher(ClientInstance(), "G", "PRODUCER")
+    dispatcher = TraceDispatcher(trace_producer(ClientInstance(), "G", "PRODUCER"))
     long_key = "k" * 9_000
     for i in range(6):
         dispatcher.append_encoded(f"T{i}", f"ID{i}", f"{long_key}{i} shared")

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.instance import ClientInstance
-from engine.client.message import Message, MessageExt
-from engine.client.results import ConsumeConcurrentlyStatus, SendResult, SendStatus
-from engine.client.trace_dispatch import TraceDispatcher
-from engine.client.trace_hooks import ConsumeTracer, SendTracer, now_ms, traced_listener
+from engine.client.core.instance import ClientInstance
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import ConsumeConcurrentlyStatus, SendResult, SendStatus
+from engine.client.produce.producer import trace_producer
+from engine.client.trace.dispatch import TraceDispatcher
+from engine.client.trace.hooks import ConsumeTracer, SendTracer, now_ms, traced_listener
 from engine.protocol.body.message_queue import MessageQueue
 from tests.protocol.test_trace_codec import (
     END_TX_GOLDEN,
@@ -141,7 +142,7 @@ def test_apache_s_encoder_writes_the_golden_strings(tmp_path: Path) -> None:
 
 
 async def test_apache_s_decoder_reads_what_our_hooks_record(tmp_path: Path) -> None:
-    dispatcher = TraceDispatcher(ClientInstance(), "G", "PRODUCER")
+    dispatcher = TraceDispatcher(trace_producer(ClientInstance(), "G", "PRODUCER"))
     sender = SendTracer(dispatcher, "PG")
     sender.sent(Message("T", b"body", keys=["a", "b"], delay_time_level=2),
                 SendResult(SendStatus.SEND_OK, "7F0000010001", "0A9A002600002A9F0000000000002329",

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.admin import MQAdmin
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.errors import ClientError
-from engine.client.message import Message, MessageExt
-from engine.client.namesrv import NamesrvAdmin
-from engine.client.producer import Producer
-from engine.client.producer_options import ProducerOptions
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import ConsumeConcurrentlyStatus
+from engine.client.admin.cluster import MQAdmin
+from engine.client.consume.consumer_options import ConsumerOptions
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.errors import ClientError
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.namesrv import NamesrvAdmin
+from engine.client.core.results import ConsumeConcurrentlyStatus
+from engine.client.produce.producer import Producer
+from engine.client.produce.producer_options import ProducerOptions
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.trace import TRACE_TOPIC
 from mqadmin.operations.messages.ids import find_by_id

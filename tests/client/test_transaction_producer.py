@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.message import Message, MessageExt
-from engine.client.results import LocalTransactionState, SendStatus
-from engine.client.transaction import TransactionProducer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import LocalTransactionState, SendStatus
+from engine.client.produce.transaction import TransactionProducer
 from engine.protocol.codes import RequestCode
 from engine.protocol.command import RemotingCommand
 from engine.protocol.header.broker import EndTransactionRequestHeader

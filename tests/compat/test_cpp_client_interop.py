@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.client_config import ClientConfig
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from engine.client.produce.producer import Producer
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from tests.broker.conftest import broker_configs

@@ -12,7 +12,7 @@ import pytest
 
 from engine.broker.config import MetricsExporterType
 from engine.broker.controller import BrokerController
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting.client import RemotingClient

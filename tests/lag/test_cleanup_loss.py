@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.admin import MQAdmin, select_addr
-from engine.client.results import PullStatus
+from engine.client.admin.cluster import MQAdmin, select_addr
+from engine.client.core.results import PullStatus
 from engine.protocol.body.message_queue import MessageQueue
 from mqadmin import history
 from mqadmin.exit_codes import ExitCode

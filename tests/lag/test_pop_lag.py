@@ -15,11 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import PopOptions
-from engine.client.message import MessageExt
-from engine.client.pop_calls import AckStatus
-from engine.client.pop_consumer import PopConsumer
+from engine.client.consume.consumer_options import PopOptions
+from engine.client.consume.pop_consumer import PopConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import MessageExt
+from engine.client.core.pop_calls import AckStatus
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from mqadmin.commands import lag_watch
 from mqadmin.operations.lag import status as st

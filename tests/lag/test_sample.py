@@ -45,7 +45,7 @@ async def test_broker_gone_is_a_gap(lab: Lab) -> None:
 
 
 def test_fast_consume_stats_decoder_matches_the_generic_one() -> None:
-    from engine.client.broker_call import decode_body
+    from engine.client.core.broker_call import decode_body
     from engine.protocol import fastjson
     from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
     from engine.protocol.body.message_queue import MessageQueue

@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.results import SendResult
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.results import SendResult
 from engine.namesrv.controller import NamesrvController
 from engine.protocol import fastjson
 from engine.protocol.body.admin import (

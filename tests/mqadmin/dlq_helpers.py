@@ -18,8 +18,8 @@ from engine.client import (
     ProducerOptions,
     PushConsumer,
 )
-from engine.client.admin import MQAdmin
-from engine.client.client_api import ClientAPI
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.client_api import ClientAPI
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.perm import PERM_RW

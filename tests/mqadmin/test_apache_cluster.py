@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.exit_codes import ExitCode
 from mqadmin.operations.ha import legacy as ha_legacy
 from mqadmin.tui.data.access import ACL_V1_ONLY, AccessView, read_access

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin import history
 from mqadmin.exit_codes import ExitCode
 from mqadmin.operations.sending import stored_as_sent

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from engine.client.ids import UniqIdGenerator
-from engine.client.results import SendResult
+from engine.client.core.ids import UniqIdGenerator
+from engine.client.core.results import SendResult
 from engine.protocol.message import create_offset_msg_id
 from mqadmin.exit_codes import ExitCode
 from mqadmin.operations.messages.ids import decode_unique_key

@@ -9,8 +9,8 @@ import io
 import pytest
 import typer
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import (
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import (
     BadResponseError,
     InvalidAddressError,
     NoPermissionError,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.errors import (
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.core.errors import (
     BrokerNotFoundError,
     NoPermissionError,
     NoRouteError,

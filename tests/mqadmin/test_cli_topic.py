@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.topic import TopicConfig
 from mqadmin import history
 from mqadmin.exit_codes import ExitCode

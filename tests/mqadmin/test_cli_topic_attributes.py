@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typer.testing import Result
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from mqadmin.exit_codes import ExitCode

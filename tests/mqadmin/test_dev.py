@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import TopicNotExistError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import TopicNotExistError
 from mqadmin.dev import access
 from mqadmin.dev import cluster as dev
 from mqadmin.dev.traffic import Counts, PoisonRule, order_consumer

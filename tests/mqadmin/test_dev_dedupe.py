@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.client.dedupe import Dedupe
-from engine.client.dedupe_sqlite import SqliteKeyStore
+from engine.client.consume.dedupe import Dedupe
+from engine.client.consume.dedupe_sqlite import SqliteKeyStore
 from mqadmin.dev.traffic import Counts, PoisonRule, order_consumer
 
 from .cli import invoke, json_rows

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.remoting import loop
 from mqadmin.dev import access
 from mqadmin.dev import cluster as dev

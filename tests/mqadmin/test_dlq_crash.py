@@ -11,7 +11,7 @@ import sys
 import time
 from collections import Counter
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
 from mqadmin.operations.dlq.ledger import SENT, Ledger
 from mqadmin.operations.dlq.model import LINK_PROPERTY

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import PERM_READ, PERM_RW, PERM_WRITE

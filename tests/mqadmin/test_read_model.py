@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.route import BrokerData, ClusterInfo
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.exit_codes import TargetNotFound

@@ -3,17 +3,17 @@ trace tests of the CLI and of the dashboard."""
 
 from __future__ import annotations
 
-from engine.client.client_config import ClientConfig
-from engine.client.consumer_options import ConsumerOptions
-from engine.client.message import Message, MessageExt
-from engine.client.producer import Producer
-from engine.client.producer_options import ProducerOptions
-from engine.client.push_consumer import PushConsumer
-from engine.client.results import (
+from engine.client.consume.consumer_options import ConsumerOptions
+from engine.client.consume.push_consumer import PushConsumer
+from engine.client.core.client_config import ClientConfig
+from engine.client.core.message import Message, MessageExt
+from engine.client.core.results import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
     SendResult,
 )
+from engine.client.produce.producer import Producer
+from engine.client.produce.producer_options import ProducerOptions
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from tests.client.conftest import Inbox
 from tests.mqadmin.conftest import BackgroundCluster

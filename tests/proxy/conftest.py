@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import pytest
 
 from engine.broker.controller import BrokerController
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.core.errors import ClientError
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig

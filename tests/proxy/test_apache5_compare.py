@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 import pytest
 
-from engine.client.broker_admin import BrokerAdmin
+from engine.client.admin.broker import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.proxy.v2 import definition_pb2 as pb

@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 import pytest
 
-from engine.client.broker_admin import BrokerAdmin
-from engine.client.errors import ServerError
+from engine.client.admin.broker import BrokerAdmin
+from engine.client.core.errors import ServerError
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from engine.client.broker_admin import BrokerAdmin
+from engine.client.admin.broker import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.proxy.server import ProxyServer

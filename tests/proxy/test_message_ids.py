@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.namesrv.controller import NamesrvController
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations.messages.ids import NotAMessageId, describe_v5_id, find_by_id, is_v5_id

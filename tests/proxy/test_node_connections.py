@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.client.broker_admin import BrokerAdmin
+from engine.client.admin.broker import BrokerAdmin
 from engine.protocol.codes import LanguageCode
 from engine.remoting.client import RemotingClient
 from tests.proxy.conftest import Stack

@@ -14,8 +14,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ServerSystemError, SystemBusyError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ServerSystemError, SystemBusyError
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.admin import CMResult
 from engine.proxy.v2 import definition_pb2 as pb

@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from engine.client.broker_admin import BrokerAdmin
+from engine.client.admin.broker import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import LanguageCode, RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request

@@ -22,7 +22,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from engine.client.broker_admin import BrokerAdmin
+from engine.client.admin.broker import BrokerAdmin
 from engine.common.config import ConfigError
 from engine.namesrv.controller import NamesrvController
 from engine.proxy.config import ProxyConfig, TlsMode, load_proxy_config

@@ -6,7 +6,7 @@ import ipaddress
 import socket
 
 from engine.broker.config import BrokerConfig
-from engine.client.client_config import ClientConfig
+from engine.client.core.client_config import ClientConfig
 from engine.remoting.address import local_ip
 
 

@@ -11,8 +11,8 @@ import json
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError, UnreachableError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, UnreachableError
 from engine.protocol.body.auth import PlainAccessConfig
 from mqadmin.operations.mutation import Gathered, Mutation, failures_of, outcome_of
 from mqadmin.operations.targets import brokers_of

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.auth import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations.mutation import Gathered, Mutation, failures_of, outcome_of

@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.history import who

@@ -15,8 +15,8 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.perm import is_readable
 from mqadmin.operations.dlq.ledger import Ledger

@@ -15,8 +15,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import NoPermissionError, TopicNotExistError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import NoPermissionError, TopicNotExistError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.perm import is_readable

@@ -26,12 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError, QueryNotFoundError, TopicNotExistError
-from engine.client.ids import uniq_ids
-from engine.client.message import Message
-from engine.client.producer import Producer
-from engine.client.results import SendStatus
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, QueryNotFoundError, TopicNotExistError
+from engine.client.core.ids import uniq_ids
+from engine.client.core.message import Message
+from engine.client.core.results import SendStatus
+from engine.client.produce.producer import Producer
 from engine.protocol.message import (
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,

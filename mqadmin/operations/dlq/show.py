@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.operations.dlq.ledger import TRIAGE, Ledger
 from mqadmin.operations.dlq.model import DeadLetter, Filters, Row, age_text, body_preview

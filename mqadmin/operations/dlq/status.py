@@ -13,8 +13,8 @@ import asyncio
 import datetime as dt
 from collections.abc import Sequence
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError, QueryNotFoundError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, QueryNotFoundError
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.dlq.ledger import DISCARDED, FAILED, PENDING, SENDING, SENT, Batch, Ledger
 from mqadmin.operations.dlq.model import BATCH_PROPERTY, Filters, Row

@@ -22,10 +22,10 @@ from typing import IO, Any
 
 import orjson
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError, MessageValidationError
-from engine.client.message import Message
-from engine.client.results import SendResult, SendStatus
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, MessageValidationError
+from engine.client.core.message import Message
+from engine.client.core.results import SendResult, SendStatus
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, NotVerified, UsageProblem
 from mqadmin.operations import change

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.ha.status import HAClientRuntimeInfo, HAConnectionInfo, HARuntimeInfo, messages_in
 from engine.protocol.body.route import MASTER_ID
 

@@ -29,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_call import BrokerCalls, decode_header
-from engine.client.errors import ClientError, RequestCodeNotSupportedError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.broker_call import BrokerCalls, decode_header
+from engine.client.core.errors import ClientError, RequestCodeNotSupportedError
 from engine.ha.status import HARuntimeInfo, messages_in
 from engine.protocol.body.route import MASTER_ID, ClusterInfo
 from engine.protocol.codes import RequestCode

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.common.service import Service
 from engine.protocol.signature import Credentials
 from mqadmin.operations.lag import window as win

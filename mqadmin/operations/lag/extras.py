@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ConsumerNotOnlineError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ConsumerNotOnlineError
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.operations.dlq.ledger import Ledger

@@ -26,7 +26,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations.lag.model import QueueKey, Series
 from mqadmin.operations.lag.sample import Errors
 from mqadmin.reports.contract import format_duration

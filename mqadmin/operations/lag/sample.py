@@ -26,10 +26,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_call import decode_body
-from engine.client.errors import ClientError, ServerSystemError
-from engine.client.results import PullStatus
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.broker_call import decode_body
+from engine.client.core.errors import ClientError, ServerSystemError
+from engine.client.core.results import PullStatus
 from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.codes import RequestCode

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations.lag import window as win
 from mqadmin.operations.lag.model import QueueKey, Series
 from mqadmin.operations.lag.retention import RetentionForecaster, Risk

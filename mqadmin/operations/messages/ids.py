@@ -21,9 +21,9 @@ import string
 import time
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import split_offset_msg_id
-from engine.client.errors import ClientError, QueryNotFoundError, UnreachableError
+from engine.client.admin.broker import split_offset_msg_id
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, QueryNotFoundError, UnreachableError
 from engine.protocol.message import MessageRecord
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX, masters

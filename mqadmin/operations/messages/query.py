@@ -18,8 +18,8 @@ import codecs
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import (
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import (
     ClientError,
     ConsumerNotOnlineError,
     QueryNotFoundError,

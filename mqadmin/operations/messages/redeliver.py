@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import message_store_addr, split_offset_msg_id
-from engine.client.errors import ClientError, ConsumerNotOnlineError, TopicNotExistError
-from engine.client.message import Message
-from engine.client.results import SendResult
+from engine.client.admin.broker import message_store_addr, split_offset_msg_id
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, ConsumerNotOnlineError, TopicNotExistError
+from engine.client.core.message import Message
+from engine.client.core.results import SendResult
 from engine.protocol.body.admin import CMResult, ConsumeMessageDirectlyResult
 from engine.protocol.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_TOPIC
 from mqadmin.config import Endpoint

@@ -20,9 +20,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import NoPermissionError
-from engine.client.results import PullStatus
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import NoPermissionError
+from engine.client.core.results import PullStatus
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.perm import is_readable

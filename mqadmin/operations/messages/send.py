@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
-from engine.client.message import Message
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
+from engine.client.core.message import Message
 from engine.protocol.perm import is_writeable
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import NotVerified, TargetNotFound, UsageProblem

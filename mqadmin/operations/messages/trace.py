@@ -17,9 +17,9 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import split_offset_msg_id
-from engine.client.errors import ClientError, TopicNotExistError
+from engine.client.admin.broker import split_offset_msg_id
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError, TopicNotExistError
 from engine.protocol.message import MessageRecord
 from engine.protocol.trace import (
     TRACE_TOPIC,

@@ -8,8 +8,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import RequestCodeNotSupportedError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import RequestCodeNotSupportedError
 from mqadmin.operations.acl import v2 as acl
 from mqadmin.operations.targets import clusters
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations import cleanup_loss, store
 from mqadmin.operations.targets import masters
 from mqadmin.operations.times import format_time

@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.operations import cluster as cluster_ops
 from mqadmin.operations.ha import replication as ha

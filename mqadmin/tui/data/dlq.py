@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError
 from mqadmin.operations.dlq import list as dlq_list

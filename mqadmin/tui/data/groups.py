@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.admin import ConsumerConnection
 from mqadmin.config import Endpoint
 from mqadmin.operations import consumer as consumer_ops

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.operations.dlq import list as dlq_list
 from mqadmin.operations.dlq.ledger import ledger_of

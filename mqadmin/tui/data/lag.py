@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.operations.lag import status as st
 from mqadmin.operations.lag.verdict import COMMIT_INTERVAL_MS

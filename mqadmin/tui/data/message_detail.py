@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ConsumerNotOnlineError, TopicNotExistError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ConsumerNotOnlineError, TopicNotExistError
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import CliError
 from mqadmin.operations.messages import query as message_ops

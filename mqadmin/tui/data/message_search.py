@@ -16,7 +16,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from mqadmin.operations.messages import query as message_ops

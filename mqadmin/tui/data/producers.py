@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.operations import consumer as consumer_ops
 

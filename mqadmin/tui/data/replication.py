@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations.ha import replication as ha
 
 Row = dict[str, Any]

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.protocol.message import MessageRecord
 from mqadmin.exit_codes import CliError, TargetNotFound, message_for
 from mqadmin.operations.messages.trace import query_trace

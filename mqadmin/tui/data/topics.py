@@ -9,7 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string
 from mqadmin.operations import topic as topic_ops

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations.acl import v2 as acl
 from mqadmin.tui.data.access import AccessView, read_access
 from mqadmin.tui.screens.base import DashScreen

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin import history
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.cells import styled

@@ -22,7 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.exit_codes import message_for
 from mqadmin.tui.events import Failed, Loaded
 from mqadmin.tui.widgets.header import StatusHeader

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations import cleanup_loss, store
 from mqadmin.operations.mutation import Plan
 from mqadmin.tui.data.changes import MutationChange

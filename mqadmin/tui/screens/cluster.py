@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.tui.data.cluster import ClusterView, read_cluster
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.cells import role

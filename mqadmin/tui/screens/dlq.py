@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.tui.data.dlq import DlqView, read_dlq
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.dlq_group import DlqGroupScreen

@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.exit_codes import message_for
 from mqadmin.operations.dlq.model import Filters
 from mqadmin.tui.data.changes import DiscardChange, ResendChange

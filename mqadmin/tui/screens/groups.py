@@ -11,8 +11,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
-from engine.client.broker_admin import RESET_TO_MAX
+from engine.client.admin.broker import RESET_TO_MAX
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations import group as group_ops
 from mqadmin.reports.contract import GROUP_SEVERITY, GroupStatus
 from mqadmin.tui.data.changes import MutationChange

@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.exit_codes import message_for
 from mqadmin.operations.times import format_time
 from mqadmin.tui.data.message_search import (

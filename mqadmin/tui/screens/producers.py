@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.tui.data.message_search import topic_names
 from mqadmin.tui.data.producers import ProducersView, read_producers
 from mqadmin.tui.screens.base import DashScreen

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from mqadmin.tui.data.changes import SwitchChange
 from mqadmin.tui.data.replication import Row, read_replication
 from mqadmin.tui.screens.base import DashScreen

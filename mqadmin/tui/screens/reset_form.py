@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from engine.client.broker_admin import RESET_TO_MAX
+from engine.client.admin.broker import RESET_TO_MAX
 from mqadmin.exit_codes import CliError
 from mqadmin.operations.times import parse_timestamp
 

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Static
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.attributes import format_modification
 from mqadmin.operations import topic as topic_ops
 from mqadmin.tui.data.changes import MutationChange

@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.widgets import Input
 
-from engine.client.admin import MQAdmin
+from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.topic import TopicConfig
 from mqadmin import history
 from mqadmin.tui.screens.change import ChangeScreen

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input
 
-from engine.client.admin import MQAdmin
-from engine.client.results import SendResult
+from engine.client.admin.cluster import MQAdmin
+from engine.client.core.results import SendResult
 from mqadmin import history
 from mqadmin.operations.messages.ids import find_by_id
 from mqadmin.tui.screens.message_detail import MessageDetailScreen

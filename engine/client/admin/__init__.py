@@ -1,0 +1,1 @@
+"""Admin calls: the cluster-wide `MQAdmin` and `BrokerAdmin`'s per-broker call families."""

@@ -1,0 +1,1 @@
+"""Consumers: push, lite pull and POP consumers, rebalance, offset stores, idempotent consuming."""

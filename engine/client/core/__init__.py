@@ -1,0 +1,1 @@
+"""Client core: the client instance, routes, broker and name-server requests, errors, messages."""

@@ -1,0 +1,1 @@
+"""Producers: plain and transactional sends, batches and the ordered-send queue selectors."""
