@@ -10,6 +10,7 @@ from engine.client.errors import (
     BrokerNotFoundError,
     ClientError,
     ConsumerNotOnlineError,
+    GroupNotFoundError,
     InvalidAddressError,
     NoPermissionError,
     NoRouteError,
@@ -129,6 +130,7 @@ _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (BrokerNotFoundError, ExitCode.UNREACHABLE),
     (TimeoutError, ExitCode.UNREACHABLE),
     (NoRouteError, ExitCode.NOT_FOUND),
+    (GroupNotFoundError, ExitCode.NOT_FOUND),
     (NotFoundError, ExitCode.NOT_FOUND),
     (ServerError, ExitCode.REJECTED),
     (KeyboardInterrupt, ExitCode.INTERRUPTED),
@@ -217,6 +219,9 @@ def _hint(exc: BaseException) -> str:
                 "details.")
     if isinstance(exc, TimeoutError):
         return "The server is slow or overloaded; try again, or try another name server."
+    if isinstance(exc, GroupNotFoundError):
+        return ("List the groups with `mqadmin consumerProgress`; create one with `mqadmin "
+                "updateSubGroup`.")
     if isinstance(exc, NoRouteError):
         return f"Check the topic with `mqadmin topicRoute -t {exc.topic}`."
     if isinstance(exc, BrokerNotFoundError | SendFailedError):

@@ -1,45 +1,45 @@
-"""Which brokers a command talks to: by ``-b`` address, by ``-c`` cluster, by topic route."""
+"""Which brokers a command talks to (by ``-b`` address, ``-c`` cluster, topic route) and which
+consumer groups there are."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import asyncio
+from collections.abc import Awaitable, Callable, Collection, Iterable
 
 from engine.client.admin import MQAdmin, select_addr
 from engine.protocol.body.route import ClusterInfo, TopicRouteData
+from engine.protocol.group_topics import dlq_topic as dlq_topic
+from engine.protocol.group_topics import groups_of_topics, is_system_group
+from engine.protocol.group_topics import retry_topic as retry_topic
+from engine.protocol.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from engine.protocol.perm import is_readable, is_writeable, perm_to_string
 from mqadmin.exit_codes import CliError, Forbidden, TargetNotFound, Unavailable, UsageProblem
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 
 
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
+def consumer_groups(topics: Iterable[str], known: Collection[str] = ()) -> list[str]:
+    """The groups the retry topics name, sorted; a 5.x group's POP retry topics
+    (`%RETRY%<group>_<topic>`, `%RETRY%<group>+<topic>`) name that group, not one of their
+    own (`engine.protocol.group_topics`, the `known` groups deciding)."""
+    return sorted(groups_of_topics(topics, known))
 
 
-def dlq_topic(group: str) -> str:
-    return DLQ_PREFIX + group
+async def known_groups(admin: MQAdmin) -> list[str]:
+    """Every application consumer group the cluster knows, sorted: each broker's
+    subscription groups, and the groups the retry topics name (a group deleted from the
+    brokers whose retry topic is left); system groups left out.
 
-
-def consumer_groups(topics: Iterable[str]) -> list[str]:
-    """The groups the retry topics name, sorted.  A group's 5.x POP retry topics
-    (`%RETRY%<group>_<topic>` beside `%RETRY%<group>`, or `%RETRY%<group>+<topic>`) name that
-    group, not one of their own."""
-    names = set(topics)
-    plain = {t for t in names if not t.startswith("%")}
-    groups: set[str] = set()
-    for t in names:
-        if not t.startswith(RETRY_PREFIX):
-            continue
-        rest = t[len(RETRY_PREFIX):]
-        head, plus, tail = rest.partition("+")
-        if plus and tail in plain:
-            groups.add(head)
-            continue
-        if not any(rest.endswith("_" + topic) and retry_topic(rest[:-len(topic) - 1]) in names
-                   for topic in plain):
-            groups.add(rest)
-    return sorted(groups)
+    Raises:
+        ClientError: the name servers did not answer.
+    """
+    addrs, topics = await asyncio.gather(admin.broker_addrs(), admin.namesrv.all_topics())
+    tables = await admin.on_brokers(list(addrs.values()), admin.broker.all_group_config)
+    configured = {g for o in tables if o.value is not None
+                  for g in o.value.subscription_group_table}
+    found = configured | groups_of_topics(topics.topic_list, configured)
+    return sorted(g for g in found if not is_system_group(g))
 
 
 def _unknown_cluster(cluster: str, info: ClusterInfo) -> TargetNotFound:
