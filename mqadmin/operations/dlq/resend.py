@@ -9,7 +9,9 @@ records ``sent`` (SEND_OK only) or ``failed``.  `resume` finishes a batch: ``pen
 are sent; ``sending`` and ``failed`` rows are first looked up on the target by their unique
 key (QUERY_MESSAGE) and sent only when absent, so nothing is delivered twice.  A copy keeps
 body, keys, tags, flag and user properties; ``--to retry`` sends it to ``%RETRY%<group>`` with
-RETRY_TOPIC = the original topic (only that group gets it, seeing the original topic),
+RETRY_TOPIC = the original topic (only that group gets it, seeing the original topic), or for
+a 5.x POP group to its POP retry topic of the original topic (``%RETRY%<group>+<topic>`` or
+``%RETRY%<group>_<topic>``, the one the brokers have; a POP consumer reads no other),
 ``--to topic`` to the original topic; reconsume times start at 0.  `ResendChange` and
 `ResumeChange` are a resend and a resume as the change runner's `Change` (operations/change.py),
 for `mqadmin dlq resend` and the dashboard alike; each opens the cluster's ledger for each
@@ -32,6 +34,7 @@ from engine.client.ids import uniq_ids
 from engine.client.message import Message
 from engine.client.producer import Producer
 from engine.client.results import SendStatus
+from engine.protocol.group_topics import parse_retry_topic, pop_retry_topics
 from engine.protocol.message import (
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
@@ -73,14 +76,19 @@ class ResendPlan:
     skipped: int  # already resent or discarded (left out without --again)
     other_groups: dict[str, tuple[str, ...]]  # original topic -> other subscribed groups
     filters: Filters
+    #: ``--to retry``: original topic -> the group's retry topic for it (`retry_targets`).
+    retry_topics: dict[str, str] = field(default_factory=dict)
+
+    def retry_target(self, topic: str) -> str:
+        return self.retry_topics.get(topic) or retry_topic(self.group)
 
     def target_topic(self, d: DeadLetter) -> str:
-        return retry_topic(self.group) if self.to == "retry" else d.origin_topic
+        return self.retry_target(d.origin_topic) if self.to == "retry" else d.origin_topic
 
     def rows(self) -> list[Row]:
         counts = Counter(d.origin_topic for d in self.letters)
         return [{"originTopic": t, "deadLetters": n,
-                 "target": retry_topic(self.group) if self.to == "retry" else t,
+                 "target": self.retry_target(t) if self.to == "retry" else t,
                  "alsoReceivedBy": ", ".join(self.other_groups.get(t, ())) or None}
                 for t, n in sorted(counts.items())]
 
@@ -129,10 +137,36 @@ async def plan_resend(admin: MQAdmin, ledger: Ledger, group: str, filters: Filte
     handled = set() if again else ledger.handled(group)
     chosen = tuple(d for d in letters if d.key not in handled)
     others: dict[str, tuple[str, ...]] = {}
+    origins = sorted({d.origin_topic for d in chosen})
     if to == "topic":
-        for topic in sorted({d.origin_topic for d in chosen}):
+        for topic in origins:
             others[topic] = await _other_groups(admin, group, topic)
-    return ResendPlan(group, to, chosen, len(letters) - len(chosen), others, filters)
+    retries = await retry_targets(admin, group, origins) if to == "retry" else {}
+    return ResendPlan(group, to, chosen, len(letters) - len(chosen), others, filters, retries)
+
+
+async def retry_targets(admin: MQAdmin, group: str, topics: Sequence[str]) -> dict[str, str]:
+    """The group's retry topic for each original topic: its POP retry topic where the
+    brokers have one (V2 before V1: a broker with enableRetryTopicV2 reads V2 first), else
+    ``%RETRY%<group>``; for a group without that but with POP retry topics of other
+    topics (a POP group on Apache 5.3), the POP retry topic in their spelling."""
+    listed = set((await admin.namesrv.all_topics()).topic_list)
+    plain = {t for t in listed if not t.startswith("%")}
+    own = {p.topic: p for t in listed
+           if (p := parse_retry_topic(t, {group}, plain)) is not None
+           and p.group == group and p.topic is not None}
+    pop = retry_topic(group) not in listed and bool(own)
+    v2 = any(p.v2 for p in own.values())
+    found: dict[str, str] = {}
+    for topic in topics:
+        v1_name, v2_name = pop_retry_topics(group, topic)
+        if v2_name in listed or v1_name in listed:
+            found[topic] = v2_name if v2_name in listed else v1_name
+        elif pop:
+            found[topic] = v2_name if v2 else v1_name
+        else:
+            found[topic] = retry_topic(group)
+    return found
 
 
 def copy_of(d: DeadLetter, target_topic: str, uniq: str, batch: str, *,
