@@ -10,8 +10,8 @@ are sent; ``sending`` and ``failed`` rows are first looked up on the target by t
 key (QUERY_MESSAGE) and sent only when absent, so nothing is delivered twice.  A copy keeps
 body, keys, tags, flag and user properties; ``--to retry`` sends it to ``%RETRY%<group>`` with
 RETRY_TOPIC = the original topic (only that group gets it, seeing the original topic), or for
-a 5.x POP group to its POP retry topic of the original topic (``%RETRY%<group>+<topic>`` or
-``%RETRY%<group>_<topic>``, the one the brokers have; a POP consumer reads no other),
+a 5.x POP group to its POP retry topic ``%RETRY%<group>+<topic>`` (a POP consumer reads no
+other; spelt V1 it cannot be sent to: `retry_targets`),
 ``--to topic`` to the original topic; reconsume times start at 0.  `ResendChange` and
 `ResumeChange` are a resend and a resume as the change runner's `Change` (operations/change.py),
 for `mqadmin dlq resend` and the dashboard alike; each opens the cluster's ledger for each
@@ -34,7 +34,6 @@ from engine.client.ids import uniq_ids
 from engine.client.message import Message
 from engine.client.producer import Producer
 from engine.client.results import SendStatus
-from engine.protocol.group_topics import parse_retry_topic, pop_retry_topics
 from engine.protocol.message import (
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
@@ -59,7 +58,7 @@ from mqadmin.operations.dlq.model import BATCH_PROPERTY, LINK_PROPERTY, DeadLett
 from mqadmin.operations.dlq.read import read_all
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.sending import producer
-from mqadmin.operations.targets import retry_topic, route_brokers
+from mqadmin.operations.targets import retry_targets, retry_topic, route_brokers
 
 TARGETS = ("retry", "topic")
 PLAN_COLUMNS = ("originTopic", "deadLetters", "target", "alsoReceivedBy")
@@ -143,30 +142,6 @@ async def plan_resend(admin: MQAdmin, ledger: Ledger, group: str, filters: Filte
             others[topic] = await _other_groups(admin, group, topic)
     retries = await retry_targets(admin, group, origins) if to == "retry" else {}
     return ResendPlan(group, to, chosen, len(letters) - len(chosen), others, filters, retries)
-
-
-async def retry_targets(admin: MQAdmin, group: str, topics: Sequence[str]) -> dict[str, str]:
-    """The group's retry topic for each original topic: its POP retry topic where the
-    brokers have one (V2 before V1: a broker with enableRetryTopicV2 reads V2 first), else
-    ``%RETRY%<group>``; for a group without that but with POP retry topics of other
-    topics (a POP group on Apache 5.3), the POP retry topic in their spelling."""
-    listed = set((await admin.namesrv.all_topics()).topic_list)
-    plain = {t for t in listed if not t.startswith("%")}
-    own = {p.topic: p for t in listed
-           if (p := parse_retry_topic(t, {group}, plain)) is not None
-           and p.group == group and p.topic is not None}
-    pop = retry_topic(group) not in listed and bool(own)
-    v2 = any(p.v2 for p in own.values())
-    found: dict[str, str] = {}
-    for topic in topics:
-        v1_name, v2_name = pop_retry_topics(group, topic)
-        if v2_name in listed or v1_name in listed:
-            found[topic] = v2_name if v2_name in listed else v1_name
-        elif pop:
-            found[topic] = v2_name if v2 else v1_name
-        else:
-            found[topic] = retry_topic(group)
-    return found
 
 
 def copy_of(d: DeadLetter, target_topic: str, uniq: str, batch: str, *,
