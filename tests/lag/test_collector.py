@@ -14,7 +14,7 @@ from engine.namesrv.controller import NamesrvController
 from mqadmin.operations.lag import window as win
 from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
 from mqadmin.operations.lag.model import Cycle
-from mqadmin.reports.contract import arrow_schema
+from mqadmin.reports.schema import arrow_schema
 from tests.broker.conftest import broker_configs
 from tests.conftest import namesrv_config
 from tests.lag.conftest import Lab
