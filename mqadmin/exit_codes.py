@@ -163,7 +163,10 @@ def exit_code_for(exc: BaseException) -> ExitCode:
 
 #: Words of access-control refusals (this engine's remarks, 5.3's and 4.9's messages).
 _ACCESS_WORDS = ("not signed", "AccessKey", "signature", "no rule", "denied by the rule",
-                 "no permission to access", "SUPER user", "accessKey", "is disabled")
+                 "no permission to access", "SUPER user", "accessKey", "is disabled",
+                 # Apache 5.3.3's authentication and authorization remarks
+                 "username cannot be null", "Authentication failed", "Authorization failed",
+                 "is not found", "authentication header is incorrect")
 
 
 #: Words of Apache 5.3's topic-attribute refusals (`AttributeUtil`, `EnumAttribute`, ...).
