@@ -99,3 +99,26 @@ def apache5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apache5]:
     """Name server, broker and gRPC proxy (local mode); stopped after the module."""
     with running_apache5(tmp_path_factory.mktemp("apache5")) as cluster:
         yield cluster
+
+
+@contextlib.contextmanager
+def running_apache5_slave(cluster: Apache5, root: Path) -> Iterator[str]:
+    """A slave (brokerId 1) of `cluster`'s broker under `root`; its address; stopped on exit."""
+    home = root / "home"
+    home.mkdir()
+    port = free_port()
+    (root / "broker.conf").write_text("\n".join([
+        f"brokerClusterName={CLUSTER}", f"brokerName={BROKER}", "brokerId=1",
+        "brokerRole=SLAVE", f"listenPort={port}", "brokerIP1=127.0.0.1",
+        f"namesrvAddr={cluster.ns}", f"storePathRootDir={root / 'store'}", ""]))
+    proc = _start([f"{HOME}/mqbroker.sh", "-n", cluster.ns, "-c", str(root / "broker.conf")],
+                  root / "broker.out", home)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

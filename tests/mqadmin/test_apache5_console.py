@@ -11,6 +11,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,15 @@ from engine.client import (
 )
 from engine.client.admin import MQAdmin
 from mqadmin.operations.consumer import GRPC_NO_RUNNING_INFO
-from tests.apache5 import CLUSTER, HOME, Apache5, apache5, needs_apache5
+from tests.apache5 import (
+    BROKER,
+    CLUSTER,
+    HOME,
+    Apache5,
+    apache5,
+    needs_apache5,
+    running_apache5_slave,
+)
 from tests.mqadmin.cli import invoke, json_rows
 from tests.proxy.official import (
     ClientConfiguration,
@@ -190,3 +199,25 @@ async def test_delete_sub_group_takes_the_pop_retry_topic(groups: Groups) -> Non
     gone = await asyncio.to_thread(invoke, "consumerConnection", "-n", groups.ns, "-g",
                                    GRPC_GROUP)
     assert gone.exit_code == 3 and "does not exist on any broker" in gone.stderr
+
+
+async def test_ha_status_of_a_5_3_pair_and_no_role_change(groups: Groups, apache5: Apache5,
+                                                          tmp_path: Path) -> None:
+    with running_apache5_slave(apache5, tmp_path) as slave:
+        deadline = time.monotonic() + 120
+        while True:
+            rows = await _cli("haStatus", "-n", groups.ns, "-c", CLUSTER)
+            by_role = {r["role"]: r for r in rows}
+            if "SLAVE" in by_role and by_role["SLAVE"]["addr"] == slave and (
+                    by_role["SLAVE"]["maxOffset"] == by_role["MASTER"]["maxOffset"]):
+                break
+            assert time.monotonic() < deadline, rows
+            await asyncio.sleep(1)
+        master, replica = by_role["MASTER"], by_role["SLAVE"]
+        assert (master["addr"], master["brokerId"], master["writable"]) == (
+            apache5.broker, 0, True)
+        assert (replica["brokerId"], replica["writable"], replica["behindBytes"]) == (1, False, 0)
+        assert master["epoch"] is None and master["maxOffset"] > 0  # 5.x keeps no epoch here
+        refused = await asyncio.to_thread(invoke, "switchover", "-n", groups.ns, "-b", BROKER,
+                                          "--yes")
+        assert refused.exit_code == 1 and "controller" in refused.stderr
