@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.client.admin import MQAdmin
-from engine.client.errors import ConsumerNotOnlineError, TopicNotExistError
+from engine.client.errors import ConsumerNotOnlineError, GroupNotFoundError, TopicNotExistError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.version import version_desc
@@ -306,7 +306,7 @@ async def online_clients(admin: MQAdmin, groups: list[str]) -> list[Client]:
     async def one(group: str) -> list[Client]:
         try:
             cc = await admin.consumer_connections(group)
-        except (ConsumerNotOnlineError, TopicNotExistError):
+        except (ConsumerNotOnlineError, GroupNotFoundError, TopicNotExistError):
             return []
         return [Client(group, c.client_id, c.client_addr, c.language.name,
                        version_desc(c.version))
