@@ -229,12 +229,13 @@ class MQAdmin:
         return any(o.value is not None and group in o.value.subscription_group_table
                    for o in configs)
 
-    async def consume_stats(self, group: GroupName,
-                            topic: Topic | None = None) -> list[ServerOutcome[ConsumeStats]]:
+    async def consume_stats(self, group: GroupName, topic: Topic | None = None, *,
+                            known: bool = False) -> list[ServerOutcome[ConsumeStats]]:
         """The group's consume stats: from every broker of `topic`'s route; without a topic
         from every broker, keeping those where the group has offsets or that failed (a 5.x
         POP group has no ``%RETRY%<group>`` route to go by; Apache's mqadmin goes by it and
-        does not find such a group).  `merge_consume_stats` joins them.
+        does not find such a group).  `merge_consume_stats` joins them.  With `known` (the
+        group came from the brokers' own tables) nothing found is no error.
 
         Raises:
             TopicNotExistError: `topic` has no route.
@@ -249,7 +250,7 @@ class MQAdmin:
             addrs, lambda addr: self.broker.consume_stats(addr, group))
         kept = [o for o in outcomes if o.error is not None
                 or (o.value is not None and o.value.offset_table)]
-        if not kept and not await self.group_known(group, addrs):
+        if not kept and not known and not await self.group_known(group, addrs):
             raise GroupNotFoundError(group)
         return kept
 
@@ -264,10 +265,11 @@ class MQAdmin:
 
     async def consumer_connections(
             self, group: GroupName,
-            seen: Sequence[ServerOutcome[ConsumerConnection]] | None = None
-    ) -> ConsumerConnection:
+            seen: Sequence[ServerOutcome[ConsumerConnection]] | None = None, *,
+            known: bool = False) -> ConsumerConnection:
         """The group's clients and subscriptions, asked of every broker at once and
-        joined (`join_connections`); `seen`: the `group_connections` read before.
+        joined (`join_connections`); `seen`: the `group_connections` read before; `known`:
+        the group came from the brokers' own tables (offline: ConsumerNotOnlineError).
 
         Raises:
             GroupNotFoundError: no broker knows the group.
@@ -280,7 +282,7 @@ class MQAdmin:
         errors = [o.error for o in outcomes if o.error is not None]
         if not errors:  # no broker registered
             raise GroupNotFoundError(group)
-        if all(isinstance(e, ConsumerNotOnlineError) for e in errors) and not (
+        if all(isinstance(e, ConsumerNotOnlineError) for e in errors) and not known and not (
                 await self.group_known(group, [o.addr for o in outcomes])):
             raise GroupNotFoundError(group)
         raise errors[-1]

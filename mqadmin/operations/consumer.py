@@ -296,13 +296,13 @@ async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> lis
                     "model": None, "tps": 0, "diffTotal": 0}
         async with gate:
             try:
-                stats = merge_consume_stats(await admin.consume_stats(group))
+                stats = merge_consume_stats(await admin.consume_stats(group, known=True))
                 row |= {"tps": round(stats.consume_tps, 2),
                         "diffTotal": stats.compute_total_diff()}
             except ClientError:
                 pass
             try:
-                cc = await admin.consumer_connections(group)
+                cc = await admin.consumer_connections(group, known=True)
             except ClientError:
                 cc = None
         if cc is not None and cc.connection_set:
