@@ -14,7 +14,8 @@ masks secrets), whatever happens; a change not confirmed (or a dry run, or a pla
 nothing to do) changes and records nothing.  No front-end code lives here: no printing, no
 widgets.  The changes themselves live with their operations (`MutationChange` here,
 `ha.replication.SwitchChange`, `dlq.resend.ResendChange` / `ResumeChange`,
-`dlq.discard.DiscardChange`).
+`dlq.discard.DiscardChange`, `dlq.transfer.ImportChange`, `messages.send.SendChange`,
+`messages.redeliver`'s `ConsumeDirectlyChange`, `ResendToGroupChange`, `SendAgainChange`).
 """
 
 from __future__ import annotations
