@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
+import sys
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +39,7 @@ from tests.apache5 import (
     running_apache5_slave,
 )
 from tests.mqadmin.cli import invoke, json_rows
+from tests.ports import free_port
 from tests.proxy.official import (
     ClientConfiguration,
     Credentials,
@@ -181,6 +185,36 @@ async def test_lag_status_judges_both_groups(groups: Groups) -> None:
     rows = {r["group"]: r for r in await _cli("lag", "status", "-n", groups.ns)}
     assert {GRPC_GROUP, REMOTING_GROUP} <= set(rows)
     assert f"{GRPC_GROUP}_{TOPIC}" not in rows
+
+
+def _scrape_collector(ns: str, root: Path) -> str:
+    """`lag collect --metrics-port` against the cluster: /metrics after its third cycle."""
+    port = free_port()
+    data = root / "data"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mqadmin.app", "lag", "collect", "-n", ns, "--interval",
+         "500ms", "--data-dir", str(data), "--metrics-host", "127.0.0.1", "--metrics-port",
+         str(port), "-o", "json"],
+        env={**os.environ, "MQADMIN_HOME": str(root / "home")}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        log = data / "logs" / "lag-collect.log"
+        deadline = time.monotonic() + 60
+        while not (log.exists() and "cycle 3:" in log.read_text()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr
+            time.sleep(0.2)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            return str(answer.read().decode())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+
+
+async def test_lag_collect_metrics_carry_both_groups(groups: Groups, tmp_path: Path) -> None:
+    text = await asyncio.to_thread(_scrape_collector, groups.ns, tmp_path)
+    for group in (GRPC_GROUP, REMOTING_GROUP):
+        assert f'rocketmq_group_diff{{countOfOnlineConsumers="1",group="{group}"' in text
+    assert f'group="{GRPC_GROUP}_{TOPIC}"' not in text
 
 
 async def test_reset_offset_of_the_pop_group(groups: Groups) -> None:
