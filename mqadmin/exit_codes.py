@@ -10,6 +10,7 @@ from engine.client.core.errors import (
     BrokerNotFoundError,
     ClientError,
     ConsumerNotOnlineError,
+    GroupNotFoundError,
     InvalidAddressError,
     NoPermissionError,
     NoRouteError,
@@ -129,6 +130,7 @@ _CODES: tuple[tuple[type[BaseException], ExitCode], ...] = (
     (BrokerNotFoundError, ExitCode.UNREACHABLE),
     (TimeoutError, ExitCode.UNREACHABLE),
     (NoRouteError, ExitCode.NOT_FOUND),
+    (GroupNotFoundError, ExitCode.NOT_FOUND),
     (NotFoundError, ExitCode.NOT_FOUND),
     (ServerError, ExitCode.REJECTED),
     (KeyboardInterrupt, ExitCode.INTERRUPTED),
@@ -161,7 +163,10 @@ def exit_code_for(exc: BaseException) -> ExitCode:
 
 #: Words of access-control refusals (this engine's remarks, 5.3's and 4.9's messages).
 _ACCESS_WORDS = ("not signed", "AccessKey", "signature", "no rule", "denied by the rule",
-                 "no permission to access", "SUPER user", "accessKey", "is disabled")
+                 "no permission to access", "SUPER user", "accessKey", "is disabled",
+                 # Apache 5.3.3's authentication and authorization remarks
+                 "username cannot be null", "Authentication failed", "Authorization failed",
+                 "is not found", "authentication header is incorrect")
 
 
 #: Words of Apache 5.3's topic-attribute refusals (`AttributeUtil`, `EnumAttribute`, ...).
@@ -217,6 +222,9 @@ def _hint(exc: BaseException) -> str:
                 "details.")
     if isinstance(exc, TimeoutError):
         return "The server is slow or overloaded; try again, or try another name server."
+    if isinstance(exc, GroupNotFoundError):
+        return ("List the groups with `mqadmin consumerProgress`; create one with `mqadmin "
+                "updateSubGroup`.")
     if isinstance(exc, NoRouteError):
         return f"Check the topic with `mqadmin topicRoute -t {exc.topic}`."
     if isinstance(exc, BrokerNotFoundError | SendFailedError):

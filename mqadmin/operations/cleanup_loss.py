@@ -77,7 +77,11 @@ async def losses(admin: MQAdmin, addr: str, segments: Sequence[SegmentRange]) ->
     if not segments:
         return []
     topics = set((await admin.namesrv.all_topics()).topic_list)
-    groups = list_groups(topics)
+    try:  # the broker's groups: a 5.x POP group has no %RETRY%<group> topic to be seen by
+        known = set((await admin.broker.all_group_config(addr)).subscription_group_table)
+    except Errors:
+        known = set()
+    groups = list_groups(topics, known)
     dlq_groups = [t[len(DLQ_PREFIX):] for t in topics if t.startswith(DLQ_PREFIX)]
     groups = sorted(set(groups) | set(dlq_groups))
     queues = await _unconsumed(admin, addr, groups, topics)

@@ -98,8 +98,10 @@ class BrokerRuntime:
 
     @property
     def out_tps(self) -> float | None:
-        """Messages sent to consumers per second over the last 10 s."""
-        tps = _first_number(self.table.get("getTransferedTps"))
+        """Messages sent to consumers per second over the last 10 s (4.9's key
+        getTransferedTps, which 5.x spells getTransferredTps)."""
+        tps = _first_number(self.table.get("getTransferredTps")
+                            or self.table.get("getTransferedTps"))
         return round(tps, 2) if tps is not None else None
 
     @property

@@ -1,7 +1,7 @@
 """Consumer and producer reads: consumerProgress (lag in messages and in time),
 consumerConnection, consumerStatus, producerConnection, allocateMQ.
 
-How this works: a group's progress is its consume stats from every broker of its route
+How this works: a group's progress is its consume stats from every broker that has its offsets
 (`MQAdmin.consume_stats`): per queue the broker's max offset and the group's committed one;
 their difference is the lag in messages (Apache's diff).  The lag in time is how long ago
 the oldest unconsumed message was stored: the message at the committed offset is pulled
@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.client.admin.cluster import MQAdmin, merge_consume_stats
-from engine.client.core.errors import ClientError, ServerSystemError, TopicNotExistError
+from engine.client.core.errors import (
+    ClientError,
+    GroupNotFoundError,
+    ServerSystemError,
+)
+from engine.client.core.namesrv import ServerOutcome
 from engine.client.core.results import PullStatus
 from engine.protocol.body.admin import Connection, ConsumerConnection, ConsumerRunningInfo
 from engine.protocol.body.heartbeat import GRPC_PROTOCOL, ConsumeType
@@ -31,7 +36,7 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.mutation import Progress
-from mqadmin.operations.targets import consumer_groups, masters, retry_topic, route_brokers
+from mqadmin.operations.targets import consumer_groups, known_groups, masters, retry_topic, route_brokers
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]
@@ -55,14 +60,20 @@ CONCURRENCY = 16
 
 
 async def running_info(admin: MQAdmin, group: str, client_id: str, *, jstack: bool = False,
-                       timeout: float | None = None) -> ConsumerRunningInfo:
-    """A client's running info, relayed by the first broker of the group's route that can.
+                       timeout: float | None = None,
+                       seen: list[ServerOutcome[ConsumerConnection]] | None = None
+                       ) -> ConsumerRunningInfo:
+    """A client's running info, relayed by a broker the client is connected to (any broker
+    when none says so); `seen` is the group's connections as read before.
 
     Raises:
         ClientError: no broker could relay it (the last one's error).
     """
+    outcomes = seen if seen is not None else await admin.group_connections(group)
+    holding = [o.addr for o in outcomes if o.value is not None
+               and any(c.client_id == client_id for c in o.value.connection_set)]
     error: ClientError | None = None
-    for addr in await admin.route_addrs(retry_topic(group)):
+    for addr in holding + [o.addr for o in outcomes if o.addr not in holding]:
         try:
             return await admin.broker.consumer_running_info(addr, group, client_id,
                                                             jstack=jstack, timeout=timeout)
@@ -71,6 +82,11 @@ async def running_info(admin: MQAdmin, group: str, client_id: str, *, jstack: bo
     if error is None:
         raise TargetNotFound(f"group '{group}' has no broker to relay the call to")
     raise error
+
+
+#: Why a 5.x client's running info is not asked for (`silent_grpc`).
+GRPC_NO_RUNNING_INFO = ("no running info: a 5.x client through Apache's gRPC proxy, which "
+                        "does not answer for it (a 5.x client holds no queues)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,24 +118,32 @@ async def read_clients(admin: MQAdmin, group: str, *, timeout: float | None = No
 
     Raises:
         ConsumerNotOnlineError: no client of the group is connected.
-        TopicNotExistError: no consumer of the group was ever online.
+        GroupNotFoundError: no broker knows the group.
     """
-    connection = await admin.consumer_connections(group)
+    seen = await admin.group_connections(group)
+    connection = await admin.consumer_connections(group, seen)
     conns = sorted(connection.connection_set, key=lambda c: c.client_id)
 
-    async def one(client_id: str) -> ConsumerRunningInfo | ClientError:
+    async def one(conn: Connection) -> ConsumerRunningInfo | str:
+        if silent_grpc(conn):
+            return GRPC_NO_RUNNING_INFO
         try:
-            return await running_info(admin, group, client_id, timeout=timeout)
+            return await running_info(admin, group, conn.client_id, timeout=timeout,
+                                      seen=seen)
         except ClientError as exc:
-            return exc
+            return str(exc)
 
-    found = await asyncio.gather(*(one(c.client_id) for c in conns))
+    found = await asyncio.gather(*(one(c) for c in conns))
     return GroupClients(
         connection,
-        {c.client_id: i for c, i in zip(conns, found, strict=True)
-         if not isinstance(i, ClientError)},
-        {c.client_id: str(i) for c, i in zip(conns, found, strict=True)
-         if isinstance(i, ClientError)})
+        {c.client_id: i for c, i in zip(conns, found, strict=True) if not isinstance(i, str)},
+        {c.client_id: i for c, i in zip(conns, found, strict=True) if isinstance(i, str)})
+
+
+def silent_grpc(conn: Connection) -> bool:
+    """A 5.x client registered by a proxy that does not say its protocol (Apache 5.3's):
+    that proxy leaves a running-info request unanswered until the broker gives up."""
+    return not conn.protocol and protocol_of(conn) == GRPC_PROTOCOL
 
 
 async def _clients_if_online(admin: MQAdmin, group: str) -> GroupClients:
@@ -140,20 +164,11 @@ async def _oldest_store_time(admin: MQAdmin, addr: str, mq: MessageQueue,
     return result.records[0].store_timestamp if result.records else None
 
 
-async def check_group_known(admin: MQAdmin, group: str) -> None:
-    """Raise when no broker knows the group (its retry topic has no route: no consumer of
-    it was ever online), instead of the missing route's TOPIC_NOT_EXIST.
-
-    Raises:
-        TargetNotFound: the group does not exist on any broker.
-    """
-    try:
-        await admin.namesrv.topic_route(retry_topic(group))
-    except TopicNotExistError:
-        raise TargetNotFound(f"group '{group}' does not exist on any broker (no consumer of "
-                             "it was ever online). List the groups with `mqadmin "
-                             "consumerProgress`; create one with `mqadmin updateSubGroup`."
-                             ) from None
+def group_not_found(group: str) -> TargetNotFound:
+    """The error for a group no broker knows (`GroupNotFoundError`)."""
+    return TargetNotFound(f"group '{group}' does not exist on any broker (no broker keeps its "
+                          "config, offsets or a client of it). List the groups with `mqadmin "
+                          "consumerProgress`; create one with `mqadmin updateSubGroup`.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,14 +214,13 @@ async def read_progress(admin: MQAdmin, group: str, topic: str | None = None
     info (each read once).
 
     Raises:
-        TopicNotExistError: the group never had a consumer online (no retry topic), or
-            `topic` does not exist.
+        TargetNotFound: no broker knows the group.
+        TopicNotExistError: `topic` does not exist.
     """
     try:
         outcomes = await admin.consume_stats(group, topic)
-    except TopicNotExistError:
-        await check_group_known(admin, group)
-        raise
+    except GroupNotFoundError:
+        raise group_not_found(group) from None
     for outcome in outcomes:
         if outcome.error is not None and all(o.error is not None for o in outcomes):
             raise outcome.error
@@ -267,9 +281,10 @@ def progress_rows(progress: GroupProgress) -> list[Row]:
 
 
 async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> list[Row]:
-    """Every group that ever had a consumer online (a retry topic exists), as Apache lists
-    them: clients, lowest client version, PULL/PUSH, message model, TPS, total diff."""
-    groups = consumer_groups((await admin.namesrv.all_topics()).topic_list)
+    """Every group the brokers know (`known_groups`: Apache lists those with a
+    ``%RETRY%<group>`` topic, which a 5.x POP group lacks), as Apache lists them: clients,
+    lowest client version, PULL/PUSH/POP, message model, TPS, total diff."""
+    groups = await known_groups(admin)
     gate = asyncio.Semaphore(CONCURRENCY)
     finished = 0
 
@@ -279,13 +294,13 @@ async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> lis
                     "model": None, "tps": 0, "diffTotal": 0}
         async with gate:
             try:
-                stats = merge_consume_stats(await admin.consume_stats(group))
+                stats = merge_consume_stats(await admin.consume_stats(group, known=True))
                 row |= {"tps": round(stats.consume_tps, 2),
                         "diffTotal": stats.compute_total_diff()}
             except ClientError:
                 pass
             try:
-                cc = await admin.consumer_connections(group)
+                cc = await admin.consumer_connections(group, known=True)
             except ClientError:
                 cc = None
         if cc is not None and cc.connection_set:
@@ -308,13 +323,12 @@ async def consumer_connection(admin: MQAdmin, group: str) -> ConsumerConnection:
 
     Raises:
         ConsumerNotOnlineError: no client of the group is connected.
-        TargetNotFound: no consumer of the group was ever online.
+        TargetNotFound: no broker knows the group.
     """
     try:
         return await admin.consumer_connections(group)
-    except TopicNotExistError:
-        await check_group_known(admin, group)
-        raise
+    except GroupNotFoundError:
+        raise group_not_found(group) from None
 
 
 async def online_consumers(admin: MQAdmin, addrs: Sequence[str], groups: Sequence[str], *,

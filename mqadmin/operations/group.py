@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from engine.client.admin.broker import RESET_TO_MAX
@@ -23,6 +23,7 @@ from engine.client.admin.cluster import MQAdmin
 from engine.client.core.errors import ClientError, ConsumerNotOnlineError, TopicNotExistError
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
+from engine.protocol.group_topics import parse_retry_topic
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.mutation import Mutation
 from mqadmin.operations.targets import (
@@ -33,6 +34,16 @@ from mqadmin.operations.targets import (
     route_brokers,
 )
 from mqadmin.operations.topic_attributes import refuse_without_attributes, show_attributes
+
+
+def pop_retry_topics_of(group: str, names: Iterable[str]) -> set[str]:
+    """The group's POP retry topics among the topic `names` (of topics that exist there,
+    or spelt V2)."""
+    listed = set(names)
+    plain = {t for t in listed if not t.startswith("%")}
+    return {t for t in listed
+            if (p := parse_retry_topic(t, {group}, plain)) is not None
+            and p.is_pop and p.group == group}
 
 # ---------------------------------------------------------------------------- groups
 
@@ -122,13 +133,20 @@ class GroupState:
 def delete_sub_group(admin: MQAdmin, group: str, *, broker_addr: str | None,
                      cluster: str | None, remove_offset: bool) -> Mutation[GroupState]:
     """Delete a group on a broker or every master of a cluster; with a cluster also its
-    retry and dead-letter topics, on the masters and then the name servers (Apache 4.9)."""
+    retry and dead-letter topics, on the masters and then the name servers (Apache 4.9),
+    and its 5.x POP retry topics (``%RETRY%<group>_<topic>``, ``%RETRY%<group>+<topic>``,
+    which Apache's deleteSubGroup leaves behind)."""
     brokers: list[str] = []
-    topics = (retry_topic(group), dlq_topic(group))
+    topics = [retry_topic(group), dlq_topic(group)]
 
     async def servers() -> list[str]:
         brokers.extend([broker_addr] if broker_addr else
                        (await masters(admin, cluster or "")).values())
+        if cluster:
+            tables = await admin.on_brokers(brokers, admin.broker.all_topic_config)
+            names = {t for o in tables if o.value is not None
+                     for t in o.value.topic_config_table}
+            topics.extend(sorted(pop_retry_topics_of(group, names)))
         return brokers + (list(admin.namesrv.addrs) if cluster else [])
 
     async def read(addr: str) -> GroupState:

@@ -1,45 +1,99 @@
-"""Which brokers a command talks to: by ``-b`` address, by ``-c`` cluster, by topic route."""
+"""Which brokers a command talks to (by ``-b`` address, ``-c`` cluster, topic route) and which
+consumer groups there are."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+import asyncio
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 
 from engine.client.admin.cluster import MQAdmin, select_addr
 from engine.protocol.body.route import ClusterInfo, TopicRouteData
+from engine.protocol.group_topics import dlq_topic as dlq_topic
+from engine.protocol.group_topics import (
+    groups_of_topics,
+    is_system_group,
+    parse_retry_topic,
+    pop_retry_topics,
+)
+from engine.protocol.group_topics import retry_topic as retry_topic
+from engine.protocol.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from engine.protocol.perm import is_readable, is_writeable, perm_to_string
 from mqadmin.exit_codes import CliError, Forbidden, TargetNotFound, Unavailable, UsageProblem
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
+RETRY_PREFIX = RETRY_GROUP_TOPIC_PREFIX
+DLQ_PREFIX = DLQ_GROUP_TOPIC_PREFIX
 
 
-def retry_topic(group: str) -> str:
-    return RETRY_PREFIX + group
+def consumer_groups(topics: Iterable[str], known: Collection[str] = ()) -> list[str]:
+    """The groups the retry topics name, sorted; a 5.x group's POP retry topics
+    (`%RETRY%<group>_<topic>`, `%RETRY%<group>+<topic>`) name that group, not one of their
+    own (`engine.protocol.group_topics`, the `known` groups deciding)."""
+    return sorted(groups_of_topics(topics, known))
 
 
-def dlq_topic(group: str) -> str:
-    return DLQ_PREFIX + group
+async def known_groups(admin: MQAdmin) -> list[str]:
+    """Every application consumer group the cluster knows, sorted: each broker's
+    subscription groups, and the groups the retry topics name (a group deleted from the
+    brokers whose retry topic is left); system groups left out.
+
+    Raises:
+        ClientError: the name servers did not answer.
+    """
+    addrs, topics = await asyncio.gather(admin.broker_addrs(), admin.namesrv.all_topics())
+    tables = await admin.on_brokers(list(addrs.values()), admin.broker.all_group_config)
+    configured = {g for o in tables if o.value is not None
+                  for g in o.value.subscription_group_table}
+    found = configured | groups_of_topics(topics.topic_list, configured)
+    return sorted(g for g in found if not is_system_group(g))
 
 
-def consumer_groups(topics: Iterable[str]) -> list[str]:
-    """The groups the retry topics name, sorted.  A group's 5.x POP retry topics
-    (`%RETRY%<group>_<topic>` beside `%RETRY%<group>`, or `%RETRY%<group>+<topic>`) name that
-    group, not one of their own."""
-    names = set(topics)
-    plain = {t for t in names if not t.startswith("%")}
-    groups: set[str] = set()
-    for t in names:
-        if not t.startswith(RETRY_PREFIX):
-            continue
-        rest = t[len(RETRY_PREFIX):]
-        head, plus, tail = rest.partition("+")
-        if plus and tail in plain:
-            groups.add(head)
-            continue
-        if not any(rest.endswith("_" + topic) and retry_topic(rest[:-len(topic) - 1]) in names
-                   for topic in plain):
-            groups.add(rest)
-    return sorted(groups)
+async def retry_targets(admin: MQAdmin, group: str, topics: Sequence[str]) -> dict[str, str]:
+    """The topic a copy goes to so that only `group` consumes it again, for each original
+    topic: a 5.x POP group's POP retry topic for it when spelt V2 (``%RETRY%<group>+<topic>``,
+    the one its consumers read on a broker with enableRetryTopicV2), else ``%RETRY%<group>``.
+
+    Raises:
+        UsageProblem: the group is a POP group whose POP retry topics are spelt V1: a copy
+            sent to ``%RETRY%<group>_<topic>`` is filed by the broker under a group named
+            ``<group>_<topic>`` (5.3 creates that group; ours refuses), and its consumers do
+            not read ``%RETRY%<group>``.
+    """
+    listed = set((await admin.namesrv.all_topics()).topic_list)
+    plain = {t for t in listed if not t.startswith("%")}
+    own = [p for t in listed if (p := parse_retry_topic(t, {group}, plain)) is not None
+           and p.group == group and p.topic is not None]
+    pop = retry_topic(group) not in listed and bool(own)
+    v2 = any(p.v2 for p in own)
+    found: dict[str, str] = {}
+    for topic in topics:
+        v1_name, v2_name = pop_retry_topics(group, topic)
+        if v2_name in listed or (pop and v2):
+            found[topic] = v2_name
+        elif v1_name in listed or pop:
+            raise UsageProblem(
+                f"group '{group}' consumes {topic} by POP (5.x) and retries it in {v1_name}: "
+                f"a copy sent there would be filed under a group '{group}_{topic}' (the broker "
+                f"reads the group from the name), and the group's consumers do not read "
+                f"{retry_topic(group)}. Send it to {topic} itself (every group of it gets it: "
+                "`dlq resend --to topic`, `queryMsgById -s`), or set enableRetryTopicV2=true "
+                f"on the brokers (POP retry topics spelt %RETRY%{group}+{topic}).")
+        else:
+            found[topic] = retry_topic(group)
+    return found
+
+
+async def origin_topic(admin: MQAdmin, topic: str, retry_of: str | None) -> str:
+    """The topic a message stored in `topic` was first sent to: itself, or for a retry
+    topic its RETRY_TOPIC property (`retry_of`), else the topic a POP retry topic retries
+    (5.3's revive does not set RETRY_TOPIC), decided by the known groups and topics."""
+    if not topic.startswith(RETRY_PREFIX):
+        return topic
+    if retry_of:
+        return retry_of
+    listed = set((await admin.namesrv.all_topics()).topic_list)
+    plain = {t for t in listed if not t.startswith("%")}
+    parsed = parse_retry_topic(topic, await known_groups(admin), plain)
+    return parsed.topic if parsed is not None and parsed.topic is not None else topic
 
 
 def _unknown_cluster(cluster: str, info: ClusterInfo) -> TargetNotFound:

@@ -6,7 +6,7 @@ import pytest
 
 from engine.broker.controller import BrokerController
 from engine.client.admin.cluster import MQAdmin, merge_consume_stats, select_addr
-from engine.client.core.errors import ConsumerNotOnlineError, TopicNotExistError
+from engine.client.core.errors import ConsumerNotOnlineError, GroupNotFoundError, TopicNotExistError
 from engine.client.core.namesrv import ServerOutcome
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
@@ -58,8 +58,10 @@ async def test_group_created_on_the_cluster(namesrv: NamesrvController,
 async def test_consume_stats_and_connections_across_the_route(
         namesrv: NamesrvController, broker: BrokerController) -> None:
     async with MQAdmin(addr_of(namesrv)) as admin:
-        with pytest.raises(TopicNotExistError):  # no consumer of CG was ever online
+        with pytest.raises(GroupNotFoundError):  # no broker knows CG
             await admin.consumer_connections("CG")
+        with pytest.raises(GroupNotFoundError):
+            await admin.consume_stats("CG")
         await admin.broker.create_topic(broker.addr, TopicConfig("Consumed", 2, 2))
         await admin.broker.update_consumer_offset(broker.addr, "CG", "Consumed", 1, 0)
         async with FakeConsumer(broker.addr, "C1", "CG", ("Consumed",)):

@@ -6,21 +6,34 @@ and each one's result or error is kept as a `ServerOutcome`, so a caller can sho
 success instead of stopping at the first failure.  Mutations go to masters only: slaves copy
 topics, groups and offsets from their master.  Reads that the route names a broker for use
 its master, or its lowest-numbered slave while the master is away (`selectBrokerAddr`).
+A consumer group is found from the brokers themselves (every broker's consume stats, client
+connections and group configs), not from its ``%RETRY%<group>`` route alone: a 5.x POP group
+has no such topic.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from engine.client.admin.broker import BrokerAdmin
 from engine.client.core.broker_call import DEFAULT_TIMEOUT
-from engine.client.core.errors import ClientError
+from engine.client.core.errors import (
+    ClientError,
+    ConsumerNotOnlineError,
+    GroupNotFoundError,
+    TopicNotExistError,
+)
 from engine.client.core.namesrv import NamesrvAdmin, ServerOutcome
-from engine.protocol.body.admin import ConsumerConnection, ConsumeStats, OffsetWrapper
-from engine.protocol.body.heartbeat import GroupName
+from engine.protocol.body.admin import (
+    Connection,
+    ConsumerConnection,
+    ConsumeStats,
+    OffsetWrapper,
+)
+from engine.protocol.body.heartbeat import GroupName, SubscriptionData
 from engine.protocol.body.message_queue import MessageQueue, Topic
 from engine.protocol.body.route import BrokerAddr, BrokerData, BrokerName, ClusterName
 from engine.protocol.body.subscription import SubscriptionGroupConfig
@@ -185,35 +198,106 @@ class MQAdmin:
         addrs = (select_addr(data) for data in route.broker_datas)
         return [addr for addr in addrs if addr is not None]
 
-    async def consume_stats(self, group: GroupName,
-                            topic: Topic | None = None) -> list[ServerOutcome[ConsumeStats]]:
-        """The group's consume stats from every broker of `topic`'s route (of its retry
-        topic's route when None, as Apache does); `merge_consume_stats` joins them.
+    async def broker_addrs(self) -> dict[BrokerName, BrokerAddr]:
+        """One address per registered broker name, of every cluster (`select_addr`)."""
+        info = await self.namesrv.cluster_info()
+        return {name: addr for name, data in sorted(info.broker_addr_table.items())
+                if (addr := select_addr(data)) is not None}
+
+    async def _retry_route_addrs(self, group: GroupName) -> list[BrokerAddr]:
+        try:
+            return await self.route_addrs(retry_topic(group))
+        except TopicNotExistError:
+            return []
+
+    async def group_known(self, group: GroupName, addrs: Sequence[BrokerAddr] = ()) -> bool:
+        """Whether any broker knows the group: its retry topic has a route, a client of it
+        is online, it has committed offsets, or a broker keeps its config (asked in that
+        order, of every broker when `addrs` is empty)."""
+        if await self._retry_route_addrs(group):
+            return True
+        addrs = list(addrs) or list((await self.broker_addrs()).values())
+        connected = await self.on_brokers(
+            addrs, lambda addr: self.broker.consumer_connections(addr, group))
+        if any(o.ok for o in connected):
+            return True
+        stats = await self.on_brokers(addrs,
+                                      lambda addr: self.broker.consume_stats(addr, group))
+        if any(o.value is not None and o.value.offset_table for o in stats):
+            return True
+        configs = await self.on_brokers(addrs, self.broker.all_group_config)
+        return any(o.value is not None and group in o.value.subscription_group_table
+                   for o in configs)
+
+    async def consume_stats(self, group: GroupName, topic: Topic | None = None, *,
+                            known: bool = False) -> list[ServerOutcome[ConsumeStats]]:
+        """The group's consume stats: from every broker of `topic`'s route; without a topic
+        from every broker, keeping those where the group has offsets or that failed (a 5.x
+        POP group has no ``%RETRY%<group>`` route to go by; Apache's mqadmin goes by it and
+        does not find such a group).  `merge_consume_stats` joins them.  With `known` (the
+        group came from the brokers' own tables) nothing found is no error.
 
         Raises:
-            TopicNotExistError: no route (for the retry topic: no consumer of the group
-                was ever online).
+            TopicNotExistError: `topic` has no route.
+            GroupNotFoundError: no broker knows the group (`group_known`).
         """
-        addrs = await self.route_addrs(topic if topic else retry_topic(group))
-        return await self.on_brokers(
-            addrs, lambda addr: self.broker.consume_stats(addr, group, topic))
+        if topic:
+            addrs = await self.route_addrs(topic)
+            return await self.on_brokers(
+                addrs, lambda addr: self.broker.consume_stats(addr, group, topic))
+        addrs = list((await self.broker_addrs()).values())
+        outcomes = await self.on_brokers(
+            addrs, lambda addr: self.broker.consume_stats(addr, group))
+        kept = [o for o in outcomes if o.error is not None
+                or (o.value is not None and o.value.offset_table)]
+        if not kept and not known and not await self.group_known(group, addrs):
+            raise GroupNotFoundError(group)
+        return kept
 
-    async def consumer_connections(self, group: GroupName) -> ConsumerConnection:
-        """The group's clients and subscriptions, from the first broker of its retry topic's
-        route that knows them (consumers heartbeat to every broker).
+    async def group_connections(self, group: GroupName
+                                ) -> list[ServerOutcome[ConsumerConnection]]:
+        """The group's connection as every broker sees it (a client connects to the
+        brokers its topics are on; a 5.x client through the proxy to those the proxy
+        chose), one outcome per broker."""
+        addrs = list((await self.broker_addrs()).values())
+        return await self.on_brokers(
+            addrs, lambda addr: self.broker.consumer_connections(addr, group))
+
+    async def consumer_connections(
+            self, group: GroupName,
+            seen: Sequence[ServerOutcome[ConsumerConnection]] | None = None, *,
+            known: bool = False) -> ConsumerConnection:
+        """The group's clients and subscriptions, asked of every broker at once and
+        joined (`join_connections`); `seen`: the `group_connections` read before; `known`:
+        the group came from the brokers' own tables (offline: ConsumerNotOnlineError).
 
         Raises:
-            TopicNotExistError: no consumer of the group was ever online.
+            GroupNotFoundError: no broker knows the group.
             ConsumerNotOnlineError: none is online now.
             ClientError: the last broker's error when none answered.
         """
-        addrs = await self.route_addrs(retry_topic(group))
-        error: ClientError | None = None
-        for addr in addrs:
-            try:
-                return await self.broker.consumer_connections(addr, group)
-            except ClientError as exc:
-                error = exc
-        if error is None:  # a route without a broker address
-            return ConsumerConnection()
-        raise error
+        outcomes = seen if seen is not None else await self.group_connections(group)
+        if any(o.ok for o in outcomes):
+            return join_connections([o.value for o in outcomes if o.value is not None])
+        errors = [o.error for o in outcomes if o.error is not None]
+        if not errors:  # no broker registered
+            raise GroupNotFoundError(group)
+        if all(isinstance(e, ConsumerNotOnlineError) for e in errors) and not known and not (
+                await self.group_known(group, [o.addr for o in outcomes])):
+            raise GroupNotFoundError(group)
+        raise errors[-1]
+
+
+def join_connections(found: Sequence[ConsumerConnection]) -> ConsumerConnection:
+    """One connection of the group from what each broker answered: every client once (the
+    first broker's view of it), every subscription, the first broker's settings."""
+    clients: dict[str, Connection] = {}
+    subscriptions: dict[Topic, SubscriptionData] = {}
+    for cc in found:
+        for conn in sorted(cc.connection_set, key=lambda c: c.client_id):
+            clients.setdefault(conn.client_id, conn)
+        for topic, data in cc.subscription_table.items():
+            subscriptions.setdefault(topic, data)
+    first = found[0]
+    return replace(first, connection_set=frozenset(clients.values()),
+                   subscription_table=dict(sorted(subscriptions.items())))

@@ -11,6 +11,8 @@
      ├── MessageValidationError           a message the client refuses to send (topic name,
      │                                    empty or oversized body, reserved property name)
      ├── NoRouteError                     no name server knows a route for the topic
+     ├── GroupNotFoundError               no broker knows the consumer group (no config,
+     │                                    offsets, client or retry topic of it)
      ├── BrokerNotFoundError              a broker name with no known address
      ├── SendFailedError                  every send attempt failed; `errors` lists them
      └── ServerError(code, remark, addr)  the server answered with a code other than SUCCESS
@@ -230,6 +232,15 @@ class NoRouteError(ClientError):
         super().__init__(f"No route info of this topic: {topic}; create it first "
                          "(mqadmin updateTopic) or enable autoCreateTopicEnable on a broker")
         self.topic = topic
+
+
+class GroupNotFoundError(ClientError):
+    """No broker knows the consumer group: no config, committed offset, online client or
+    retry topic of it anywhere."""
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        super().__init__(f"no broker knows consumer group '{group}'")
 
 
 class BrokerNotFoundError(ClientError):

@@ -23,6 +23,7 @@ from engine.protocol.message import (
     PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     MessageRecord,
 )
+from engine.protocol.receipt import normal_topic
 from mqadmin.operations.sending import SYSTEM_PROPERTIES as BASE_SYSTEM_PROPERTIES
 from mqadmin.operations.times import format_time
 
@@ -48,7 +49,8 @@ class DeadLetter:
     queue_offset: int
     msg_id: str  # UNIQ_KEY, else the offset message id
     offset_msg_id: str
-    origin_topic: str  # RETRY_TOPIC: the topic the group failed it from
+    origin_topic: str  # RETRY_TOPIC: the topic the group failed it from (a POP retry topic
+    # of the group: the topic it retries)
     origin_msg_id: str | None  # ORIGIN_MESSAGE_ID
     tags: str | None
     keys: tuple[str, ...]
@@ -74,7 +76,8 @@ class DeadLetter:
         offset_id = record.offset_msg_id
         return cls(group, broker_name, record.queue_id, record.queue_offset,
                    props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or offset_id,
-                   offset_id, props.get(PROPERTY_RETRY_TOPIC) or record.topic,
+                   offset_id,
+                   normal_topic(props.get(PROPERTY_RETRY_TOPIC) or record.topic, group),
                    props.get(PROPERTY_ORIGIN_MESSAGE_ID), props.get("TAGS"), keys,
                    record.reconsume_times, record.born_timestamp, record.store_timestamp,
                    props, bytes(record.body), record.flag)

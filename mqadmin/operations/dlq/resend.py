@@ -9,7 +9,9 @@ records ``sent`` (SEND_OK only) or ``failed``.  `resume` finishes a batch: ``pen
 are sent; ``sending`` and ``failed`` rows are first looked up on the target by their unique
 key (QUERY_MESSAGE) and sent only when absent, so nothing is delivered twice.  A copy keeps
 body, keys, tags, flag and user properties; ``--to retry`` sends it to ``%RETRY%<group>`` with
-RETRY_TOPIC = the original topic (only that group gets it, seeing the original topic),
+RETRY_TOPIC = the original topic (only that group gets it, seeing the original topic), or for
+a 5.x POP group to its POP retry topic ``%RETRY%<group>+<topic>`` (a POP consumer reads no
+other; spelt V1 it cannot be sent to: `retry_targets`),
 ``--to topic`` to the original topic; reconsume times start at 0.  `ResendChange` and
 `ResumeChange` are a resend and a resume as the change runner's `Change` (operations/change.py),
 for `mqadmin dlq resend` and the dashboard alike; each opens the cluster's ledger for each
@@ -56,7 +58,7 @@ from mqadmin.operations.dlq.model import BATCH_PROPERTY, LINK_PROPERTY, DeadLett
 from mqadmin.operations.dlq.read import read_all
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.sending import producer
-from mqadmin.operations.targets import retry_topic, route_brokers
+from mqadmin.operations.targets import retry_targets, retry_topic, route_brokers
 
 TARGETS = ("retry", "topic")
 PLAN_COLUMNS = ("originTopic", "deadLetters", "target", "alsoReceivedBy")
@@ -73,14 +75,19 @@ class ResendPlan:
     skipped: int  # already resent or discarded (left out without --again)
     other_groups: dict[str, tuple[str, ...]]  # original topic -> other subscribed groups
     filters: Filters
+    #: ``--to retry``: original topic -> the group's retry topic for it (`retry_targets`).
+    retry_topics: dict[str, str] = field(default_factory=dict)
+
+    def retry_target(self, topic: str) -> str:
+        return self.retry_topics.get(topic) or retry_topic(self.group)
 
     def target_topic(self, d: DeadLetter) -> str:
-        return retry_topic(self.group) if self.to == "retry" else d.origin_topic
+        return self.retry_target(d.origin_topic) if self.to == "retry" else d.origin_topic
 
     def rows(self) -> list[Row]:
         counts = Counter(d.origin_topic for d in self.letters)
         return [{"originTopic": t, "deadLetters": n,
-                 "target": retry_topic(self.group) if self.to == "retry" else t,
+                 "target": self.retry_target(t) if self.to == "retry" else t,
                  "alsoReceivedBy": ", ".join(self.other_groups.get(t, ())) or None}
                 for t, n in sorted(counts.items())]
 
@@ -129,10 +136,12 @@ async def plan_resend(admin: MQAdmin, ledger: Ledger, group: str, filters: Filte
     handled = set() if again else ledger.handled(group)
     chosen = tuple(d for d in letters if d.key not in handled)
     others: dict[str, tuple[str, ...]] = {}
+    origins = sorted({d.origin_topic for d in chosen})
     if to == "topic":
-        for topic in sorted({d.origin_topic for d in chosen}):
+        for topic in origins:
             others[topic] = await _other_groups(admin, group, topic)
-    return ResendPlan(group, to, chosen, len(letters) - len(chosen), others, filters)
+    retries = await retry_targets(admin, group, origins) if to == "retry" else {}
+    return ResendPlan(group, to, chosen, len(letters) - len(chosen), others, filters, retries)
 
 
 def copy_of(d: DeadLetter, target_topic: str, uniq: str, batch: str, *,

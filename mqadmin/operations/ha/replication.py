@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.client.admin.cluster import MQAdmin
@@ -122,7 +122,10 @@ async def members(admin: MQAdmin, broker_name: str, *,
     async def one(broker_id: int, addr: str) -> Member | None:
         """The member, or None for a broker without the HA status request (Apache 4.x)."""
         try:
-            return Member(broker_name, addr, broker_id, await calls.ha_status(addr))
+            status = await calls.ha_status(addr)
+            if not status.broker_addr:  # Apache 5.x: its fields only
+                return Member(broker_name, addr, broker_id, status, note=APACHE5_NOTE)
+            return Member(broker_name, addr, broker_id, status)
         except RequestCodeNotSupportedError:
             return None
         except ClientError as exc:
@@ -131,7 +134,7 @@ async def members(admin: MQAdmin, broker_name: str, *,
     addrs = sorted(data.broker_addrs.items())
     found = await asyncio.gather(*(one(i, a) for i, a in addrs))
     if all(m is not None for m in found):
-        return [m for m in found if m is not None]
+        return apache5_members([m for m in found if m is not None])
     derived = await ha_legacy.derived_status(admin, broker_name, dict(addrs))
     out: list[Member] = []
     for (broker_id, addr), m in zip(addrs, found, strict=True):
@@ -141,6 +144,39 @@ async def members(admin: MQAdmin, broker_name: str, *,
                  if isinstance(got, ClientError)
                  else Member(broker_name, addr, broker_id, got, note=ha_legacy.DERIVED_NOTE))
         out.append(m)
+    return out
+
+
+#: How an Apache 5.x broker's HA status is read (it has none of this engine's additions).
+APACHE5_NOTE = ("Apache 5.x: no epoch or role change requests; a slave's peerOffset is its "
+                "master's max offset now")
+
+
+def apache5_members(found: list[Member]) -> list[Member]:
+    """Apache 5.x members with what this engine's HA status adds filled in from 5.x's
+    fields: the registered broker id, MASTER or SLAVE, the commit log's max offset (the
+    master's, or the slave's own), and for a slave what it lacks of its master's max offset
+    (read now: 5.x gives a slave no view of it)."""
+    master = next((m.status.master_commit_log_max_offset for m in found
+                   if m.note == APACHE5_NOTE and m.status is not None and m.status.master), None)
+    out: list[Member] = []
+    for m in found:
+        s = m.status
+        if m.note != APACHE5_NOTE or s is None:
+            out.append(m)
+            continue
+        client = s.ha_client_runtime_info
+        if s.master:
+            s = replace(s, broker_id=m.broker_id, broker_role="MASTER",
+                        commit_log_max_offset=s.master_commit_log_max_offset)
+        else:
+            seen = master if master is not None else client.max_offset
+            s = replace(s, broker_id=m.broker_id, broker_role="SLAVE",
+                        commit_log_max_offset=client.max_offset,
+                        ha_client_runtime_info=replace(
+                            client, master_max_offset_seen=seen,
+                            estimated_loss_bytes=max(seen - client.max_offset, 0)))
+        out.append(replace(m, status=s))
     return out
 
 
@@ -154,6 +190,7 @@ def status_rows(found: list[Member]) -> list[Row]:
             rows.append({"brokerName": m.name, "addr": m.addr, "brokerId": m.broker_id,
                          "role": f"unreachable: {m.error}"})
             continue
+        five = m.note == APACHE5_NOTE  # 5.x does not estimate messages
         base = {"brokerName": m.name, "addr": m.addr, "brokerId": s.broker_id,
                 "role": s.broker_role, "epoch": None if m.note else s.epoch,
                 "maxOffset": s.commit_log_max_offset,
@@ -162,7 +199,8 @@ def status_rows(found: list[Member]) -> list[Row]:
             base["note"] = m.note
         if s.master:
             rows += [{**base, "peer": c.addr, "peerOffset": c.slave_ack_offset,
-                      "behindBytes": c.diff, "behindMessages": c.estimated_messages_behind,
+                      "behindBytes": c.diff,
+                      "behindMessages": None if five else c.estimated_messages_behind,
                       "behindSeconds": None if m.note else c.estimated_seconds_behind,
                       "connectionAgeMs": None if m.note else c.connection_age_ms}
                      for c in s.ha_connection_info]
@@ -172,7 +210,7 @@ def status_rows(found: list[Member]) -> list[Row]:
             c2 = s.ha_client_runtime_info
             rows.append({**base, "peer": c2.master_addr, "peerOffset": c2.master_max_offset_seen,
                          "behindBytes": c2.estimated_loss_bytes,
-                         "behindMessages": c2.estimated_loss_messages,
+                         "behindMessages": None if five else c2.estimated_loss_messages,
                          "connectionAgeMs": c2.connection_age_ms if c2.is_activated else None})
     return rows
 
@@ -296,11 +334,17 @@ def _pick(slaves: list[Member], slave_addr: str | None) -> Member:
 
 
 def _switchable(found: list[Member], broker_name: str) -> None:
-    """Raises: CliError when a member has no HA requests (an Apache 4.x broker)."""
-    old = [m.addr for m in found if m.note]
+    """Raises: CliError when a member has no role change requests (an Apache broker)."""
+    old = [m.addr for m in found if m.note == ha_legacy.DERIVED_NOTE]
     if old:
         raise CliError(f"{broker_name} runs brokers without role change requests (Apache 4.x: "
                        f"{', '.join(old)}); switch them by restarting with another brokerRole.")
+    five = [m.addr for m in found if m.note == APACHE5_NOTE]
+    if five:
+        raise CliError(f"{broker_name} runs Apache 5.x brokers ({', '.join(five)}), which change "
+                       "roles through their controller, not this request: with "
+                       "enableControllerMode use Apache's `mqadmin electMaster`; otherwise "
+                       "restart them with another brokerRole.")
 
 
 def _epoch_after(found: list[Member]) -> int:

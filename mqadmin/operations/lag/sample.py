@@ -1,7 +1,9 @@
 """Sampling every consumer group's queues once per cycle: offsets, lag, time lag, rates.
 
-How this works: one name-server round (cluster info and the topic list) names the brokers
-and the groups (every ``%RETRY%<group>`` topic, as Apache's consumerProgress lists them).
+How this works: one name-server round (cluster info and the topic list) names the brokers,
+and the groups are every broker's subscription groups (one GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+a broker) with those the retry topics name (a 5.x POP group has no ``%RETRY%<group>`` topic,
+by which Apache's consumerProgress lists groups; its POP retry topics are its own).
 Then each group's consume stats are read from each broker, one GET_CONSUME_STATS per group
 per broker, at most `concurrency` requests in flight.  A group x broker that fails is a
 `Gap`, never a zero; so is a pair sampled before whose broker has left the name servers'
@@ -23,7 +25,7 @@ import asyncio
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from engine.client.admin.cluster import MQAdmin
@@ -33,6 +35,7 @@ from engine.client.core.results import PullStatus
 from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.codes import RequestCode
+from engine.protocol.group_topics import is_system_group
 from engine.protocol.header.broker import GetConsumeStatsRequestHeader
 from engine.protocol.wire import to_ext
 from mqadmin.operations.lag.model import Cycle, Gap, QueueKey, QueueSample
@@ -116,9 +119,11 @@ async def oldest_unconsumed(admin: MQAdmin, addr: str, mq: MessageQueue,
     return None
 
 
-def list_groups(topics: Iterable[str]) -> list[str]:
-    """Consumer groups named by the retry topics, system groups left out."""
-    return [g for g in consumer_groups(topics) if g not in SYSTEM_GROUPS]
+def list_groups(topics: Iterable[str], known: Collection[str] = ()) -> list[str]:
+    """The `known` groups (the brokers' subscription groups) and those the retry topics
+    name, sorted, system groups left out."""
+    found = set(consumer_groups(topics, known)) | set(known)
+    return sorted(g for g in found if g not in SYSTEM_GROUPS and not is_system_group(g))
 
 
 class Sampler:
@@ -154,8 +159,9 @@ class Sampler:
                          gaps=tuple(Gap(ts, g, b, reason) for g, b in self._known_pairs()),
                          error=reason, duration_ms=(time.perf_counter() - started) * 1000)
         brokers = await masters(admin, info=info, or_slave=True)
-        names = list(groups) if groups is not None else list_groups(topics.topic_list)
         gate = asyncio.Semaphore(self.concurrency)
+        names = list(groups) if groups is not None else list_groups(
+            topics.topic_list, await self._configured(admin, list(brokers.values()), gate))
 
         async def stats(group: str, addr: str) -> dict[MessageQueue, OffsetWrapper] | str:
             async with gate:
@@ -182,6 +188,20 @@ class Sampler:
             self.previous[s.key] = s
         return Cycle(ts, self.cluster, self.interval_ms, tuple(samples), tuple(gaps),
                      tuple(names), (time.perf_counter() - started) * 1000)
+
+    @staticmethod
+    async def _configured(admin: MQAdmin, addrs: list[str], gate: asyncio.Semaphore
+                          ) -> set[str]:
+        """The subscription groups of the brokers that answer."""
+        async def table(addr: str) -> set[str]:
+            async with gate:
+                try:
+                    return set((await admin.broker.all_group_config(addr))
+                               .subscription_group_table)
+                except Errors:
+                    return set()
+
+        return set().union(*await asyncio.gather(*(table(a) for a in addrs)))
 
     def _known_pairs(self) -> list[tuple[str, str]]:
         """(group, broker) pairs sampled before."""

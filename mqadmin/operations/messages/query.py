@@ -22,8 +22,8 @@ from engine.client.admin.cluster import MQAdmin
 from engine.client.core.errors import (
     ClientError,
     ConsumerNotOnlineError,
+    GroupNotFoundError,
     QueryNotFoundError,
-    TopicNotExistError,
 )
 from engine.protocol.body.heartbeat import ConsumeType
 from engine.protocol.body.message_queue import MessageQueue
@@ -142,7 +142,7 @@ async def _track(admin: MQAdmin, found: StoredMessage, group: str) -> Track:
     record = found.record
     try:
         cc = await admin.consumer_connections(group)
-    except (ConsumerNotOnlineError, TopicNotExistError):  # no retry topic: never online
+    except (ConsumerNotOnlineError, GroupNotFoundError):  # no broker knows it: never online
         return Track(group, NOT_ONLINE)
     except ClientError:
         return Track(group, UNKNOWN)

@@ -7,7 +7,8 @@ CONSUME_MESSAGE_DIRECTLY to the broker that stored the message, which hands it t
 client of the group; the client's listener consumes it and the client answers how it went
 (CR_SUCCESS, CR_LATER, ...), which is the change's verification: anything but CR_SUCCESS is
 `NotConsumed`.  Nothing is committed and no other consumer sees it.  Resending to a group
-sends a copy to ``%RETRY%<group>`` with RETRY_TOPIC = the original topic and
+sends a copy to ``%RETRY%<group>`` (a 5.x POP group: its POP retry topic of the message's
+topic, `retry_targets`) with RETRY_TOPIC = the original topic and
 ORIGIN_MESSAGE_ID = its id, as the broker stores a message a consumer sent back: only that
 group receives it, at once (no delay level), and its listener sees the original topic.  The
 copy keeps body, keys, tags, flag and user properties; reconsume times start at 0.  It is
@@ -21,9 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin.broker import message_store_addr, split_offset_msg_id
 from engine.client.admin.cluster import MQAdmin
-from engine.client.core.errors import ClientError, ConsumerNotOnlineError, TopicNotExistError
+from engine.client.admin.broker import message_store_addr, split_offset_msg_id
+from engine.client.core.errors import (
+    ClientError,
+    ConsumerNotOnlineError,
+    GroupNotFoundError,
+    TopicNotExistError,
+)
 from engine.client.core.message import Message
 from engine.client.core.results import SendResult
 from engine.protocol.body.admin import CMResult, ConsumeMessageDirectlyResult
@@ -34,7 +40,7 @@ from mqadmin.operations.change import Outcome, Planned, Progress
 from mqadmin.operations.messages.ids import StoredMessage, find_by_id
 from mqadmin.operations.messages.send import SEND_COLUMNS
 from mqadmin.operations.sending import SYSTEM_PROPERTIES, producer, send_row, stored_as_sent
-from mqadmin.operations.targets import retry_topic
+from mqadmin.operations.targets import origin_topic, retry_targets
 
 Row = dict[str, Any]
 
@@ -92,7 +98,7 @@ async def _online(admin: MQAdmin, group: str) -> dict[str, str]:
     """The group's online clients: address by client id (none when no client is online)."""
     try:
         cc = await admin.consumer_connections(group)
-    except (ConsumerNotOnlineError, TopicNotExistError):
+    except (ConsumerNotOnlineError, GroupNotFoundError, TopicNotExistError):
         return {}
     return {c.client_id: c.client_addr for c in cc.connection_set}
 
@@ -212,6 +218,8 @@ class SendAgainChange:
 class ResendPlan:
     group: str
     message: StoredMessage
+    target: str  # the group's retry topic for the message's topic (`retry_targets`)
+    origin: str  # the topic the message was first sent to (`origin_topic`)
 
 
 async def _verify_copy(admin: MQAdmin, sent: SendResult, target: str, origin: str) -> bool:
@@ -237,29 +245,32 @@ class ResendToGroupChange:
 
     async def plan(self, admin: MQAdmin, where: Endpoint,
                    progress: Progress) -> Planned[ResendPlan]:
-        target = retry_topic(self.group)
+        found = (await find_by_id(admin, self.msg_id, self.topic))[0]
+        origin = await origin_topic(admin, found.record.topic,
+                                    found.record.properties().get(PROPERTY_RETRY_TOPIC))
+        target = (await retry_targets(admin, self.group, [origin]))[origin]
         try:
             await admin.namesrv.topic_route(target)
         except TopicNotExistError:
             raise TargetNotFound(
                 f"group '{self.group}' has no retry topic {target}: no consumer of it was "
-                f"ever online. Check the group with `mqadmin consumerConnection -g "
+                f"ever online (a 5.x POP group has its POP retry topic once a message "
+                f"failed). Check the group with `mqadmin consumerConnection -g "
                 f"{self.group}`.") from None
-        found = (await find_by_id(admin, self.msg_id, self.topic))[0]
         online = await _online(admin, self.group)
         row = {"msgId": found.record.msg_id, "offsetMsgId": found.record.offset_msg_id,
                "topic": found.record.topic, "group": self.group, "target": target,
                "consumersOnline": len(online),
                "note": None if online else f"no consumer of {self.group} is online: the copy "
                                            "waits in its retry topic"}
-        return Planned(ResendPlan(self.group, found), "resendMessage", self.msg_id,
+        return Planned(ResendPlan(self.group, found, target, origin), "resendMessage", self.msg_id,
                        self.args, [row], RESEND_PLAN_COLUMNS, noun="cluster")
 
     async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[ResendPlan],
                     progress: Progress) -> Outcome:
         plan = planned.plan
-        target = retry_topic(plan.group)
-        origin = plan.message.record.topic
+        target = plan.target
+        origin = plan.origin
         async with producer(admin) as p:
             sent = await p.send(copy_of(plan.message, target, retry_of=origin))
         progress.step(f"sent to {target} as {sent.msg_id}")

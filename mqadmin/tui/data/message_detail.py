@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.client.admin.cluster import MQAdmin
-from engine.client.core.errors import ConsumerNotOnlineError, TopicNotExistError
+from engine.client.core.errors import (
+    ConsumerNotOnlineError,
+    GroupNotFoundError,
+    TopicNotExistError,
+)
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import CliError
 from mqadmin.operations.messages import query as message_ops
@@ -103,7 +107,7 @@ async def online_clients(admin: MQAdmin, groups: list[str]) -> list[Client]:
     async def one(group: str) -> list[Client]:
         try:
             cc = await admin.consumer_connections(group)
-        except (ConsumerNotOnlineError, TopicNotExistError):
+        except (ConsumerNotOnlineError, GroupNotFoundError, TopicNotExistError):
             return []
         return [Client(group, c.client_id, c.client_addr, c.language.name,
                        version_desc(c.version))
