@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 
 from engine.broker.errors import Refused
-from engine.broker.filters import compile_subscription
 from engine.broker.filters import message_filter as subscription_filter
 from engine.broker.pop.names import MAX_POP_NUMS
 from engine.broker.pop.popper import PopBatch, PopRequest
@@ -95,7 +94,9 @@ def check_queue(st: BrokerState, group: str, topic: str, queue_id: int, peer: st
 
 
 def pop_filter(st: BrokerState, header: PopMessageRequestHeader) -> MessageFilter | None:
-    """The tag or SQL92 filter of `exp` / `expType` (none: every message).
+    """The tag or SQL92 filter of `exp` / `expType` (none: every message).  SQL92 is served
+    whatever enablePropertyFilter says, as 5.3.3's POP compiles and evaluates it on its own
+    (the key gates SQL92 for pulls and subscriptions only).
 
     Raises:
         Refused: SUBSCRIPTION_PARSE_FAILED, as 5.3 answers any expression it cannot use.
@@ -105,9 +106,7 @@ def pop_filter(st: BrokerState, header: PopMessageRequestHeader) -> MessageFilte
     try:
         expr = ExpressionType[(header.exp_type or "TAG").upper()]
         sub = SubscriptionData.build(header.topic, header.exp, expr)
-        if expr is ExpressionType.SQL92:
-            compile_subscription(sub, st.config.enable_property_filter)
-        return subscription_filter(sub, st.config.enable_property_filter)
+        return subscription_filter(sub, enable_property_filter=True)
     except (KeyError, ValueError, Refused):
         raise Refused(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                       "parse the consumer's subscription failed") from None
@@ -172,8 +171,9 @@ def pop_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[R
         filt = pop_filter(st, header)
     except Refused as refused:
         return cmd.response(refused.code, refused.remark)
+    # 0 messages asked: nothing is popped and the request polls its time out, as in 5.3.3
     req = PopRequest(header.consumer_group, header.topic, header.queue_id,
-                     max(header.max_msg_nums, 1), header.invisible_time, header.init_mode,
+                     max(header.max_msg_nums, 0), header.invisible_time, header.init_mode,
                      header.order, header.attempt_id, filt)
     mark = st.pop.log.appended
     batch = st.pop.popper.pop(req)
