@@ -4,7 +4,7 @@ How this works: each request is checked as 5.3 checks it (broker readable, at mo
 topic known and readable, queue id in range, group known and allowed to consume), then served
 by the broker's `Popper` (`engine.broker.pop.popper`).  A POP or NOTIFICATION that finds
 nothing is held (`PopPolling`) until a message arrives in a topic it reads, or its poll time
-is over, and then runs again; the answer to a pop that found nothing in time is
+is over (50 ms before, as 5.3.3's `PopRequest.isTimeout`), and then runs again; the answer to a pop that found nothing in time is
 POLLING_TIMEOUT (POLLING_FULL when too many requests are held), a NOTIFICATION's is SUCCESS
 with hasMsg false (pollingFull when too many are held).  A request whose poll would already
 have ended more than 500 ms ago when it arrives is answered POLLING_TIMEOUT at once, as 5.3
@@ -47,6 +47,8 @@ FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 BORN_TIME = "bornTime"
 #: 5.3 `PopMessageRequestHeader.isTimeoutTooMuch`
 TOO_LATE_MS = 500
+#: 5.3.3 `PopRequest.isTimeout`: a held request is answered this much before its poll ends.
+ANSWER_EARLY_MS = 50
 NO_MESSAGE_REMARK = "NO_MESSAGE_IN_QUEUE"
 
 
@@ -179,7 +181,7 @@ def pop_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[R
     batch = st.pop.popper.pop(req)
     if batch.messages:
         return durable(st, mark, _answer(st, cmd, req, batch, ResponseCode.SUCCESS))
-    expires = header.born_time + header.poll_time
+    expires = header.born_time + header.poll_time - ANSWER_EARLY_MS
     if header.poll_time <= 0 or expires <= now:
         return _answer(st, cmd, req, batch, ResponseCode.POLLING_TIMEOUT)
     if st.pop.polling.full(req.topic, req.group, req.queue_id):
@@ -245,7 +247,7 @@ def notification(ctx: Ctx, cmd: RemotingCommand
         return cmd.response(refused.code, refused.remark)
     if _has_message(st, header):
         return _notified(cmd, True)
-    expires = header.born_time + header.poll_time
+    expires = header.born_time + header.poll_time - ANSWER_EARLY_MS
     if header.poll_time <= 0 or expires <= now:
         return _notified(cmd, False)
     if st.pop.polling.full(header.topic, header.consumer_group, header.queue_id):
