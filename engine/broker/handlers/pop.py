@@ -4,9 +4,10 @@ How this works: each request is checked as 5.3 checks it (broker readable, at mo
 topic known and readable, queue id in range, group known and allowed to consume), then served
 by the broker's `Popper` (`engine.broker.pop.popper`).  A POP or NOTIFICATION that finds
 nothing is held (`PopPolling`) until a message arrives in a topic it reads, or its poll time
-is over (50 ms before, as 5.3.3's `PopRequest.isTimeout`), and then runs again; the answer to a pop that found nothing in time is
-POLLING_TIMEOUT (POLLING_FULL when too many requests are held), a NOTIFICATION's is SUCCESS
-with hasMsg false (pollingFull when too many are held).  A request whose poll would already
+is over (50 ms before, as 5.3.3's `PopRequest.isTimeout`), and then runs again; the answer
+to a pop that found nothing in time is POLLING_TIMEOUT (POLLING_FULL when too many requests
+are held), a NOTIFICATION's is SUCCESS with hasMsg false (pollingFull when too many are
+held).  A request whose poll would already
 have ended more than 500 ms ago when it arrives is answered POLLING_TIMEOUT at once, as 5.3
 does.  POP is served by the master: a slave refuses it (see docs/pop.md).
 """
