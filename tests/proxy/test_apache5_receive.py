@@ -139,11 +139,11 @@ async def test_receives_are_answered_as_apache_5_3_3_answers_them(
         theirs, their_times = await scenario(Client(
             service_pb2_grpc.MessagingServiceStub(channel), apache5.grpc,
             _apache_creator(apache5.broker)))
-    async with running_stack(tmp_path, namesrv) as stack:
-        async with grpc.aio.insecure_channel(stack.endpoint) as channel:
-            ours, our_times = await scenario(Client(
-                service_pb2_grpc.MessagingServiceStub(channel), stack.endpoint,
-                stack.create_topic, stack))
+    async with (running_stack(tmp_path, namesrv) as stack,
+                grpc.aio.insecure_channel(stack.endpoint) as channel):
+        ours, our_times = await scenario(Client(
+            service_pb2_grpc.MessagingServiceStub(channel), stack.endpoint,
+            stack.create_topic, stack))
     assert ours == theirs
     assert our_times.keys() == their_times.keys()
     for name, seconds in their_times.items():
