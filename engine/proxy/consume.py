@@ -183,7 +183,7 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
     # with messages its stream could not deliver.
     late = functools.partial(_nack_late, core, name=name, group=group, topic=topic, fifo=fifo)
     guard = None if deadline is None else max(
-        _left_ms(deadline) - cfg.long_polling_reserve_time_in_millis // 2, 0) / 1000
+        _left_ms(deadline) - cfg.long_polling_reserve_time_in_millis, 0) / 1000
     try:
         resp = await asyncio.wait_for(asyncio.shield(popping), guard)
     except TimeoutError:
