@@ -36,7 +36,11 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.mutation import Progress
-from mqadmin.operations.targets import consumer_groups, known_groups, masters, retry_topic, route_brokers
+from mqadmin.operations.targets import (
+    known_groups,
+    masters,
+    route_brokers,
+)
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]

@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.client.admin.cluster import MQAdmin
 from engine.client.admin.broker import message_store_addr, split_offset_msg_id
+from engine.client.admin.cluster import MQAdmin
 from engine.client.core.errors import (
     ClientError,
     ConsumerNotOnlineError,
