@@ -34,7 +34,12 @@ from engine.protocol.attributes import TopicMessageType
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
-from engine.protocol.message import BatchItem, encode_batch_body, properties_to_string
+from engine.protocol.message import (
+    MAX_PROPERTIES_LENGTH,
+    BatchItem,
+    encode_batch_body,
+    properties_to_string,
+)
 from engine.protocol.signature import Credentials
 from engine.proxy.config import ProxyConfig
 from engine.proxy.messages import OutMessage
@@ -69,6 +74,12 @@ class Sent:
     offset_msg_id: str
     transaction_id: str | None
     status: int  # the remoting code: SUCCESS, FLUSH_DISK_TIMEOUT, ...
+
+
+#: What 5.3.3's broker answers a message whose properties are too long (the proxy says the
+#: same of a batch it cannot encode for that reason).
+PROPERTIES_TOO_LONG = ("the message is illegal, maybe msg body or properties length not "
+                       "matched. msg body length limit {max}B, msg properties length limit 32KB.")
 
 
 def broker_failure(exc: Exception, what: str) -> ProxyError:
@@ -171,9 +182,14 @@ class BrokerGateway:
         cached = self._types.get(topic)
         if cached is not None and now - cached[0] < self.config.topic_config_cache_refresh_seconds:
             return cached[1]
-        route = await self.route(topic)
+        try:
+            datas = (await self.route(topic)).broker_datas
+        except ProxyError as exc:
+            if exc.code != pb.TOPIC_NOT_FOUND:
+                raise
+            datas = []  # 5.3.3: no config, so UNSPECIFIED (and the send refused for its type)
         kind = TopicMessageType.UNSPECIFIED
-        for data in route.broker_datas:
+        for data in datas:
             addr = data.broker_addrs.get(MASTER_ID)
             if not addr:
                 continue
@@ -218,6 +234,10 @@ class BrokerGateway:
         first = msgs[0]
         batch = len(msgs) > 1
         if batch:
+            if any(len(properties_to_string(m.properties).encode()) > MAX_PROPERTIES_LENGTH
+                   for m in msgs):  # the batch cannot be encoded (5.3.3 fails it the same)
+                raise ProxyError(pb.INTERNAL_SERVER_ERROR, PROPERTIES_TOO_LONG.format(
+                    max=self.config.max_message_size))
             body = encode_batch_body(BatchItem(0, m.body, properties_to_string(m.properties))
                                      for m in msgs)
             props = "WAIT\x01true"

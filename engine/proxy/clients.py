@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator
 
 import grpc
@@ -30,28 +29,10 @@ from engine.proxy.sessions import ClientSession, OutboxItem
 from engine.proxy.status import OK_STATUS, ProxyError, status
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
+from engine.proxy.validate import validate_group as validate_group
+from engine.proxy.validate import validate_topic as validate_topic
 
 log = logging.getLogger("engine.proxy")
-
-_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH = 127
-MAX_GROUP_LENGTH = 255
-
-
-def validate_topic(resource: pb.Resource) -> str:
-    name = resource.name
-    if not name.strip() or len(name) > MAX_TOPIC_LENGTH or not _NAME.match(name):
-        raise ProxyError(pb.ILLEGAL_TOPIC, f"topic name {name!r} is not valid: 1 to "
-                         f"{MAX_TOPIC_LENGTH} of letters, digits, '%', '|', '_' and '-'")
-    return name
-
-
-def validate_group(resource: pb.Resource) -> str:
-    name = resource.name
-    if not name.strip() or len(name) > MAX_GROUP_LENGTH or not _NAME.match(name):
-        raise ProxyError(pb.ILLEGAL_CONSUMER_GROUP, f"consumer group {name!r} is not valid")
-    return name
-
 
 async def register(core: ProxyCore, session: ClientSession) -> None:
     await session.register(await core.gateway.masters(session.topics))

@@ -38,6 +38,7 @@ from engine.proxy.status import OK_STATUS, ProxyError, status
 from engine.proxy.transactions import HalfMessage, commit_log_offset
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
+from engine.proxy.validate import validate_topic
 
 _SEND_CODES: dict[int, int] = {ResponseCode.SUCCESS: pb.OK,
                ResponseCode.FLUSH_DISK_TIMEOUT: pb.MASTER_PERSISTENCE_TIMEOUT,
@@ -60,14 +61,13 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     """Raises ProxyError: a check failed, or the broker refused or could not be reached."""
     if not request.messages:
         raise ProxyError(pb.MESSAGE_CORRUPTED, "no message to send")
-    topic = request.messages[0].topic.name
-    if not topic.strip():
-        raise ProxyError(pb.ILLEGAL_TOPIC, "topic name cannot be empty")
+    first = request.messages[0].topic
+    topic = validate_topic(first)
     now = int(time.time() * 1000)
     host = ctx.remote_addr.rsplit(":", 1)[0].strip("[]")
     out = []
     for msg in request.messages:
-        if msg.topic.name != topic:
+        if msg.topic != first:  # 5.3.3 compares the resources (namespace too)
             raise ProxyError(pb.MESSAGE_CORRUPTED, "topic in message is not same")
         out.append(to_remoting(msg, born_host=host, config=core.config, now_ms=now))
     gateway = core.gateway

@@ -13,6 +13,7 @@ Java clients read unconditionally.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Awaitable, Coroutine
 from functools import lru_cache
@@ -60,6 +61,8 @@ from engine.store.config import BrokerRole, FlushDiskType
 from engine.store.delay_levels import delay_level
 from engine.store.results import PutMessageResult, PutMessageStatus
 from engine.store.timer.transform import TIMER_KEYS, TIMER_MARK
+
+log = logging.getLogger(__name__)
 
 router = Router()
 
@@ -237,10 +240,11 @@ def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
     status = result.status
     detail = f" ({result.error_message})" if result.error_message else ""
     if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
-        return ResponseCode.MESSAGE_ILLEGAL, (
+        log.warning("message refused as illegal: %s", result.error_message or status.value)
+        return ResponseCode.MESSAGE_ILLEGAL, (  # Apache 4.9.8's and 5.3.3's words exactly
             f"the message is illegal, maybe msg body or properties length not matched. msg "
-            f"body length limit {st.store_config.max_message_size}B, properties length limit "
-            f"32767B{detail}")
+            f"body length limit {st.store_config.max_message_size}B, msg properties length "
+            f"limit 32KB.")
     if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
         return ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK + detail
     if status in _TIMER_CODES:  # timer messages: as 5.x SendMessageProcessor answers
