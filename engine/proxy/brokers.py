@@ -16,6 +16,7 @@ client's behalf (heartbeats, transaction checks) goes over that client's own con
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from engine.protocol.attributes import TopicMessageType
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand, request
+from engine.protocol.header.broker import RecallMessageRequestHeader
 from engine.protocol.message import (
     MAX_PROPERTIES_LENGTH,
     BatchItem,
@@ -41,6 +43,7 @@ from engine.protocol.message import (
     properties_to_string,
 )
 from engine.protocol.signature import Credentials
+from engine.protocol.wire import to_ext
 from engine.proxy.config import ProxyConfig
 from engine.proxy.messages import OutMessage
 from engine.proxy.route import WriteQueue, write_queues
@@ -74,6 +77,7 @@ class Sent:
     offset_msg_id: str
     transaction_id: str | None
     status: int  # the remoting code: SUCCESS, FLUSH_DISK_TIMEOUT, ...
+    recall_handle: str = ""  # a parked timer message's (5.3)
 
 
 #: What 5.3.3's broker answers a message whose properties are too long (the proxy says the
@@ -271,8 +275,32 @@ class BrokerGateway:
         if len(ids) != len(msgs):
             ids = [ids[0]] * len(msgs)
         transaction_id = ext_in.get("transactionId")
+        recall = ext_in.get("recallHandle") or ""
         return [Sent(queue.broker_name, addr, queue_id, offset + i, ids[i], transaction_id,
-                     resp.code) for i in range(len(msgs))]
+                     resp.code, recall) for i in range(len(msgs))]
+
+    async def recall(self, topic: str, broker_name: str, handle: str, language: int) -> str:
+        """RECALL_MESSAGE to the master of `broker_name`; the recalled message's id.
+
+        Raises:
+            ProxyError: INTERNAL_SERVER_ERROR with the broker's remark for any refusal (as
+                5.3.3's proxy answers it), or the broker could not be reached.
+        """
+        addr = (await self.masters([topic])).get(broker_name)
+        if addr is None:  # 5.3.3's local mode asks its broker, which answers this
+            raise ProxyError(pb.INTERNAL_SERVER_ERROR,
+                             "recall failed, broker service not available")
+        header = RecallMessageRequestHeader(topic=topic, recall_handle=handle,
+                                            bname=broker_name)
+        cmd = dataclasses.replace(request(RequestCode.RECALL_MESSAGE, to_ext(header)),
+                                  language=language)
+        try:
+            resp = await self.remoting.invoke(addr, cmd, self.timeout)
+        except RemotingError as exc:
+            raise broker_failure(exc, f"recall on {broker_name}") from None
+        if resp.code != ResponseCode.SUCCESS:
+            raise ProxyError(pb.INTERNAL_SERVER_ERROR, resp.remark or "recall failed")
+        return (resp.ext_fields or {}).get("msgId", "")
 
     async def oneway(self, addr: str, cmd: RemotingCommand, what: str) -> None:
         try:

@@ -5,8 +5,8 @@ session), hands it to the module of its family (`clients`, `producer`, `consume`
 a `ProxyError` as the response's `Status`, as 5.3's `GrpcMessagingApplication` does; any
 other exception is INTERNAL_SERVER_ERROR saying only that (its traceback goes to the log).
 The methods 5.3 leaves to the generated base class (PullMessage, UpdateOffset, GetOffset,
-QueryOffset) answer the gRPC status UNIMPLEMENTED as there; RecallMessage, which needs a
-broker feature this engine lacks, answers NOT_IMPLEMENTED in its Status.  Nothing waits without a deadline.
+QueryOffset) answer the gRPC status UNIMPLEMENTED as there.  Nothing waits without a
+deadline.
 """
 
 from __future__ import annotations
@@ -139,8 +139,8 @@ class MessagingService:
     async def RecallMessage(self, request: spb.RecallMessageRequest,
                             context: Context) -> spb.RecallMessageResponse:
         async def work() -> spb.RecallMessageResponse:
-            self.core.enter(context, request)
-            raise ProxyError(pb.NOT_IMPLEMENTED, "RecallMessage is not supported by this broker")
+            ctx, _ = self.core.enter(context, request)
+            return await producer.recall_message(self.core, ctx, request)
         return await _answer(lambda s: spb.RecallMessageResponse(status=s), work)
 
     # 5.3 leaves these to the generated base class: gRPC status UNIMPLEMENTED.
