@@ -36,7 +36,7 @@ from engine.protocol.message import (
 from engine.proxy.config import ProxyConfig
 from engine.proxy.status import ProxyError
 from engine.proxy.v2 import definition_pb2 as pb
-from engine.proxy.validate import has_control, is_blank, validate_tag
+from engine.proxy.validate import has_control, is_blank, split_namespace, validate_tag
 
 PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
 PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
@@ -255,7 +255,8 @@ def to_proto(record: MessageRecord, *, topic: str | None = None,
     if now_ms is None:
         now_ms = int(time.time() * 1000)
     body = inflate(record.body, record.sysflag)
-    msg = pb.Message(topic=pb.Resource(name=topic or record.topic), body=body)
+    namespace, name = split_namespace(topic or record.topic)
+    msg = pb.Message(topic=pb.Resource(name=name, resource_namespace=namespace), body=body)
     for key, value in props.items():
         if key not in SYSTEM_PROPERTIES:
             msg.user_properties[key] = value

@@ -82,7 +82,7 @@ def validate_topic(resource: pb.Resource) -> str:
     if problem is not None:
         raise ProxyError(pb.ILLEGAL_TOPIC, problem)
     if name in SYSTEM_TOPICS or name.startswith(SYSTEM_TOPIC_PREFIX):
-        raise ProxyError(pb.ILLEGAL_TOPIC, "cannot access system topic")
+        raise ProxyError(pb.ILLEGAL_TOPIC, "cannot access system topic")  # TopicValidator
     return name
 
 
@@ -99,6 +99,27 @@ def validate_group(resource: pb.Resource) -> str:
     if name.startswith(SYSTEM_GROUP_PREFIX):
         raise ProxyError(pb.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
     return name
+
+
+def is_system_resource(name: str) -> bool:
+    return name in SYSTEM_TOPICS or name.startswith((SYSTEM_TOPIC_PREFIX, SYSTEM_GROUP_PREFIX))
+
+
+def split_namespace(name: str) -> tuple[str, str]:
+    """5.3.3 `NamespaceUtil.getNamespaceFromResource` / `withoutNamespace`: a stored name
+    ``[%RETRY%|%DLQ%]NAMESPACE%NAME`` as (namespace, name without it); ("", name) when it
+    has none or is a system topic or group.  5.3.3 names a received message's topic so."""
+    if not name or is_system_resource(name):
+        return "", name
+    prefix = ""
+    for marker in ("%RETRY%", "%DLQ%"):
+        if name.startswith(marker):
+            prefix = marker
+    bare = name[len(prefix):]
+    index = bare.find("%")
+    if index <= 0:
+        return "", name
+    return bare[:index], prefix + bare[index + 1:]
 
 
 def validate_tag(tag: str) -> None:

@@ -15,7 +15,7 @@ from engine.proxy.status import MAX_MESSAGE_LENGTH, status
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
-from engine.proxy.validate import has_control, is_blank, java_length
+from engine.proxy.validate import has_control, is_blank, java_length, split_namespace
 from tests.proxy.conftest import Stack, running_stack, stored
 from tests.proxy.send_cases import (
     CASES,
@@ -84,3 +84,12 @@ def test_java_rules_of_names_and_texts() -> None:
     assert is_blank("") and is_blank(" \t\x1c") and not is_blank("\xa0") and not is_blank("a")
     assert has_control("\t") and has_control("\x7f") and has_control("\x9f")
     assert not has_control("\xa0") and not has_control("é")
+
+
+def test_namespaces_split_as_5_3_3() -> None:
+    assert split_namespace("Orders") == ("", "Orders")
+    assert split_namespace("shop%Orders") == ("shop", "Orders")
+    assert split_namespace("%RETRY%shop%billing") == ("shop", "%RETRY%billing")
+    assert split_namespace("%DLQ%billing") == ("", "%DLQ%billing")
+    assert split_namespace("rmq_sys_a%b") == ("", "rmq_sys_a%b")  # a system topic
+    assert split_namespace("%Orders") == ("", "%Orders")
