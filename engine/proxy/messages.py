@@ -12,7 +12,6 @@ broker's attributes share); `check_message_type` is 5.3's `DefaultTopicMessageTy
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
@@ -57,6 +56,9 @@ SYSTEM_PROPERTIES = RESERVED_PROPERTIES | frozenset({
     "DLQ_ORIGIN_MESSAGE_ID", "POP_CK", "POP_CK_OFFSET", "1ST_POP_TIME", "SHARDING_KEY",
     "__STARTDELIVERTIME", "CRC32", "TRACE_CONTEXT",
 })
+
+#: `Timestamps.isValid`'s range of seconds (0001-01-01 to 9999-12-31).
+_MIN_SECONDS, _MAX_SECONDS = -62_135_596_800, 253_402_300_799
 
 #: 5.3.3 `MessageConst.STRING_HASH_SET`, exactly: the user property names a send refuses.
 RESERVED_PROPERTY_KEYS = frozenset({
@@ -204,9 +206,9 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
     host = born_host if is_blank(sysp.born_host) else sysp.born_host
     if not is_blank(host):
         props[PROPERTY_BORN_HOST] = host
-    if sysp.HasField("born_timestamp"):
-        with contextlib.suppress(ValueError):  # 5.3 keeps only a valid born timestamp
-            props[PROPERTY_BORN_TIMESTAMP] = str(sysp.born_timestamp.ToMilliseconds())
+    born = sysp.born_timestamp  # unset: 0 s, valid (5.3.3 then stores "0")
+    if _MIN_SECONDS <= born.seconds <= _MAX_SECONDS and 0 <= born.nanos < 1_000_000_000:
+        props[PROPERTY_BORN_TIMESTAMP] = str(born.ToMilliseconds())  # `Timestamps.isValid`
     return OutMessage(topic, body, sys_flag, props, message_id, group)
 
 

@@ -70,7 +70,7 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     first = request.messages[0].topic
     topic = validate_topic(first)
     now = int(time.time() * 1000)
-    host = ctx.remote_addr.rsplit(":", 1)[0].strip("[]")
+    host = ctx.remote_addr  # 5.3.3's context address: host and port
     out = []
     for msg in request.messages:
         if msg.topic != first:  # 5.3.3 compares the resources (namespace too)
