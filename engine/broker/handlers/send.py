@@ -273,10 +273,14 @@ def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
     detail = f" ({result.error_message})" if result.error_message else ""
     if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
         log.warning("message refused as illegal: %s", result.error_message or status.value)
-        return ResponseCode.MESSAGE_ILLEGAL, (  # Apache 4.9.8's and 5.3.3's words exactly
-            f"the message is illegal, maybe msg body or properties length not matched. msg "
-            f"body length limit {st.store_config.max_message_size}B, msg properties length "
-            f"limit 32KB.")
+        remark = (f"the message is illegal, maybe msg body or properties length not matched. "
+                  f"msg body length limit {st.store_config.max_message_size}B, msg properties "
+                  f"length limit 32KB.")
+        # Over a size limit: Apache 4.9.8's and 5.3.3's words exactly.  A batch body that is
+        # malformed (which Apache does not check): the same words, and what is wrong.
+        if "exceed" in result.error_message or not detail:
+            return ResponseCode.MESSAGE_ILLEGAL, remark
+        return ResponseCode.MESSAGE_ILLEGAL, remark + detail
     if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
         return ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK + detail
     if status in _TIMER_CODES:  # timer messages: as 5.x SendMessageProcessor answers
