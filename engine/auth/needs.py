@@ -297,8 +297,3 @@ def broker_needs(cmd: RemotingCommand, cluster_name: str) -> list[Need]:
     if not out and rule.cluster:
         return [(cluster(cluster_name), rule.cluster)]
     return out
-
-
-def checked_codes() -> frozenset[int]:
-    """Every code with its own entry (the others need Cluster Update)."""
-    return frozenset(NEEDS)

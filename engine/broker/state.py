@@ -50,7 +50,7 @@ class BrokerState:
             files, auto_create=config.auto_create_subscription_group, clock=clock)
         self.offsets = ConsumerOffsetManager(files)
         self.schedule = ScheduleMessageService(self.store, clock, lambda: not self.is_slave)
-        self.timer = TimerService(self.store.timer, clock, lambda: not self.is_slave)
+        self.timer = TimerService(self.store, clock, lambda: not self.is_slave)
         self.consumers = ConsumerManager(clock, notify_enabled=self._notify_enabled)
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)

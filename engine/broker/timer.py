@@ -1,4 +1,4 @@
-"""`TimerService`: the one asyncio task that moves timer messages (take, enqueue, deliver).
+"""Timer messages, broker part: `TimerService`, the asyncio task that takes, enqueues, delivers.
 
 How this works (docs/timers.md): each round, on a master, takes the slots whose time has
 begun, enqueues the timer topic's new entries into the wheel (woken by their arrival), and
@@ -7,6 +7,10 @@ It sleeps until the next timer or slot is due (at most `IDLE_S`).  Every
 `timerFlushIntervalMs` it snapshots the progress and flushes the timer log, the wheel and
 the checkpoint in a worker thread.  A slave enqueues (its files stay ready) but never
 delivers; when it becomes master, `TimerMessageStore.take_over` runs first.
+
+The store part is `engine.store.timer`.  Timer messages are one of delayed delivery's two
+mechanisms; delay levels (`DELAY`, 4.x) are the other: `engine.store.delay_levels` and
+`engine.broker.delay_levels` (docs/timers.md, "Where each part is").
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from collections import deque
 from collections.abc import Callable
 
 from engine.common.service import Service
+from engine.store.message_store import MessageStore
 from engine.store.record_scan import TIMER_TOPIC
-from engine.store.timer.timer_store import TimerMessageStore
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +37,10 @@ RETRY_AFTER_MS = 1000    # a put failed (store busy, role switch): try again aft
 class TimerService(Service):
     name = "timer-message"
 
-    def __init__(self, timers: TimerMessageStore, clock: Callable[[], int],
+    def __init__(self, store: MessageStore, clock: Callable[[], int],
                  is_master: Callable[[], bool]) -> None:
         super().__init__(IDLE_S)
-        self.timers = timers
+        self.timers = store.timer
         self.clock = clock
         self.is_master = is_master
         self._was_master = False
@@ -45,7 +49,7 @@ class TimerService(Service):
         self._retry_at = 0
         #: (ms, enqueued, delivered) about once a second, for the runtime info's rates
         self._samples: deque[tuple[int, int, int]] = deque(maxlen=11)
-        timers.store.add_arrival_listener(self._arrived)
+        store.add_arrival_listener(self._arrived)
 
     def tps(self) -> tuple[float, float]:
         """Enqueue and delivery rates over the last ~10 s (timerEnqueueTps/timerDequeueTps)."""
@@ -95,7 +99,7 @@ class TimerService(Service):
         timers = self.timers
         if not timers.opened or (self._flushing is not None and not self._flushing.done()):
             return
-        if now - self._flushed_at < timers.store.config.timer_flush_interval_ms:
+        if now - self._flushed_at < timers.config.timer_flush_interval_ms:
             return
         self._flushed_at = now
         if timers.log is not None and timers.written is not None:

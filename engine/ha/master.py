@@ -156,10 +156,6 @@ class HAService:
             if not fut.done():
                 fut.set_result(True)
 
-    @property
-    def connection_count(self) -> int:
-        return len(self.connections)
-
     def is_slave_ok(self, master_put_where: int) -> bool:
         """4.9.7 `isSlaveOK`: a slave is connected and not too far behind."""
         return bool(self.connections) and (

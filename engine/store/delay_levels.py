@@ -1,15 +1,19 @@
-"""Delay levels: parking a delayed message in SCHEDULE_TOPIC_XXXX and restoring it when due.
+"""Delay levels, store part: parking a DELAY message in SCHEDULE_TOPIC_XXXX, restoring it.
 
 How this works (store-format.md §9.3, message-format.md §10): a put whose `DELAY` property
 is a level > 0 (and whose transaction type is NOT or COMMIT) is stored in
 SCHEDULE_TOPIC_XXXX, queue `level - 1`, with `REAL_TOPIC` / `REAL_QID` remembering where it
 was going; its consume-queue tags code is the delivery time (store time + the level's
-delay).  The broker's schedule service later puts `restore()`'s copy into the real queue:
-same body, flag, sysflag, hosts, born time and reconsume times, and the parked properties
-unchanged, `DELAY`, `REAL_TOPIC` and `REAL_QID` included (so a consumer still reads the
-message's delay level), as Apache 4.9.8's and 5.3.3's `messageTimeup` store it: they write the
-properties string before they clear the level from the message's map.  That copy must not be
-parked again: the store's `append_due` puts it as it is.
+delay).  The broker part, `engine.broker.delay_levels`, later puts `restore()`'s copy into
+the real queue: same body, flag, sysflag, hosts, born time and reconsume times, and the
+parked properties unchanged, `DELAY`, `REAL_TOPIC` and `REAL_QID` included (so a consumer
+still reads the message's delay level), as Apache 4.9.8's and 5.3.3's `messageTimeup` store
+it: they write the properties string before they clear the level from the message's map.
+That copy must not be parked again: the store's `append_due` puts it as it is.
+
+Delay levels are one of delayed delivery's two mechanisms; timer messages (`TIMER_*`, 5.x)
+are the other, parked by `engine.store.timer` and delivered by `engine.broker.timer`
+(docs/timers.md, "Where each part is").
 """
 
 from __future__ import annotations

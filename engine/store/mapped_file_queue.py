@@ -175,9 +175,6 @@ class MappedFileQueue:
         f = self.last
         return f.file_from_offset + f.wrote_position if f else 0
 
-    def unflushed_bytes(self) -> int:
-        return self.max_offset() - self.flushed_where
-
     def find(self, offset: int, return_first_on_miss: bool = False) -> MappedFile | None:
         """The segment holding global `offset`."""
         with self._lock:

@@ -175,7 +175,7 @@ class MessageStore:
         #: While set, every put fails with SERVICE_NOT_AVAILABLE and this reason (fencing).
         self.writes_refused: str | None = None
         #: Timer messages (5.x): timer log, wheel and checkpoint beside the commit log.
-        self.timer = TimerMessageStore(self)
+        self.timer = TimerMessageStore(config, self.clock, self)
 
     # ------------------------------------------------------------------ lifecycle
     def load(self) -> bool:

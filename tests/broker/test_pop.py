@@ -295,7 +295,7 @@ async def test_checkpoints_of_revive_queues_beyond_a_lowered_revive_queue_num_st
                             invisible_ms=5_000, init_mode=INIT_MODE_MIN)
             assert len(got.messages) == 1
     async with running_broker(tmp_path, namesrv, clock=clock, revive_queue_num=2) as second:
-        assert second.state.pop.revive_qids == [0, 1, 2, 3]
+        assert second.state.pop.log.revive_qids == [0, 1, 2, 3]
         assert revive(second, clock, 5_000) == 4
 
 

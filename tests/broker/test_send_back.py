@@ -14,11 +14,13 @@ import pytest
 
 from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
+from engine.protocol import fastjson
+from engine.protocol.body.admin import BrokerStatsData
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.message import MessageRecord, decode_records
 from engine.protocol.perm import PERM_RW
-from engine.protocol.wire import to_ext
+from engine.protocol.wire import from_json, to_ext
 from engine.remoting.client import RemotingClient
 from engine.store.record_scan import SCHEDULE_TOPIC
 from tests.clock import ManualClock
@@ -153,3 +155,34 @@ async def test_send_back_errors(broker: BrokerController, client: RemotingClient
     resp = await call(client, broker.addr, RequestCode.CONSUMER_SEND_MSG_BACK, to_ext(header))
     assert resp.code == ResponseCode.SYSTEM_ERROR
     assert resp.remark == "look message by offset failed, 123456789"
+
+
+async def send_backs_counted(client: RemotingClient, broker: BrokerController, key: str
+                             ) -> int | None:
+    """SNDBCK_PUT_NUMS of `key` over the last minute, as VIEW_BROKER_STATS_DATA answers it."""
+    resp = await call(client, broker.addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                      {"statsName": "SNDBCK_PUT_NUMS", "statsKey": key})
+    if resp.code != ResponseCode.SUCCESS:
+        return None
+    return from_json(BrokerStatsData, fastjson.loads(resp.body or b"")).stats_minute.sum
+
+
+async def test_send_backs_are_counted_by_first_topic_and_group(
+        broker: BrokerController, client: RemotingClient, clock: ManualClock) -> None:
+    key = f"{TOPIC}@{GROUP}"
+    assert await send_backs_counted(client, broker, key) is None  # nothing sent back yet
+    await client.invoke(broker.addr, send_request(TOPIC, b"x", queue_id=0))
+    original = await pull_one(client, broker, TOPIC, 0)
+    assert original is not None
+    assert await send_back(client, broker, original, delay_level=1) == ResponseCode.SUCCESS
+    assert await send_backs_counted(client, broker, key) == 1
+    clock.advance(SECOND)
+    await broker.state.schedule.run_once()
+    retried = await pull_one(client, broker, RETRY, 0)
+    assert retried is not None
+    # Failed again, now from the retry topic and into the DLQ: still counted under the topic
+    # it first failed on (its RETRY_TOPIC), as Apache's incSendBackNums keys it.
+    assert await send_back(client, broker, retried, max_times=1) == ResponseCode.SUCCESS
+    assert broker.state.store.get_max_offset_in_queue(DLQ, 0) == 1
+    assert await send_backs_counted(client, broker, key) == 2
+    assert await send_backs_counted(client, broker, f"{RETRY}@{GROUP}") is None

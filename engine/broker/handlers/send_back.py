@@ -7,7 +7,8 @@ topic it first failed on — into `%RETRY%<group>` with delay level `3 + reconsu
 level the consumer asks for), which parks it in SCHEDULE_TOPIC_XXXX until due.  Past the
 group's max reconsume times (or when the consumer asks with a negative level) it goes to
 `%DLQ%<group>` instead: one queue, readable and writable (perm 6) as in Apache since 4.9.2;
-nothing consumes it unless someone subscribes to it.
+nothing consumes it unless someone subscribes to it.  Each send-back stored counts in
+SNDBCK_PUT_NUMS under "<RETRY_TOPIC>@<group>", as 4.9.8's and 5.3's `incSendBackNums` do.
 """
 
 from __future__ import annotations
@@ -100,4 +101,6 @@ def consumer_send_msg_back(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.response(ResponseCode.SYSTEM_ERROR,
                             f"{result.status} {result.error_message}".strip())
     st.stats.on_put(topic, 1, len(msg.body))
+    # SNDBCK_PUT_NUMS by "<topic it first failed on>@<group>", retried or dead-lettered alike
+    st.stats.on_send_back(header.group, props[PROPERTY_RETRY_TOPIC])
     return cmd.response(ResponseCode.SUCCESS)

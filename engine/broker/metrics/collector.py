@@ -9,8 +9,8 @@ out of messages/throughput in and out, as 5.3 does.  Names: `engine.broker.metri
 
 A large broker has some 20,000 samples, so the big families (topics, group-topic pairs) are
 built lean: their samples are appended to the family directly, with label dicts made once per
-series and kept between scrapes (`Kept`, shared by the families of one series), and the store
-time of a consumer's next message is read once per committed offset.
+series and cached between scrapes (`ScrapeCache`, shared by the families of one series), and
+the store time of a consumer's next message is read once per committed offset.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from engine.broker.metrics import names as n
-from engine.broker.metrics.kept import Kept
 from engine.broker.metrics.lag import group_lags
 from engine.broker.metrics.rpc import BOUNDS, RpcLatency, request_code_name, response_code_name
+from engine.broker.metrics.scrape_cache import ScrapeCache
 from engine.broker.state import BrokerState
 from engine.broker.stats import (
     GROUP_GET_NUMS,
@@ -110,13 +110,13 @@ class BrokerCollector(Collector):
     def __init__(self, state: BrokerState, rpc: RpcLatency | None = None) -> None:
         self.state = state
         self.rpc = rpc if rpc is not None else RpcLatency()
-        # what one scrape derives per series, kept for the next (see `Kept`)
-        self._in_series: Kept[Node, _InSeries] = Kept(_InSeries.of)
-        self._out_labels: Kept[Node, Labels] = Kept(_OUT_LABELS.of)
-        self._lag_labels: Kept[Node, Labels] = Kept(_LAG_LABELS.of)
-        self._stamps: Kept[tuple[str, int, int], int] = Kept(
+        # what one scrape derives per series, cached for the next (see `ScrapeCache`)
+        self._in_series: ScrapeCache[Node, _InSeries] = ScrapeCache(_InSeries.of)
+        self._out_labels: ScrapeCache[Node, Labels] = ScrapeCache(_OUT_LABELS.of)
+        self._lag_labels: ScrapeCache[Node, Labels] = ScrapeCache(_LAG_LABELS.of)
+        self._stamps: ScrapeCache[tuple[str, int, int], int] = ScrapeCache(
             lambda key: state.store.get_message_store_timestamp(*key))
-        self._kept: tuple[Kept[Any, Any], ...] = (
+        self._caches: tuple[ScrapeCache[Any, Any], ...] = (
             self._in_series, self._out_labels, self._lag_labels, self._stamps)
 
     def _node(self) -> Node:
@@ -134,8 +134,8 @@ class BrokerCollector(Collector):
         yield from self._replication(node)
         yield from self._timers(node)
         yield self._rpc_latency(node)
-        for kept in self._kept:
-            kept.turn()
+        for cache in self._caches:
+            cache.end_scrape()
 
     # ------------------------------------------------------------------ families
 

@@ -15,18 +15,16 @@ visible time in the order info instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from engine.broker.pop.order import ILLEGAL
+from engine.broker.offsets import ConsumerOffsetManager
+from engine.broker.pop.order import ILLEGAL, ConsumerOrderInfoManager
 from engine.broker.pop.records import AckMsg, PopCheckPoint
+from engine.broker.pop.revive_log import ReviveLog
 from engine.protocol.codes import ResponseCode
 from engine.protocol.receipt import ExtraInfo
 from engine.store.results import PutMessageResult
-
-if TYPE_CHECKING:
-    from engine.broker.pop.service import PopService
-    from engine.broker.state import BrokerState
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +46,16 @@ class Changed:
 
 
 class Acker:
-    def __init__(self, st: BrokerState, pop: PopService) -> None:
-        self.st = st
-        self.pop = pop
+    def __init__(self, offsets: ConsumerOffsetManager, clock: Callable[[], int],
+                 revive_log: ReviveLog, order: ConsumerOrderInfoManager,
+                 queue_freed: Callable[[str, str, int], None]) -> None:
+        self.offsets = offsets
+        self.clock = clock
+        #: Where acks and the checkpoints of changed invisible times are written.
+        self.revive_log = revive_log
+        self.order = order
+        #: Called with (topic, group, queue id) when a FIFO ack unblocks a queue.
+        self.queue_freed = queue_freed
 
     def ack(self, group: str, topic: str, queue_id: int, offsets: list[int],
             info: ExtraInfo, start_offset: int, broker_name: str) -> AckOutcome:
@@ -67,14 +72,14 @@ class Acker:
                                  broker_name)
         if record is None:
             return AckOutcome()
-        return self.outcome(*self.pop.log.append_ack(*record))
+        return self.outcome(*self.revive_log.append_ack(*record))
 
     def ack_record(self, group: str, topic: str, queue_id: int, offsets: list[int],
                    info: ExtraInfo, start_offset: int, broker_name: str
                    ) -> tuple[AckMsg, int] | None:
         """The ack record of a normal pop's receipt and its revive queue; None when there is
         nothing to write (no offsets, or a revive queue no checkpoint of this broker is in)."""
-        if not offsets or not self.pop.tracks(info.revive_qid):
+        if not offsets or not self.revive_log.tracks(info.revive_qid):
             return None
         ack = AckMsg(topic, group, queue_id, start_offset, info.pop_time, broker_name,
                      offsets[0] if len(offsets) == 1 else -1,
@@ -90,46 +95,44 @@ class Acker:
 
     def ack_orderly(self, group: str, topic: str, queue_id: int, offset: int,
                     info: ExtraInfo) -> AckOutcome:
-        st = self.st
-        old = st.offsets.query(group, topic, queue_id)
+        old = self.offsets.query(group, topic, queue_id)
         if offset < old:
             return AckOutcome()
-        order = self.pop.order
+        order = self.order
         next_offset = order.commit_and_next(topic, group, queue_id, offset, info.pop_time)
         if next_offset == ILLEGAL:
             return AckOutcome(ResponseCode.MESSAGE_ILLEGAL,
                               f"offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, "
                               f"commit:{offset}, next:{next_offset}")
         if next_offset >= 0:
-            st.offsets.commit(group, topic, queue_id, next_offset)
+            self.offsets.commit(group, topic, queue_id, next_offset)
             if not order.check_block(None, topic, group, queue_id, info.invisible_time):
-                self.pop.polling.notify_key(topic, group, queue_id)
+                self.queue_freed(topic, group, queue_id)
             return AckOutcome(acked=1)
         return AckOutcome()
 
     def change_invisible_time(self, group: str, topic: str, queue_id: int, offset: int,
                               info: ExtraInfo, invisible_time: int) -> Changed:
-        st = self.st
-        now = st.clock()
+        now = self.clock()
         if info.is_order:
-            if offset >= st.offsets.query(group, topic, queue_id):
+            if offset >= self.offsets.query(group, topic, queue_id):
                 visible_at = now + invisible_time
-                self.pop.order.update_next_visible_time(topic, group, queue_id, offset,
-                                                        info.pop_time, visible_at)
+                self.order.update_next_visible_time(topic, group, queue_id, offset,
+                                                    info.pop_time, visible_at)
                 return Changed(ResponseCode.SUCCESS, info.pop_time, visible_at - info.pop_time,
                                info.revive_qid)
             return Changed(ResponseCode.SUCCESS, info.pop_time, info.invisible_time,
                            info.revive_qid)
         revive_qid = info.revive_qid
-        if not self.pop.tracks(revive_qid):
-            revive_qid = self.pop.next_revive_qid()
+        if not self.revive_log.tracks(revive_qid):
+            revive_qid = self.revive_log.next_revive_qid()
         if offset == info.ck_queue_offset and now <= info.pop_time:
             # The new checkpoint would have the old one's name, and the ack of the old one
             # below would clear it: pop it a millisecond later.
             now = info.pop_time + 1
         ck = PopCheckPoint(topic, group, queue_id, offset, now, invisible_time, 1, (0,),
                            broker_name=info.broker_name)
-        if not self.pop.append_ck(ck, revive_qid):
+        if not self.revive_log.append_ck(ck, revive_qid):
             return Changed(ResponseCode.SYSTEM_ERROR,
                            remark="the new checkpoint was not stored; the receipt is unchanged")
         outcome = self.ack(group, topic, queue_id, [offset], info, info.ck_queue_offset,

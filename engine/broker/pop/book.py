@@ -34,10 +34,6 @@ class Pending:
     def open_count(self) -> int:
         return sum(1 for i in range(self.ck.num) if not self.done >> i & 1)
 
-    def open_offsets(self) -> list[int]:
-        return [self.ck.ack_offset_by_index(i) for i in range(self.ck.num)
-                if not self.done >> i & 1]
-
     @property
     def complete(self) -> bool:
         return self.done == (1 << self.ck.num) - 1
@@ -138,9 +134,6 @@ class CheckpointBook:
 
     def inflight(self, topic: str, group: str, queue_id: int) -> int:
         return self._inflight.get((topic, group), {}).get(queue_id, 0)
-
-    def inflight_of(self, topic: str, group: str) -> dict[int, int]:
-        return dict(self._inflight.get((topic, group), {}))
 
     # ------------------------------------------------------------------ internals
 

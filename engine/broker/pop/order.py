@@ -192,9 +192,6 @@ class ConsumerOrderInfoManager:
         info = self.get(topic, group, queue_id)
         return info is not None and info.need_block(attempt_id, invisible_time, self.clock())
 
-    def clear_block(self, topic: str, group: str, queue_id: int) -> None:
-        self.table.get(_key(topic, group), {}).pop(queue_id, None)
-
     def update(self, attempt_id: str | None, topic: str, group: str, queue_id: int,
                pop_time: int, invisible_time: int, offsets: list[int]) -> list[str]:
         """Record a FIFO pop; returns its orderCountInfo entries (per message, then the

@@ -19,9 +19,10 @@ could revive a message twice small.  Only a master revives.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from engine.broker.pop.book import Pending
+from engine.broker.pop.book import CheckpointBook, Pending
+from engine.broker.pop.broker import PopBroker
 from engine.broker.pop.names import RETRY_QUEUE_NUM
 from engine.broker.topics import create_dlq
 from engine.common.service import Service
@@ -40,10 +41,6 @@ from engine.protocol.message import (
 from engine.protocol.perm import PERM_RW
 from engine.store.results import PutMessageResult
 
-if TYPE_CHECKING:
-    from engine.broker.pop.service import PopService
-    from engine.broker.state import BrokerState
-
 log = logging.getLogger(__name__)
 
 #: 5.3 `ckRewriteIntervalsInSeconds`: how long a checkpoint whose put failed waits.
@@ -55,10 +52,15 @@ MIN_WAIT_S = 0.01
 class ReviveService(Service):
     name = "pop-revive"
 
-    def __init__(self, st: BrokerState, pop: PopService) -> None:
-        super().__init__(st.config.revive_interval / 1000)
-        self.st = st
-        self.pop = pop
+    def __init__(self, broker: PopBroker, book: CheckpointBook, ensure_loaded: Callable[[], bool],
+                 commit_revive_offsets: Callable[[], bool]) -> None:
+        super().__init__(broker.config.revive_interval / 1000)
+        self.broker = broker
+        self.book = book
+        #: Whether this broker serves POP now (a master, its book replayed): `PopService`'s.
+        self.ensure_loaded = ensure_loaded
+        #: Moves the revive queues' offsets past what is done; True when one moved.
+        self.commit_revive_offsets = commit_revive_offsets
         self._failures: dict[int, int] = {}  # id(Pending) -> failed attempts
         self._idle_rounds = 0
         #: Messages put back into retry topics / dead-letter queues since start.
@@ -70,45 +72,46 @@ class ReviveService(Service):
 
     def revive_due(self) -> int:
         """One round: revive what is due, advance the revive offsets; returns messages put."""
-        st = self.st
-        interval_ms = st.config.revive_interval
-        if not self.pop.ensure_loaded():
+        broker = self.broker
+        interval_ms = broker.config.revive_interval
+        if not self.ensure_loaded():
             self.interval = interval_ms / 1000
             return 0
-        now = st.clock()
+        now = broker.clock()
         put = 0
-        for entry in list(self.pop.book.due(now)):
+        for entry in list(self.book.due(now)):
             put += self._revive(entry, now)
-        if self.pop.commit_revive_offsets() and put:
-            st.offsets.persist()
+        if self.commit_revive_offsets() and put:
+            broker.offsets.persist()
         self._schedule(now, interval_ms, busy=put > 0)
         return put
 
     def _schedule(self, now: int, interval_ms: int, *, busy: bool) -> None:
         """Sleep until the next checkpoint falls due, at most reviveInterval; with nothing
         pending at all, idle rounds stretch to reviveMaxSlow x reviveInterval."""
-        next_due = self.pop.book.next_due()
+        next_due = self.book.next_due()
         if next_due is None:
             self._idle_rounds = 0 if busy else min(self._idle_rounds + 1,
-                                                   self.st.config.revive_max_slow)
+                                                   self.broker.config.revive_max_slow)
             wait_ms = interval_ms * max(self._idle_rounds, 1)
         else:
             self._idle_rounds = 0
-            wait_ms = min(max(next_due - self.st.clock(), 0), interval_ms)
+            wait_ms = min(max(next_due - self.broker.clock(), 0), interval_ms)
         self.interval = max(wait_ms / 1000, MIN_WAIT_S)
 
     def checkpoint_added(self, revive_time: int) -> None:
         """A pop wrote a checkpoint: wake up if it falls due before the planned round."""
-        if revive_time - self.st.clock() < self.interval * 1000:
+        if revive_time - self.broker.clock() < self.interval * 1000:
             self.wakeup()
 
     # ------------------------------------------------------------------ one checkpoint
 
     def _revive(self, entry: Pending, now: int) -> int:
-        st, book, ck = self.st, self.pop.book, entry.ck
+        broker, book, ck = self.broker, self.book, entry.ck
         normal = receipt.normal_topic(ck.topic, ck.cid)
-        group = st.groups.find_or_create(ck.cid)  # 5.3 creates it, with autoCreateSubscriptionGroup
-        if st.topics.get(normal) is None or group is None:
+        # 5.3 creates the group, with autoCreateSubscriptionGroup
+        group = broker.groups.find_or_create(ck.cid)
+        if broker.topics.get(normal) is None or group is None:
             log.warning("revive: %s or group %s no longer exists; checkpoint %s dropped",
                         normal, ck.cid, ck.unique_id())
             book.finish(entry)
@@ -137,10 +140,10 @@ class ReviveService(Service):
         wait = RETRY_INTERVALS_S[min(attempts, len(RETRY_INTERVALS_S) - 1)]
         log.error("revive of %s failed (%s %s); trying again in %d s", entry.ck.unique_id(),
                   result.status, result.error_message, wait)
-        self.pop.book.postpone(entry, now + wait * 1000)
+        self.book.postpone(entry, now + wait * 1000)
 
     def _read(self, topic: str, queue_id: int, offset: int) -> MessageRecord | None:
-        store = self.st.store
+        store = self.broker.store
         found = store.get_queue_entry(topic, queue_id, offset)
         data = store.look_message_by_offset(found[0], found[1]) if found else None
         if data is None:
@@ -157,32 +160,32 @@ class ReviveService(Service):
     def _put_back(self, topic: str, group: str, pop_time: int, max_times: int,
                   record: MessageRecord) -> PutMessageResult:
         """The message into the group's pop retry topic, or its DLQ when consumed too often."""
-        st = self.st
+        broker = self.broker
         # A delay level stays (a message delivered from one keeps DELAY): as 5.3.3's
         # reviveRetry, the put parks it for its level again, into the retry topic.
         props = record.properties()
         if record.reconsume_times == 0 or PROPERTY_FIRST_POP_TIME not in props:
             props[PROPERTY_FIRST_POP_TIME] = str(pop_time)
         if record.reconsume_times >= max_times:
-            target = create_dlq(st.topics, group).topic_name
+            target = create_dlq(broker.topics, group).topic_name
             props.setdefault(PROPERTY_RETRY_TOPIC, receipt.normal_topic(topic, group))
             props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, record.msg_id)
         elif topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             target = topic
         else:
-            target = receipt.pop_retry_topic(topic, group, v2=st.config.enable_retry_topic_v2)
-        if st.topics.get(target) is None:
-            st.topics.create_if_absent(target, RETRY_QUEUE_NUM, PERM_RW)
-            if st.offsets.query(group, target, 0) < 0:
-                st.offsets.commit(group, target, 0, 0)
-        host = st.store_host
+            target = receipt.pop_retry_topic(topic, group, v2=broker.config.enable_retry_topic_v2)
+        if broker.topics.get(target) is None:
+            broker.topics.create_if_absent(target, RETRY_QUEUE_NUM, PERM_RW)
+            if broker.offsets.query(group, target, 0) < 0:
+                broker.offsets.commit(group, target, 0, 0)
+        host = broker.store_host
         msg = message_from_record(
             record, topic=target, queue_id=0, properties=properties_to_string(props),
             reconsume_times=record.reconsume_times + 1, born_host=host, store_host=host,
             prepared_transaction_offset=0)
-        result = st.store.append_message(msg)
+        result = broker.store.append_message(msg)
         if result.ok:
-            st.stats.on_put(target, 1, len(msg.body))
+            broker.stats.on_put(target, 1, len(msg.body))
             if target.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 self.revived += 1
             else:

@@ -5,9 +5,10 @@ tagged `ck`, `ack` or `bAck`, its body the JSON of `engine.broker.pop.records` a
 5.3's unique id — what 5.3 writes, except that 5.3 also gives each record a timer delivery time
 (the checkpoint's revive time) so that its revive service only meets records when they are due;
 here they are stored at once and the `CheckpointBook` keeps the pending ones in memory.  A
-record written is entered in the book at once.  `replay` reads a revive queue from a given
-offset to its end and enters what it finds, which rebuilds the book after a restart or on a
-slave that becomes master.
+record written is entered in the book at once.  Successive checkpoints go round the revive
+queues (5.3 `ckMessageNumber`); an ack goes to its checkpoint's queue.  `replay` reads a
+revive queue from a given offset to its end and enters what it finds, which rebuilds the book
+after a restart or on a slave that becomes master.
 """
 
 from __future__ import annotations
@@ -47,17 +48,36 @@ class Replayed:
 
 
 class ReviveLog:
-    def __init__(self, store: MessageStore, topic: str, book: CheckpointBook, broker_name: str,
-                 store_host: Callable[[], Address], clock: Callable[[], int]) -> None:
+    def __init__(self, store: MessageStore, topic: str, queue_num: int, book: CheckpointBook,
+                 broker_name: str, store_host: Callable[[], Address], clock: Callable[[], int],
+                 on_checkpoint: Callable[[PopCheckPoint], None]) -> None:
         self.store = store
         self.broker_name = broker_name
         self.topic = topic
+        #: Fixed at start, as 5.3's revive services are.
+        self.revive_queue_num = queue_num
+        #: Revive queues replayed and tracked: the configured ones, and any other the revive
+        #: topic holds (reviveQueueNum lowered between two runs: their checkpoints still count).
+        self.revive_qids: list[int] = list(range(queue_num))
         self.book = book
         self.store_host = store_host
         self.clock = clock
+        #: Told of each checkpoint stored (the revive service wakes if it falls due sooner).
+        self.on_checkpoint = on_checkpoint
+        self._ck_number = 0
         #: Records appended so far, and the result of the last one (SYNC_FLUSH waits on it).
         self.appended = 0
         self.last: PutMessageResult | None = None
+
+    def tracks(self, revive_qid: int) -> bool:
+        """Whether checkpoints of this revive queue can be in the book."""
+        return revive_qid in self.revive_qids or 0 <= revive_qid < self.revive_queue_num
+
+    def next_revive_qid(self) -> int:
+        """The revive queue of the next pop's checkpoint: they go round the queues."""
+        qid = self._ck_number % self.revive_queue_num
+        self._ck_number += 1
+        return qid
 
     def _appended(self, result: PutMessageResult) -> None:
         if result.ok:
@@ -71,17 +91,18 @@ class ReviveLog:
         return BrokerMessage(self.topic, body, revive_qid, properties=props,
                              born_timestamp=self.clock(), born_host=host, store_host=host)
 
-    def append_ck(self, ck: PopCheckPoint, revive_qid: int) -> PutMessageResult:
-        """Store a checkpoint and enter it in the book (when the put succeeded)."""
+    def append_ck(self, ck: PopCheckPoint, revive_qid: int) -> bool:
+        """Store a checkpoint and enter it in the book; False when the store refused it."""
         result = self.store.append_message(
             self._message(revive_qid, CK_TAG, ck.unique_id(), ck.to_json()))
         self._appended(result)
-        if result.ok:
-            self.book.add(ck, revive_qid, result.queue_offset)
-        else:
+        if not result.ok:
             log.error("checkpoint %s not stored: %s %s", ck.unique_id(), result.status,
                       result.error_message)
-        return result
+            return False
+        self.book.add(ck, revive_qid, result.queue_offset)
+        self.on_checkpoint(ck)
+        return True
 
     def append_ack(self, ack: AckMsg, revive_qid: int) -> tuple[PutMessageResult, int]:
         """Store an ack (or batch ack) and apply it to the book; also returns how many of

@@ -1,4 +1,5 @@
-"""`PopService`: the POP state of one broker, and how it is rebuilt after a restart.
+"""`PopService`: the POP parts of one broker wired together, and how they are rebuilt after a
+restart.
 
 How this works (docs/pop.md): a POP commits the group's consumer offset past what it handed out
 and writes a checkpoint to the revive topic; an ACK writes an ack there.  Both are entered in
@@ -10,16 +11,21 @@ not done come back into the book with their acks, and each group's consumer offs
 past every message a replayed checkpoint covers, in case the offsets file was older than the
 checkpoints (kill -9 between two offset flushes): nothing popped is popped again, everything
 unacked is revived.  A slave keeps no book; it replicates the revive topic and the offsets.
+
+The service reads its broker through `PopBroker` and hands each part only what it uses: the
+popper and the acker get a few tables and callables, the revive service the broker (it puts
+messages, creates retry topics and counts them) with the book and two callables of this
+service.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
 from engine.broker.pop.acker import Acker
 from engine.broker.pop.book import CheckpointBook
+from engine.broker.pop.broker import PopBroker
 from engine.broker.pop.names import REVIVE_GROUP, revive_topic
 from engine.broker.pop.order import ConsumerOrderInfoManager
 from engine.broker.pop.polling import PopPolling
@@ -29,75 +35,49 @@ from engine.broker.pop.revive import ReviveService
 from engine.broker.pop.revive_log import ReviveLog
 from engine.store.config import FlushDiskType
 
-if TYPE_CHECKING:
-    from engine.broker.state import BrokerState
-
 log = logging.getLogger(__name__)
 
 
 class PopService:
-    def __init__(self, st: BrokerState) -> None:
-        self.st = st
-        cfg = st.config
+    def __init__(self, broker: PopBroker) -> None:
+        self.broker = broker
+        cfg = broker.config
         self.revive_topic = revive_topic(cfg.broker_cluster_name)
-        #: Fixed at start, as 5.3's revive services are.
-        self.revive_queue_num = cfg.revive_queue_num
-        #: Revive queues replayed and tracked: the configured ones, and any other the revive
-        #: topic holds (reviveQueueNum lowered between two runs: their checkpoints still count).
-        self.revive_qids: list[int] = list(range(self.revive_queue_num))
         self.book = CheckpointBook()
-        self.log = ReviveLog(st.store, self.revive_topic, self.book, cfg.broker_name,
-                             lambda: st.store_host, st.clock)
-        self.order = ConsumerOrderInfoManager(st.store_config.config_dir, st.clock)
+        self.log = ReviveLog(broker.store, self.revive_topic, cfg.revive_queue_num, self.book,
+                             cfg.broker_name, lambda: broker.store_host, broker.clock,
+                             on_checkpoint=lambda ck: self.revive.checkpoint_added(ck.revive_time))
+        self.order = ConsumerOrderInfoManager(broker.store_config.config_dir, broker.clock)
         self.order.exists = self._queue_exists
-        self.polling = PopPolling(st.store, lambda: st.config)
-        self.popper = Popper(st, self)
-        self.acker = Acker(st, self)
-        self.revive = ReviveService(st, self)
+        self.polling = PopPolling(broker.store, lambda: broker.config)
+        self.popper = Popper(broker.store, broker.offsets, broker.topics, lambda: broker.config,
+                             broker.clock, self.log, self.order, self.inflight)
+        self.acker = Acker(broker.offsets, broker.clock, self.log, self.order,
+                           self.polling.notify_key)
+        self.revive = ReviveService(broker, self.book, self.ensure_loaded,
+                                    self.commit_revive_offsets)
         self.loaded = False
-        self._ck_number = 0
 
     def _queue_exists(self, topic: str, group: str, queue_id: int) -> bool:
-        config = self.st.topics.get(topic)
+        config = self.broker.topics.get(topic)
         return (config is not None and queue_id < config.read_queue_nums
-                and self.st.groups.get(group) is not None)
-
-    @property
-    def broker_name(self) -> str:
-        return self.st.config.broker_name
-
-    def tracks(self, revive_qid: int) -> bool:
-        """Whether checkpoints of this revive queue can be in the book."""
-        return revive_qid in self.revive_qids or 0 <= revive_qid < self.revive_queue_num
-
-    def next_revive_qid(self) -> int:
-        """Checkpoints of successive pops go round the revive queues (5.3 `ckMessageNumber`)."""
-        qid = self._ck_number % self.revive_queue_num
-        self._ck_number += 1
-        return qid
-
-    def append_ck(self, ck: PopCheckPoint, revive_qid: int) -> bool:
-        """Store a checkpoint (and enter it in the book); False when the store refused it."""
-        if not self.log.append_ck(ck, revive_qid).ok:
-            return False
-        self.revive.checkpoint_added(ck.revive_time)
-        return True
+                and self.broker.groups.get(group) is not None)
 
     def flushed_since(self, mark: int) -> Awaitable[object] | None:
         """Under SYNC_FLUSH, what to await before answering a request that wrote revive
         records since `mark` (`log.appended` when it started): their bytes on disk."""
         last = self.log.last
         if (mark == self.log.appended or last is None
-                or self.st.store_config.flush_disk_type is not FlushDiskType.SYNC_FLUSH):
+                or self.broker.store_config.flush_disk_type is not FlushDiskType.SYNC_FLUSH):
             return None
-        return self.st.store.flushed(last)
+        return self.broker.store.flushed(last)
 
     # ------------------------------------------------------------------ recovery
 
     def ensure_loaded(self) -> bool:
         """Rebuild the book on a master that has none; drop it on a slave.  Returns whether
         this broker serves POP now (it is the master)."""
-        if self.st.is_slave:
+        if self.broker.is_slave:
             if self.loaded:  # demoted: forget the book, answer the held pops (they see it)
                 self.book.clear()
                 self.loaded = False
@@ -109,15 +89,15 @@ class PopService:
         return True
 
     def _replay(self) -> None:
-        offsets = self.st.offsets
+        offsets, revive_log = self.broker.offsets, self.log
         self.book.clear()
         raised: dict[tuple[str, str, int], int] = {}
         total_cks = total_acks = 0
-        stored = self.st.store.topic_queues().get(self.revive_topic, [])
-        self.revive_qids = sorted(set(range(self.revive_queue_num)) | set(stored))
-        for qid in self.revive_qids:
+        stored = self.broker.store.topic_queues().get(self.revive_topic, [])
+        revive_log.revive_qids = sorted(set(range(revive_log.revive_queue_num)) | set(stored))
+        for qid in revive_log.revive_qids:
             start = offsets.query(REVIVE_GROUP, self.revive_topic, qid) + 1
-            replayed = self.log.replay(qid, max(start, 0))
+            replayed = revive_log.replay(qid, max(start, 0))
             total_cks += len(replayed.checkpoints)
             total_acks += replayed.acks
             for ck in replayed.checkpoints:
@@ -133,7 +113,7 @@ class PopService:
         if ck.num <= 0:
             return
         after = max(ck.offsets()) + 1
-        offsets = self.st.offsets
+        offsets = self.broker.offsets
         if offsets.query(ck.cid, ck.topic, ck.queue_id) < after:
             offsets.commit(ck.cid, ck.topic, ck.queue_id, after)
             raised[(ck.cid, ck.topic, ck.queue_id)] = after
@@ -143,9 +123,9 @@ class PopService:
     def commit_revive_offsets(self) -> bool:
         """Move each revive queue's consumer offset up to just before its oldest pending
         checkpoint (its last record when none is pending); True when one moved."""
-        offsets, store, topic = self.st.offsets, self.st.store, self.revive_topic
+        offsets, store, topic = self.broker.offsets, self.broker.store, self.revive_topic
         moved = False
-        for qid in self.revive_qids:
+        for qid in self.log.revive_qids:
             oldest = self.book.oldest_offset(qid)
             done = (oldest if oldest is not None
                     else store.get_max_offset_in_queue(topic, qid)) - 1
@@ -169,10 +149,6 @@ class PopService:
         if committed < 0:
             return committed, committed
         fifo = self.order.get(topic, group, queue_id)
-        if fifo is not None and fifo.offset_list and fifo.inflight(self.st.clock()):
+        if fifo is not None and fifo.offset_list and fifo.inflight(self.broker.clock()):
             return committed, max(committed, max(fifo.queue_offsets()) + 1)
         return max(committed - self.book.inflight(topic, group, queue_id), 0), committed
-
-    def reviving_behind(self) -> int:
-        """Checkpoints whose messages are still out (the revive topic's pending records)."""
-        return len(self.book)

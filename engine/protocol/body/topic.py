@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -95,9 +95,6 @@ class TopicConfig:
             )
         except (ValueError, KeyError):
             raise BodyError(f"compact topic config {text!r} is malformed") from None
-
-    def with_perm(self, perm: int) -> TopicConfig:
-        return replace(self, perm=perm)
 
 
 def _compact_attributes(text: str) -> dict[str, str] | None:

@@ -29,7 +29,8 @@ import logging
 import os
 import random
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import (
@@ -39,9 +40,10 @@ from engine.protocol.message import (
     decode_record,
     property_value,
 )
+from engine.store.config import MessageStoreConfig
 from engine.store.errors import StoreConfigError
 from engine.store.record_scan import TIMER_TOPIC
-from engine.store.results import PutMessageStatus
+from engine.store.results import PutMessageResult, PutMessageStatus
 from engine.store.timer.checkpoint import TimerCheckpoint, read_checkpoint, write_checkpoint
 from engine.store.timer.inflight import Due, InFlight
 from engine.store.timer.recovery import cut_wheel, delivered_since
@@ -57,9 +59,6 @@ from engine.store.timer.transform import (
 )
 from engine.store.timer.wheel import Slot, TimerWheel
 
-if TYPE_CHECKING:
-    from engine.store.message_store import MessageStore
-
 log = logging.getLogger(__name__)
 
 BLANK_SLOTS = 60  # Apache's TIMER_BLANK_SLOTS: the wheel's span minus these bounds a delay
@@ -71,16 +70,39 @@ _PERMANENT = frozenset({
 })
 
 
+class StoreAccess(Protocol):
+    """What the timer store uses of its message store: the timer queue's entries, the commit
+    log's records and end, and puts of the messages that fall due."""
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int: ...
+
+    def get_queue_entry(self, topic: str, queue_id: int, offset: int
+                        ) -> tuple[int, int, int] | None: ...
+
+    def look_message_by_offset(self, commit_log_offset: int, size: int | None = None
+                               ) -> bytes | None: ...
+
+    def read_commit_log(self, offset: int, max_size: int) -> bytes | None: ...
+
+    def get_max_phy_offset(self) -> int: ...
+
+    def append_many(self, msgs: Sequence[BrokerMessage]) -> list[PutMessageResult]: ...
+
+
 class TimerMessageStore:
     """The timer log, wheel and checkpoint of one store, and what moves between them."""
 
-    def __init__(self, store: MessageStore) -> None:
-        cfg = store.config
+    def __init__(self, config: MessageStoreConfig, clock: Callable[[], int],
+                 store: StoreAccess) -> None:
+        self.config = config
+        self.clock = clock
         self.store = store
-        self.enabled = cfg.timer_wheel_enable
-        self.precision = effective_precision(cfg.timer_precision_ms)
-        self.max_delay_sec = cfg.timer_max_delay_sec
-        self.congest_num = cfg.timer_congest_num_each_slot
+        self.enabled = config.timer_wheel_enable
+        self.precision = effective_precision(config.timer_precision_ms)
+        self.max_delay_sec = config.timer_max_delay_sec
+        self.congest_num = config.timer_congest_num_each_slot
         self.log: TimerLog | None = None
         self.wheel: TimerWheel | None = None
         self.read_ms = 0            # currReadTimeMs: slots before it are taken
@@ -127,12 +149,12 @@ class TimerMessageStore:
         return self.log is not None
 
     def _files_exist(self) -> bool:
-        cfg = self.store.config
+        cfg = self.config
         return (os.path.isdir(cfg.timer_log_dir) or os.path.exists(cfg.timer_wheel_path)
                 or os.path.exists(cfg.timer_checkpoint_path))
 
     def _open(self) -> tuple[TimerLog, TimerWheel]:
-        cfg = self.store.config
+        cfg = self.config
         wheel = TimerWheel(cfg.timer_wheel_path, self.precision)
         if self.max_delay_sec * 1000 > wheel.span_ms - BLANK_SLOTS * self.precision:
             wheel.close()
@@ -149,13 +171,13 @@ class TimerMessageStore:
         once, so that recovery never needs to look before this moment."""
         if self.log is not None and self.wheel is not None:
             return self.log, self.wheel
-        now = self.store.clock()
+        now = self.clock()
         timer_log, wheel = self._open()
         if self.read_ms == 0:  # else a slave already follows its master's progress
             self.read_ms = now // self.precision * self.precision
             self.recovered_phy = self.store.get_max_phy_offset()
         first = self.snapshot()
-        write_checkpoint(self.store.config.timer_checkpoint_path, first)
+        write_checkpoint(self.config.timer_checkpoint_path, first)
         self.written = first
         return timer_log, wheel
 
@@ -167,7 +189,7 @@ class TimerMessageStore:
         if not self._files_exist():
             return
         timer_log, wheel = self._open()
-        cp = read_checkpoint(store.config.timer_checkpoint_path) or TimerCheckpoint()
+        cp = read_checkpoint(self.config.timer_checkpoint_path) or TimerCheckpoint()
         self.written = cp
         end = min(cp.log_flush_pos, timer_log.end())
         cut = cut_wheel(wheel, timer_log, end)
@@ -176,7 +198,7 @@ class TimerMessageStore:
         high = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
         self.queue_offset = min(max(cp.queue_offset, low), high)
         self.master_queue_offset = cp.master_queue_offset or self.queue_offset
-        now = store.clock()
+        now = self.clock()
         self.read_ms = cp.read_ms or now // self.precision * self.precision
         self.recovered_phy = cp.delivered_from_phy
         self.waiting = timer_log.count_from(self.read_ms, self.precision)
@@ -194,7 +216,7 @@ class TimerMessageStore:
         store = self.store
         self.redelivery = delivered_since(store.read_commit_log, self.recovered_phy,
                                           store.get_max_phy_offset())
-        write_ms = store.clock() // self.precision * self.precision
+        write_ms = self.clock() // self.precision * self.precision
         for q in range(min(self.master_queue_offset, self.queue_offset), self.queue_offset):
             entry = store.get_queue_entry(TIMER_TOPIC, 0, q)
             if entry is not None and entry[2] < self.read_ms:
@@ -223,7 +245,7 @@ class TimerMessageStore:
         return TimerCheckpoint(
             read_ms=self.commit_read_ms, log_flush_pos=end, queue_offset=self.queue_offset,
             master_queue_offset=self.queue_offset if self.delivering
-            else self.master_queue_offset, timestamp=self.store.clock(),
+            else self.master_queue_offset, timestamp=self.clock(),
             delivered_from_phy=self.delivered_from_phy)
 
     def flush_files(self, cp: TimerCheckpoint) -> None:
@@ -232,7 +254,7 @@ class TimerMessageStore:
             return
         self.log.flush()
         self.wheel.flush()
-        write_checkpoint(self.store.config.timer_checkpoint_path, cp)
+        write_checkpoint(self.config.timer_checkpoint_path, cp)
         self.written = cp
 
     def close(self) -> None:
@@ -281,7 +303,7 @@ class TimerMessageStore:
             self.queue_offset = q
             return 0
         self._ensure_open()
-        now = store.clock()
+        now = self.clock()
         write_ms = now // self.precision * self.precision
         precision = self.precision
         done = 0
