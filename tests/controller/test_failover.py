@@ -1,0 +1,119 @@
+"""Brokers in controller mode as real processes under one controller: a set of three elects
+a master, grows its SyncStateSet, fails over when the master is killed (SIGKILL) without
+losing an acknowledged message, and takes the old master back as a slave that truncated its
+log by epoch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from engine.controller.manager import ControllerManager
+from engine.namesrv.controller import NamesrvController
+from engine.protocol.codes import ResponseCode
+from engine.remoting.client import RemotingClient
+from tests.broker.helpers import send_request
+from tests.controller.test_server import controller_config, now_ms
+from tests.ha.inproc import ha_status
+from tests.ha.procs import BrokerProcess
+from tests.ha.traffic import Consumer, Producer, create_topic, wait_topic_on
+
+TOPIC = "CtlTopic"
+QUEUES = 4
+NAME = "broker-a"
+
+#: Controller mode, fast: heartbeats every 200 ms, SyncStateSet checks every 300 ms.
+CONTROLLER_MODE = {"enableControllerMode": "true", "brokerRole": "SYNC_MASTER",
+                   "allAckInSyncStateSet": "true", "brokerHeartbeatInterval": "200",
+                   "checkSyncStateSetPeriod": "300", "haMaxTimeSlaveNotCatchup": "3000",
+                   "controllerHeartBeatTimeoutMills": "3000", "slaveTimeout": "3000"}
+
+
+@pytest.fixture
+async def controller(tmp_path: Path) -> AsyncIterator[ControllerManager]:
+    manager = ControllerManager(controller_config(tmp_path), clock=now_ms)
+    await manager.start()
+    yield manager
+    await manager.stop()
+
+
+async def until(check: object, timeout: float = 30) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():  # type: ignore[operator]
+            await asyncio.sleep(0.05)
+
+
+def master_of(controller: ControllerManager) -> tuple[int | None, int]:
+    found = controller.state.sets.get(NAME)
+    return (found.master_id, found.master_epoch) if found else (None, 0)
+
+
+def in_sync(controller: ControllerManager) -> frozenset[int]:
+    found = controller.state.sets.get(NAME)
+    return found.sync_state_set if found else frozenset()
+
+
+async def bodies_on(client: RemotingClient, ns: str, addr: str) -> set[bytes]:
+    consumer = Consumer(client, ns, TOPIC, QUEUES, addr=addr)
+    while await consumer.poll_once():
+        pass
+    return consumer.got
+
+
+async def test_kill_the_master_a_slave_takes_over_the_old_one_follows(
+        tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
+        brokers: list[BrokerProcess]) -> None:
+    ns = f"127.0.0.1:{namesrv.port}"
+    settings = {**CONTROLLER_MODE, "controllerAddr": controller.address}
+    by_id: dict[int, BrokerProcess] = {}
+    for store in ("a", "b", "c"):
+        broker = BrokerProcess(tmp_path, store, ns, **settings)
+        brokers.append(broker)
+        await broker.start()
+        by_id[max(controller.state.sets[NAME].members)] = broker
+    first, epoch = master_of(controller)
+    assert (first, epoch) == (1, 1)
+    await until(lambda: in_sync(controller) == {1, 2, 3})
+
+    client = RemotingClient()
+    try:
+        master = by_id[1]
+        await create_topic(client, ns, master.addr, TOPIC, QUEUES)
+        for broker in (by_id[2], by_id[3]):
+            await wait_topic_on(client, broker.addr, TOPIC)
+        producer = Producer(client, ns, TOPIC, QUEUES)
+        stop = asyncio.Event()
+        running = asyncio.create_task(producer.run(stop, pause=0))
+        await until(lambda: len(producer.acked) >= 300, 30)
+        master.kill()  # SIGKILL while sends are in flight
+        await until(lambda: master_of(controller)[0] not in (None, 1), 30)
+        new_id, new_epoch = master_of(controller)
+        assert new_epoch == 2
+        new_master = by_id[new_id]
+        before = len(producer.acked)
+        await until(lambda: new_master.addr in producer.sent_to
+                    and len(producer.acked) > before + 50, 30)
+        stop.set()
+        await running
+        acked = set(producer.acked)
+        assert acked <= await bodies_on(client, ns, new_master.addr)  # nothing acked is lost
+
+        await master.start()  # the old master comes back with epoch 1
+        async with asyncio.timeout(30):
+            while True:
+                status = await ha_status(client, master.addr)
+                if not status.master and status.epoch == 2:
+                    break
+                await asyncio.sleep(0.05)
+        assert master_of(controller) == (new_id, 2)
+        await until(lambda: 1 in in_sync(controller), 30)  # it caught up with the new master
+        mine = await ha_status(client, master.addr)
+        theirs = await ha_status(client, new_master.addr)
+        assert mine.commit_log_max_offset <= theirs.commit_log_max_offset
+        resp = await client.invoke(new_master.addr, send_request(TOPIC, b"after"), timeout=5)
+        assert resp.code == ResponseCode.SUCCESS
+    finally:
+        await client.close()
