@@ -6,6 +6,8 @@ log by epoch."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -34,7 +36,9 @@ CONTROLLER_MODE = {"enableControllerMode": "true", "brokerRole": "SYNC_MASTER",
 
 @pytest.fixture
 async def controller(tmp_path: Path) -> AsyncIterator[ControllerManager]:
-    manager = ControllerManager(controller_config(tmp_path), clock=now_ms)
+    manager = ControllerManager(controller_config(
+        tmp_path, scan_not_active_broker_interval=200, scan_inactive_master_interval=200),
+        clock=now_ms)
     await manager.start()
     yield manager
     await manager.stop()
@@ -67,17 +71,8 @@ async def test_kill_the_master_a_slave_takes_over_the_old_one_follows(
         tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
         brokers: list[BrokerProcess]) -> None:
     ns = f"127.0.0.1:{namesrv.port}"
-    settings = {**CONTROLLER_MODE, "controllerAddr": controller.address}
-    by_id: dict[int, BrokerProcess] = {}
-    for store in ("a", "b", "c"):
-        broker = BrokerProcess(tmp_path, store, ns, **settings)
-        brokers.append(broker)
-        await broker.start()
-        by_id[max(controller.state.sets[NAME].members)] = broker
-    first, epoch = master_of(controller)
-    assert (first, epoch) == (1, 1)
-    await until(lambda: in_sync(controller) == {1, 2, 3})
-
+    by_id = await three_brokers(tmp_path, ns, controller, brokers)
+    assert master_of(controller) == (1, 1)
     client = RemotingClient()
     try:
         master = by_id[1]
@@ -114,6 +109,52 @@ async def test_kill_the_master_a_slave_takes_over_the_old_one_follows(
         theirs = await ha_status(client, new_master.addr)
         assert mine.commit_log_max_offset <= theirs.commit_log_max_offset
         resp = await client.invoke(new_master.addr, send_request(TOPIC, b"after"), timeout=5)
+        assert resp.code == ResponseCode.SUCCESS
+    finally:
+        await client.close()
+
+
+async def three_brokers(tmp_path: Path, ns: str, controller: ControllerManager,
+                        brokers: list[BrokerProcess]) -> dict[int, BrokerProcess]:
+    settings = {**CONTROLLER_MODE, "controllerAddr": controller.address}
+    by_id: dict[int, BrokerProcess] = {}
+    for store in ("a", "b", "c"):
+        broker = BrokerProcess(tmp_path, store, ns, **settings)
+        brokers.append(broker)
+        await broker.start()
+        by_id[max(controller.state.sets[NAME].members)] = broker
+    await until(lambda: in_sync(controller) == {1, 2, 3})
+    return by_id
+
+
+async def test_a_frozen_master_never_acknowledges_as_a_second_master(
+        tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
+        brokers: list[BrokerProcess]) -> None:
+    ns = f"127.0.0.1:{namesrv.port}"
+    by_id = await three_brokers(tmp_path, ns, controller, brokers)
+    old = by_id[1]
+    client = RemotingClient()
+    try:
+        await create_topic(client, ns, old.addr, TOPIC, QUEUES)
+        assert old.proc is not None
+        os.kill(old.proc.pid, signal.SIGSTOP)  # frozen: connections open, nothing answers
+        try:
+            # its heartbeats stop: after controllerHeartBeatTimeoutMills a slave is elected
+            await until(lambda: master_of(controller)[0] not in (None, 1), 30)
+        finally:
+            os.kill(old.proc.pid, signal.SIGCONT)
+        new_id, epoch = master_of(controller)
+        assert epoch == 2
+        answers = []
+        async with asyncio.timeout(30):  # the thawed master learns it lost and follows
+            while True:
+                resp = await client.invoke(old.addr, send_request(TOPIC, b"late"), timeout=10)
+                answers.append(resp.code)
+                status = await ha_status(client, old.addr)
+                if not status.master and status.epoch == 2:
+                    break
+        assert ResponseCode.SUCCESS not in answers  # never acknowledged as a second master
+        resp = await client.invoke(by_id[new_id].addr, send_request(TOPIC, b"new"), timeout=5)
         assert resp.code == ResponseCode.SUCCESS
     finally:
         await client.close()
