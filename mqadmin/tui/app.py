@@ -26,8 +26,8 @@ from mqadmin.config import Endpoint, resolve
 from mqadmin.exit_codes import message_for
 from mqadmin.tui.backend import Backend
 from mqadmin.tui.data.health import read_extra, read_health
+from mqadmin.tui.events import HealthChanged
 from mqadmin.tui.keys import key_sections
-from mqadmin.tui.messages import HealthChanged
 from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
 from mqadmin.tui.screens.base import DashScreen
@@ -35,7 +35,7 @@ from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupsScreen
-from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.message_search import MessageSearchScreen
 from mqadmin.tui.screens.producers import ProducersScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
@@ -68,7 +68,7 @@ class Dashboard(App[None]):
     MODES: ClassVar[dict[str, type[DashScreen]]] = {  # type: ignore[assignment]
         "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
         "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen,
-        "audit": AuditScreen, "access": AccessScreen, "messages": MessagesScreen,
+        "audit": AuditScreen, "access": AccessScreen, "messages": MessageSearchScreen,
         "producers": ProducersScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [

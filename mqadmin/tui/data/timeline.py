@@ -2,9 +2,9 @@
 end, each group's delivery and consumption with status, client and cost.
 
 How this works: the trace records are the ones `mqadmin queryMsgTraceById` reads
-(`operations.trace.query_trace`, any writer: Apache's clients or ours); the message itself
-gives the step no trace records, its storing, and, when the message was not traced, its
-sending (born time and host, without status or cost).  A message without a trace still has a
+(`operations.messages.trace.query_trace`, any writer: Apache's clients or ours); the message
+itself gives the step no trace records, its storing, and, when the message was not traced,
+its sending (born time and host, without status or cost).  A message without a trace still has a
 timeline of those two steps, with the lookup's reason as its note.
 """
 
@@ -17,7 +17,7 @@ from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
 from engine.protocol.message import MessageRecord
 from mqadmin.exit_codes import CliError, TargetNotFound, message_for
-from mqadmin.operations.trace import query_trace
+from mqadmin.operations.messages.trace import query_trace
 
 Row = dict[str, Any]
 #: What each trace record's type is called on the timeline.
