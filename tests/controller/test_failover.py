@@ -22,6 +22,7 @@ from tests.controller.test_server import controller_config, now_ms
 from tests.ha.inproc import ha_status
 from tests.ha.procs import BrokerProcess
 from tests.ha.traffic import Consumer, Producer, create_topic, wait_topic_on
+from tests.mqadmin.cli import invoke, rows_of
 
 TOPIC = "CtlTopic"
 QUEUES = 4
@@ -110,6 +111,10 @@ async def test_kill_the_master_a_slave_takes_over_the_old_one_follows(
         assert mine.commit_log_max_offset <= theirs.commit_log_max_offset
         resp = await client.invoke(new_master.addr, send_request(TOPIC, b"after"), timeout=5)
         assert resp.code == ResponseCode.SUCCESS
+        rows = rows_of(await asyncio.to_thread(
+            invoke, "getBrokerEpoch", "-n", ns, "-b", NAME, "-o", "json"))
+        epochs = {(r["brokerAddr"], r["epoch"]) for r in rows}
+        assert {(new_master.addr, 1), (new_master.addr, 2), (master.addr, 2)} <= epochs
     finally:
         await client.close()
 
