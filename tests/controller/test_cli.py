@@ -127,3 +127,27 @@ def test_an_unreachable_controller_is_exit_5() -> None:
     result = invoke("getControllerMetaData", "-a", closed_port_addr())
     assert result.exit_code == ExitCode.UNREACHABLE and "did not answer" in result.stderr
     assert invoke("getSyncStateSet", "-a", closed_port_addr()).exit_code == ExitCode.USAGE
+
+
+def test_dev_up_controller_runs_a_set_of_three_under_its_controller(tmp_path: Path) -> None:
+    from mqadmin.dev import cluster as dev
+
+    data_dir = tmp_path / "dev"
+    try:
+        up = invoke("dev", "up", "--controller", "--open", "--no-traffic", "--data-dir",
+                    str(data_dir), "-o", "json")
+        assert up.exit_code == 0, up.stderr
+        processes = {r["process"]: r for r in rows_of(up)}
+        assert {"namesrv", "broker-a-n1", "broker-a-n2", "broker-a-n3"} <= set(processes)
+        assert processes["broker-a-n1"]["brokerId"] == 0
+        state = dev.read_state(data_dir)
+        assert state is not None and state.controller in up.stderr
+        rows = rows_of(invoke("getSyncStateSet", "-a", state.controller, "-b", "broker-a",
+                              "-o", "json"))
+        assert rows[0]["masterAddr"] == processes["broker-a-n1"]["addr"]
+        assert {r["brokerAddr"] for r in rows} == {
+            processes[n]["addr"] for n in ("broker-a-n1", "broker-a-n2", "broker-a-n3")}
+        again = invoke("dev", "up", "--data-dir", str(data_dir))
+        assert again.exit_code == ExitCode.USAGE and "dev down" in again.stderr
+    finally:
+        dev.down(data_dir, timeout=5)
