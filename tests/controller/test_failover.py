@@ -9,6 +9,7 @@ import asyncio
 import os
 import signal
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import ResponseCode
 from engine.remoting.client import RemotingClient
 from tests.broker.helpers import send_request
+from tests.controller.test_raft import configs as raft_configs
+from tests.controller.test_raft import leader_of
 from tests.controller.test_server import controller_config, now_ms
 from tests.ha.inproc import ha_status
 from tests.ha.procs import BrokerProcess
@@ -163,3 +166,47 @@ async def test_a_frozen_master_never_acknowledges_as_a_second_master(
         assert resp.code == ResponseCode.SUCCESS
     finally:
         await client.close()
+
+
+async def test_the_set_fails_over_while_the_controller_leader_dies_too(
+        tmp_path: Path, namesrv: NamesrvController, brokers: list[BrokerProcess]) -> None:
+    """Three controllers: the master broker and the leader controller are killed at once;
+    the two other controllers elect a leader, which elects a new master."""
+    ns = f"127.0.0.1:{namesrv.port}"
+    managers = [ControllerManager(replace(c, scan_not_active_broker_interval=200,
+                                          scan_inactive_master_interval=200), clock=now_ms)
+                for c in raft_configs(tmp_path)]
+    try:
+        for m in managers:
+            await m.start()
+        leader = await asyncio.wait_for(leader_of(managers), 30)
+        settings = {**CONTROLLER_MODE,
+                    "controllerAddr": ";".join(m.address for m in managers)}
+        for store in ("a", "b", "c"):
+            broker = BrokerProcess(tmp_path, store, ns, **settings)
+            brokers.append(broker)
+            await broker.start()
+        await until(lambda: in_sync(leader) == {1, 2, 3})
+        by_addr = {b.addr: b for b in brokers}
+        master = by_addr[leader.state.sets[NAME].address(1) or ""]
+        master.kill()
+        await leader.stop()  # during the election the master's death starts
+        rest = [m for m in managers if m is not leader]
+        new_leader = await asyncio.wait_for(leader_of(rest), 30)
+        await until(lambda: master_of(new_leader)[0] not in (None, 1), 30)
+        new_id, epoch = master_of(new_leader)
+        assert epoch == 2
+        new_master = by_addr[new_leader.state.sets[NAME].address(new_id) or ""]
+        client = RemotingClient()
+        try:
+            async with asyncio.timeout(30):
+                while (await client.invoke(new_master.addr, send_request(TOPIC, b"x"),
+                                           timeout=5)).code == ResponseCode.TOPIC_NOT_EXIST:
+                    await create_topic(client, ns, new_master.addr, TOPIC, QUEUES)
+            resp = await client.invoke(new_master.addr, send_request(TOPIC, b"y"), timeout=5)
+            assert resp.code == ResponseCode.SUCCESS
+        finally:
+            await client.close()
+    finally:
+        for m in managers:
+            await m.stop()
