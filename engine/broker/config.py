@@ -93,6 +93,7 @@ class BrokerConfig:
     check_sync_state_set_period: int = 5000  # ms between a master's SyncStateSet checks
     broker_election_priority: int = 2**31 - 1  # lower wins a tie of epoch and offset
     all_ack_in_sync_state_set: bool = False  # SYNC_MASTER: every SyncStateSet member acks
+    min_in_sync_replicas: int = 1  # SYNC_MASTER: a smaller SyncStateSet refuses writes
     ha_max_time_slave_not_catchup: int = 15_000  # ms behind before leaving the SyncStateSet
     # ------------------------------------------------------------ NettyServerConfig
     bind_address: str = "0.0.0.0"

@@ -23,7 +23,9 @@ How this works (5.3.3 `ReplicasManager`, reduced to what this engine's roles nee
   reached this log's end of the previous check (and the current epoch's start) is caught up;
   one not caught up for `haMaxTimeSlaveNotCatchup` leaves the set, a caught-up one joins
   (CONTROLLER_ALTER_SYNC_STATE_SET).  With `allAckInSyncStateSet`, a SYNC_MASTER put waits
-  for as many slaves as the set has other members (0: none).
+  for as many slaves as the set has other members (0: none); a SYNC_MASTER whose set is
+  smaller than `minInSyncReplicas` refuses writes until it grows (5.3.3 answers
+  IN_SYNC_REPLICAS_NOT_ENOUGH; here the store's refusal, SERVICE_NOT_AVAILABLE).
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ log = logging.getLogger("engine.broker.controller_mode")
 
 IDENTITY_FILE = "controllerBrokerId.json"
 AWAITING_CONTROLLER = "awaiting the controller's word on who the master of "
+IN_SYNC_NOT_ENOUGH = "in-sync replicas not enough: "
 Clock = Callable[[], int]
 
 
@@ -283,10 +286,25 @@ class ControllerModeService:
 
     def _set_required_acks(self, sync_state_set: frozenset[int]) -> None:
         self.sync_state_set = sync_state_set
+        self._check_min_in_sync()
         ha = self.state.ha
         if ha is None or not self.state.config.all_ack_in_sync_state_set:
             return
         ha.required_acks = max(len(sync_state_set) - 1, 0)
+
+    def _check_min_in_sync(self) -> None:
+        """A SYNC_MASTER refuses writes while its SyncStateSet is below minInSyncReplicas."""
+        st = self.state
+        need = st.config.min_in_sync_replicas
+        refused = st.store.writes_refused or ""
+        short = (not st.is_slave and st.store_config.broker_role is BrokerRole.SYNC_MASTER
+                 and len(self.sync_state_set) < need)
+        if short and not refused:
+            st.store.writes_refused = (f"{IN_SYNC_NOT_ENOUGH}the SyncStateSet has "
+                                       f"{len(self.sync_state_set)} member(s), "
+                                       f"minInSyncReplicas is {need}")
+        elif not short and refused.startswith(IN_SYNC_NOT_ENOUGH):
+            st.store.writes_refused = None
 
     async def check_sync_state_set(self) -> None:
         """Shrink or expand this master's SyncStateSet by its slaves' progress."""

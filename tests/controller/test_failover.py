@@ -210,3 +210,28 @@ async def test_the_set_fails_over_while_the_controller_leader_dies_too(
     finally:
         for m in managers:
             await m.stop()
+
+
+async def test_a_sync_master_refuses_writes_below_min_in_sync_replicas(
+        tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
+        brokers: list[BrokerProcess]) -> None:
+    ns = f"127.0.0.1:{namesrv.port}"
+    settings = {**CONTROLLER_MODE, "controllerAddr": controller.address,
+                "minInSyncReplicas": "2"}
+    made = [BrokerProcess(tmp_path, s, ns, **settings) for s in ("a", "b")]
+    brokers.extend(made)
+    await made[0].start()
+    client = RemotingClient()
+    try:
+        await create_topic(client, ns, made[0].addr, TOPIC, QUEUES)
+        refused = await client.invoke(made[0].addr, send_request(TOPIC, b"alone"), timeout=5)
+        assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
+        assert "in-sync replicas not enough" in (refused.remark or "")
+        await made[1].start()
+        await until(lambda: in_sync(controller) == {1, 2})
+        async with asyncio.timeout(30):  # the master learns its set grew at its next check
+            while (await client.invoke(made[0].addr, send_request(TOPIC, b"two"),
+                                       timeout=5)).code != ResponseCode.SUCCESS:
+                await asyncio.sleep(0.1)
+    finally:
+        await client.close()
