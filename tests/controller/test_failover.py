@@ -14,10 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from engine.client.admin import MQAdmin
 from engine.controller.manager import ControllerManager
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import ResponseCode
 from engine.remoting.client import RemotingClient
+from mqadmin.config import Endpoint
+from mqadmin.operations.change import Unseen
+from mqadmin.operations.ha import controller as controller_ops
 from tests.broker.helpers import send_request
 from tests.controller.test_raft import configs as raft_configs
 from tests.controller.test_raft import leader_of
@@ -227,11 +231,25 @@ async def test_a_sync_master_refuses_writes_below_min_in_sync_replicas(
         refused = await client.invoke(made[0].addr, send_request(TOPIC, b"alone"), timeout=5)
         assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE
         assert "in-sync replicas not enough" in (refused.remark or "")
+        async with MQAdmin(ns) as admin:  # the dashboard's controller panel raises the alert
+            [row] = await controller_ops.controller_sets(admin, {NAME: made[0].addr})
+        assert (row["controller"], row["inSync"], row["belowMin"]) == (
+            controller.address, "1", True)
         await made[1].start()
         await until(lambda: in_sync(controller) == {1, 2})
         async with asyncio.timeout(30):  # the master learns its set grew at its next check
             while (await client.invoke(made[0].addr, send_request(TOPIC, b"two"),
                                        timeout=5)).code != ResponseCode.SUCCESS:
                 await asyncio.sleep(0.1)
+        async with MQAdmin(ns) as admin:  # the dashboard's electMaster, planned and applied
+            [row] = await controller_ops.controller_sets(admin, {NAME: made[0].addr})
+            assert (row["inSync"], row["belowMin"]) == ("1,2", False)
+            elect = controller_ops.ElectMasterChange(controller.address, "HaCluster", NAME, 2,
+                                                     now_ms)
+            planned = await elect.plan(admin, Endpoint([ns]), Unseen())
+            assert planned.rows == [{"brokerName": NAME, "masterBrokerId": 1,
+                                     "newMasterBrokerId": 2}]
+            outcome = await elect.apply(admin, Endpoint([ns]), planned, Unseen())
+        assert outcome.ok and master_of(controller) == (2, 2)
     finally:
         await client.close()

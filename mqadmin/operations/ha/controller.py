@@ -5,14 +5,18 @@ Apache's controllerAddress), not through the name servers; each function opens o
 `RemotingClient`, asks, and returns rows with Apache's names.  Reads of replica info go to
 the leader: a follower's CONTROLLER_NOT_LEADER sends the request on to the next address.
 `getBrokerEpoch` asks the brokers themselves (GET_BROKER_EPOCH_CACHE), found through the
-name servers' cluster info.
+name servers' cluster info.  For the dashboard, `controller_sets` finds each set's controller
+in its master's settings (enableControllerMode, controllerAddr) and `ElectMasterChange` is
+electMaster for the change runner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from engine.client.admin import MQAdmin
+from engine.client.errors import ClientError
 from engine.common.properties import PropertiesError, loads
 from engine.protocol import fastjson
 from engine.protocol.body.controller import (
@@ -32,7 +36,16 @@ from engine.protocol.header.controller import (
 from engine.protocol.wire import from_ext, from_json, to_ext
 from engine.remoting.client import RemotingClient
 from engine.remoting.errors import RemotingError
-from mqadmin.exit_codes import CliError, ExitCode, Unavailable, UsageProblem
+from mqadmin.config import Endpoint
+from mqadmin.exit_codes import (
+    CliError,
+    ExitCode,
+    NotVerified,
+    TargetNotFound,
+    Unavailable,
+    UsageProblem,
+)
+from mqadmin.operations.change import Outcome, Planned, Progress
 
 Row = dict[str, Any]
 TIMEOUT_S = 5.0
@@ -242,3 +255,93 @@ async def broker_epochs(brokers: Sequence[tuple[str, str]]) -> list[Row]:
 
 def _int(text: str | None) -> int | None:
     return int(text) if text not in (None, "") else None
+
+
+# ---------------------------------------------------------------------------- the dashboard
+
+SET_COLUMNS = ("brokerName", "controller", "leader", "masterBrokerId", "masterEpoch",
+               "syncStateSetEpoch", "inSync", "behind", "minInSyncReplicas", "belowMin")
+
+
+async def controller_sets(admin: MQAdmin, masters: dict[str, str]) -> list[Row]:
+    """One row per broker set in controller mode (`masters`: broker name -> its master's
+    address): its controller's leader, the master, epochs, who is in sync and who is behind,
+    and whether the set is below the master's minInSyncReplicas.  Sets whose master does not
+    run in controller mode (or does not answer) have no row."""
+    by_controller: dict[str, list[tuple[str, int]]] = {}
+    for name, addr in sorted(masters.items()):
+        try:
+            config = await admin.broker.broker_config(addr)
+        except ClientError:
+            continue
+        if config.get("enableControllerMode") != "true" or not config.get("controllerAddr"):
+            continue
+        need = int(config.get("minInSyncReplicas") or 1)
+        by_controller.setdefault(config["controllerAddr"], []).append((name, need))
+    rows: list[Row] = []
+    for controller, sets in by_controller.items():
+        addrs = addresses(controller)
+        try:
+            meta = await metadata(addrs)
+            replicas = await sync_state_sets(addrs, [name for name, _ in sets])
+        except CliError as exc:
+            rows += [{"brokerName": name, "controller": controller,
+                      "leader": f"unreachable: {exc}"} for name, _ in sets]
+            continue
+        leader = meta[0]["leaderAddress"] if meta else None
+        for name, need in sets:
+            mine = [r for r in replicas if r["brokerName"] == name]
+            if not mine:
+                continue
+            in_sync = [r for r in mine if r["inSync"]]
+            behind = [r for r in mine if not r["inSync"]]
+            rows.append({
+                "brokerName": name, "controller": controller, "leader": leader,
+                "masterBrokerId": mine[0]["masterBrokerId"],
+                "masterEpoch": mine[0]["masterEpoch"],
+                "syncStateSetEpoch": mine[0]["syncStateSetEpoch"],
+                "inSync": ",".join(str(r["brokerId"]) for r in in_sync),
+                "behind": ",".join(f"{r['brokerId']}{'' if r['alive'] else ' (down)'}"
+                                   for r in behind),
+                "minInSyncReplicas": need, "belowMin": len(in_sync) < need})
+    return rows
+
+
+class ElectMasterChange:
+    """electMaster as the change runner's `Change` (the dashboard's Cluster screen): the
+    plan reads the set from its controller, applying elects and re-reads it."""
+
+    def __init__(self, controller: str, cluster: str, broker_name: str, broker_id: int,
+                 clock: Callable[[], int]) -> None:
+        self.addrs = addresses(controller)
+        self.cluster, self.broker_name, self.broker_id = cluster, broker_name, broker_id
+        self.clock = clock
+
+    async def plan(self, admin: MQAdmin, where: Endpoint, progress: Progress
+                   ) -> Planned[None]:
+        before = await sync_state_sets(self.addrs, [self.broker_name])
+        if not before:
+            raise TargetNotFound(f"the controller knows no broker set {self.broker_name}")
+        rows = [{"brokerName": self.broker_name, "masterBrokerId": before[0]["masterBrokerId"],
+                 "newMasterBrokerId": self.broker_id}]
+        nothing = (f"broker {self.broker_id} is the master already"
+                   if before[0]["masterBrokerId"] == self.broker_id else "")
+        return Planned(None, "electMaster", self.broker_name,
+                       {"controllerAddress": ";".join(self.addrs), "brokerId": self.broker_id,
+                        "brokerName": self.broker_name, "clusterName": self.cluster},
+                       rows, tuple(rows[0]), noun="controller", nothing=nothing,
+                       counted="")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[None],
+                    progress: Progress) -> Outcome:
+        try:
+            rows = await elect_master(self.addrs, self.cluster, self.broker_name,
+                                      self.broker_id, self.clock())
+            after = await sync_state_sets(self.addrs, [self.broker_name])
+        except CliError as exc:
+            return Outcome.failed(exc)
+        if not after or after[0]["masterBrokerId"] != self.broker_id:
+            return Outcome(rows, ELECT_COLUMNS, "unverified", NotVerified(
+                f"electMaster: {self.broker_name}'s master is not {self.broker_id} after the "
+                "election; read it with getSyncStateSet"))
+        return Outcome(rows, ELECT_COLUMNS)
