@@ -64,6 +64,7 @@ from engine.protocol.header.ha import NotifyBrokerRoleChangedRequestHeader, trun
 from engine.protocol.wire import from_json
 from engine.remoting.errors import RemotingError
 from engine.store.config import BrokerRole
+from engine.store.errors import ConfigFileError
 
 if TYPE_CHECKING:
     from engine.broker.role import RoleManager
@@ -161,8 +162,8 @@ class ControllerModeService:
         except FileNotFoundError:
             return None
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise RuntimeError(f"{self.identity_path} is unreadable ({exc}); delete it to "
-                               "apply for a new id") from None
+            raise ConfigFileError(f"{self.identity_path} is unreadable ({exc}); delete it to "
+                                  "apply for a new id") from None
 
     def _save_identity(self, broker_id: int, check_code: str) -> None:
         tmp = self.identity_path + ".tmp"
