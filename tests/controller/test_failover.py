@@ -8,11 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-
-import pytest
 
 from engine.client.admin import MQAdmin
 from engine.controller.manager import ControllerManager
@@ -25,7 +22,7 @@ from mqadmin.operations.ha import controller as controller_ops
 from tests.broker.helpers import send_request
 from tests.controller.test_raft import configs as raft_configs
 from tests.controller.test_raft import leader_of
-from tests.controller.test_server import controller_config, now_ms
+from tests.controller.test_server import now_ms
 from tests.ha.inproc import ha_status
 from tests.ha.procs import BrokerProcess
 from tests.ha.traffic import Consumer, Producer, create_topic, wait_topic_on
@@ -40,16 +37,6 @@ CONTROLLER_MODE = {"enableControllerMode": "true", "brokerRole": "SYNC_MASTER",
                    "allAckInSyncStateSet": "true", "brokerHeartbeatInterval": "200",
                    "checkSyncStateSetPeriod": "300", "haMaxTimeSlaveNotCatchup": "3000",
                    "controllerHeartBeatTimeoutMills": "3000", "slaveTimeout": "3000"}
-
-
-@pytest.fixture
-async def controller(tmp_path: Path) -> AsyncIterator[ControllerManager]:
-    manager = ControllerManager(controller_config(
-        tmp_path, scan_not_active_broker_interval=200, scan_inactive_master_interval=200),
-        clock=now_ms)
-    await manager.start()
-    yield manager
-    await manager.stop()
 
 
 async def until(check: object, timeout: float = 30) -> None:
