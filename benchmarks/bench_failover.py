@@ -9,7 +9,11 @@ first send acknowledged by another broker, restart the killed broker and wait un
 back as a slave in the SyncStateSet.  At the end every queue is read from the last master:
 each acknowledged body must be there (duplicates beyond at-least-once are counted too).
 
-    python -m benchmarks.bench_failover [--cycles 20]
+    python -m benchmarks.bench_failover [--cycles 20] [--freeze SECONDS]
+
+With --freeze the master is not killed but frozen (SIGSTOP) for SECONDS, then thawed
+(SIGCONT): it must never acknowledge a send after it was replaced, and must come back as a
+slave in the SyncStateSet.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ class Process:
             self.proc = subprocess.Popen([sys.executable, "-m", self.module, "-c", str(path)],
                                          stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
                                          env={**os.environ, "HOME": str(self.dir)})
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -177,7 +185,7 @@ async def read_all(client: RemotingClient, addr: str) -> collections.Counter[byt
     return got
 
 
-async def bench(cycles: int) -> None:
+async def bench(cycles: int, freeze: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         ns_port, ctl_port = free_port(), free_port()
@@ -213,13 +221,16 @@ async def bench(cycles: int) -> None:
             stop = asyncio.Event()
             sending = asyncio.create_task(producer.run(stop))
             takeovers: list[float] = []
-            returned = 0
+            returned = second_masters = 0
             for cycle in range(cycles):
                 master, _ = await until_in_sync(client, controller, 3)
                 await asyncio.sleep(0.5)  # sends flowing
                 killed = brokers[master]
                 t0 = time.monotonic()
-                killed.kill()
+                if freeze:
+                    killed.signal(signal.SIGSTOP)
+                else:
+                    killed.kill()
                 deadline = t0 + 60
                 while not any(t > t0 and a != master for t, a, _ in producer.acked[-50:]):
                     if time.monotonic() > deadline:
@@ -227,11 +238,19 @@ async def bench(cycles: int) -> None:
                     await asyncio.sleep(0.005)
                 first = next(t for t, a, _ in producer.acked if t > t0 and a != master)
                 takeovers.append(first - t0)
-                killed.start()
-                await killed.ready("boot success")
+                if freeze:
+                    await asyncio.sleep(max(0.0, t0 + freeze - time.monotonic()))
+                    killed.signal(signal.SIGCONT)
+                    await asyncio.sleep(3)  # the thawed master's sends answer or fail
+                    late = [t for t, a, _ in producer.acked if a == master and t > first]
+                    second_masters += bool(late)
+                else:
+                    killed.start()
+                    await killed.ready("boot success")
                 new_master, in_sync = await until_in_sync(client, controller, 3)
                 returned += new_master != master and master in in_sync
-                print(f"cycle {cycle + 1}: {master} killed, new master {new_master} "
+                print(f"cycle {cycle + 1}: {master} {'frozen' if freeze else 'killed'}, new "
+                      f"master {new_master} "
                       f"acknowledged after {takeovers[-1] * 1000:.0f} ms; old master back in "
                       "the SyncStateSet", flush=True)
             stop.set()
@@ -244,13 +263,19 @@ async def bench(cycles: int) -> None:
             duplicated = sum(1 for b in acked if stored[b] > 1)
             print(f"\n{machine()}")
             print(f"cycles: {cycles}; old master back as a slave in the SyncStateSet: "
-                  f"{returned}/{cycles}")
-            print(f"kill -9 to first acknowledged send on the new master: median "
+                  f"{returned}/{cycles}"
+                  + (f"; frozen {freeze:g} s, acknowledged as a second master after "
+                     f"its replacement: {second_masters}" if freeze else ""))
+            print(f"{'SIGSTOP' if freeze else 'kill -9'} to first acknowledged send on the "
+                  "new master: median "
                   f"{percentile(takeovers, 50) * 1000:.0f} ms, p95 "
                   f"{percentile(takeovers, 95) * 1000:.0f} ms, max "
                   f"{max(takeovers) * 1000:.0f} ms")
             print(f"acknowledged: {len(acked)}; lost: {len(lost)}; stored more than once: "
                   f"{duplicated}")
+            if second_masters:
+                raise SystemExit(f"a thawed master acknowledged sends after its replacement "
+                                 f"in {second_masters} cycle(s)")
             if lost:
                 raise SystemExit(f"LOST {len(lost)} acknowledged messages, e.g. {lost[:5]}")
         finally:
@@ -262,8 +287,10 @@ async def bench(cycles: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=20)
+    parser.add_argument("--freeze", type=float, default=0.0, metavar="SECONDS",
+                        help="SIGSTOP the master for SECONDS instead of killing it")
     args = parser.parse_args()
-    asyncio.run(bench(args.cycles))
+    asyncio.run(bench(args.cycles, args.freeze))
 
 
 if __name__ == "__main__":
