@@ -29,7 +29,8 @@ HELP = ("Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).\n\
 #: help panel), in the order of the top-level help.
 MOUNTS: tuple[tuple[str, str | None, str | None], ...] = (
     *((m, None, None) for m in ("topic", "cluster", "group", "consumer", "message", "stream",
-                                "namesrv", "store", "local", "ha", "acl", "acl_v1", "trace")),
+                                "namesrv", "store", "local", "ha", "controller", "acl",
+                                "acl_v1", "trace")),
     ("dlq", "dlq", "Dead letters"), ("lag", "lag", "Consumer lag"),
     ("dev", "dev", "mqadmin itself"), ("dashboard", None, None),
     ("report", "report", "Consumer lag"),
@@ -50,6 +51,8 @@ _TOP = {
     "store": "cleanExpiredCQ deleteExpiredCommitLog cleanUnusedTopic",
     "local": "audit",
     "ha": "haStatus switchover failover",
+    "controller": "getControllerMetaData getSyncStateSet getBrokerEpoch electMaster "
+                  "cleanBrokerMetadata getControllerConfig updateControllerConfig",
     "acl": "createUser updateUser deleteUser getUser listUser createAcl updateAcl deleteAcl "
            "getAcl listAcl",
     "acl_v1": "updateAclConfig deleteAclConfig updateGlobalWhiteAddr clusterAclConfigVersion",

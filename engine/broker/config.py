@@ -88,6 +88,16 @@ class BrokerConfig:
     # ------------------------------------------------------------ HA (this engine)
     ha_reconnect_interval: int = 5000  # ms a slave waits before reconnecting to its master
     slave_sync_interval: int = 10_000  # ms between metadata syncs from the master
+    # ------------------------------------------------------------ 5.x controller mode (docs/ha.md)
+    enable_controller_mode: bool = False
+    controller_addr: str = ""  # the controllers' addresses, `;`-separated
+    broker_heartbeat_interval: int = 1000  # ms between BROKER_HEARTBEATs (and role checks)
+    controller_heart_beat_timeout_mills: int = 10_000  # silence after which it is inactive
+    check_sync_state_set_period: int = 5000  # ms between a master's SyncStateSet checks
+    broker_election_priority: int = 2**31 - 1  # lower wins a tie of epoch and offset
+    all_ack_in_sync_state_set: bool = False  # SYNC_MASTER: every SyncStateSet member acks
+    min_in_sync_replicas: int = 1  # SYNC_MASTER: a smaller SyncStateSet refuses writes
+    ha_max_time_slave_not_catchup: int = 15_000  # ms behind before leaving the SyncStateSet
     # ------------------------------------------------------------ NettyServerConfig
     bind_address: str = "0.0.0.0"
     listen_port: int = 10911

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.auth.errors import AuthError
 from engine.broker.access import BrokerAccess
 from engine.broker.config import BrokerConfig, MetricsExporterType
+from engine.broker.controller_mode import ControllerModeService
 from engine.broker.registration import NamesrvRegistration
 from engine.broker.role import RoleManager
 from engine.broker.router import build_router
@@ -38,6 +40,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine.broker")
 
 CLIENT_SCAN_INTERVAL_S = 10.0
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 class BrokerController:
@@ -70,6 +76,9 @@ class BrokerController:
             fallbehind_max=config.ha_slave_fallbehind_max,
             accepting=lambda: not st.is_slave)
         self.roles = st.roles = RoleManager(st, self.registration)
+        if config.enable_controller_mode:
+            st.controller_mode = ControllerModeService(st, self.roles, store_config.broker_role,
+                                                       clock=monotonic_ms)
         self.transaction_check = TransactionCheckService(st)
         self.services = [
             PeriodicService("flush-consumer-offsets",
@@ -133,6 +142,8 @@ class BrokerController:
         except RoleFileError as exc:
             raise ConfigFileError(str(exc)) from None
         self.roles.fence_until_confirmed()
+        if st.controller_mode is not None:
+            st.controller_mode.fence()
         st.store.load()
         st.topics.load()
         st.groups.load()
@@ -165,6 +176,8 @@ class BrokerController:
             service.start()
         await self.roles.start()
         self._started = True
+        if st.controller_mode is not None:
+            await st.controller_mode.start()
         await self.registration.register_all()  # as 4.9.7: registered before start() returns
         self.registration.start()
         log.info("The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
@@ -197,6 +210,8 @@ class BrokerController:
             await st.client.close()
             st.store.close()
             return
+        if st.controller_mode is not None:
+            await st.controller_mode.stop()
         await self.registration.stop(unregister=True)
         # Clients first: their connections may hold every file descriptor the process may
         # open (heavy traffic, peers stuck mid-frame), and the services below write files.

@@ -24,6 +24,8 @@ the larger of the two offsets; a later reset on the master still wins).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from typing import TypeVar
 
@@ -75,6 +77,18 @@ class SlaveSyncService(Service):
         self.period = interval_s
         self.rounds = 0
         self.no_ha_status_from: str | None = None  # an Apache 4.9 master does not answer 907
+
+    async def stop(self) -> None:
+        """Stop at once: a round waiting on a master that does not answer (frozen, or
+        partitioned) is cancelled, not awaited, so a promotion does not wait through the
+        round's timeouts (six calls of CALL_TIMEOUT_S)."""
+        self._stopped = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.on_stop()
 
     async def run_once(self) -> None:
         self.interval = self.period

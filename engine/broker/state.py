@@ -26,6 +26,7 @@ from engine.store.message_store import MessageStore
 
 if TYPE_CHECKING:
     from engine.broker.access import BrokerAccess
+    from engine.broker.controller_mode import ControllerModeService
     from engine.broker.role import RoleManager
 
 
@@ -66,6 +67,8 @@ class BrokerState:
         self.ha: HAService | None = None
         self.ha_client: HAClient | None = None
         self.roles: RoleManager | None = None
+        #: Under a 5.3 controller (enableControllerMode): its link, set by the controller.
+        self.controller_mode: ControllerModeService | None = None
         #: Access control (users, rules, the request guard); set by the controller.
         self.access: BrokerAccess | None = None
         #: Offsets consumers committed to this broker while it was a slave, by

@@ -61,6 +61,9 @@ class HAService:
         self.accepting = accepting
         self.connections: list[HAConnection] = []
         self.push2slave_max_offset = 0
+        #: Slaves that must acknowledge a SYNC_MASTER put (controller mode sets it from the
+        #: SyncStateSet; 0: none).
+        self.required_acks = 1
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._seq = itertools.count()
         self._idle: list[HAConnection] = []
@@ -147,11 +150,22 @@ class HAService:
         self._idle.append(conn)
         self.store.on_append = self.on_append
 
+    def acked_offset(self) -> int:
+        """The offset `required_acks` slaves have all acknowledged (any one slave's
+        highest ack when it is 1, as 4.9.7; controller mode with allAckInSyncStateSet
+        asks for every other member of the SyncStateSet)."""
+        need = self.required_acks
+        if need <= 1:
+            return self.push2slave_max_offset
+        acks = sorted((c.slave_ack_offset for c in self.connections), reverse=True)
+        return acks[need - 1] if len(acks) >= need else -1
+
     def on_ack(self, offset: int) -> None:
         if offset > self.push2slave_max_offset:
             self.push2slave_max_offset = offset
+        acked = self.acked_offset()
         waiters = self._waiters
-        while waiters and waiters[0][0] <= self.push2slave_max_offset:
+        while waiters and waiters[0][0] <= acked:
             fut = heapq.heappop(waiters)[2]
             if not fut.done():
                 fut.set_result(True)
@@ -162,8 +176,9 @@ class HAService:
             master_put_where - self.push2slave_max_offset < self.fallbehind_max)
 
     async def wait_acked(self, offset: int, timeout: float) -> bool:
-        """True once some slave acknowledged every byte before `offset`, False on timeout."""
-        if self.push2slave_max_offset >= offset:
+        """True once `required_acks` slaves acknowledged every byte before `offset`, False
+        on timeout."""
+        if self.acked_offset() >= offset:
             return True
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[bool] = loop.create_future()
@@ -185,6 +200,8 @@ class HAService:
         if result.status not in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT):
             return result
         end = result.wrote_offset + result.wrote_bytes
+        if self.required_acks == 0:  # controller mode: the master is its SyncStateSet alone
+            return result
         if not self.is_slave_ok(end):
             return result._replace(status=PutMessageStatus.SLAVE_NOT_AVAILABLE,
                                    error_message="no slave connected, or the slave is more "

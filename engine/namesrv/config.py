@@ -51,6 +51,9 @@ class NamesrvConfig:
     scan_not_active_broker_interval: int = 10_000  # ms between expiry scans
     broker_channel_expired_time: int = 120_000  # ms of silence before a broker is dropped
     logs_dir: str = os.path.join(_HOME, "logs", "rocketmqlogs")
+    #: 5.x: run a controller (engine/controller) in this process, configured by the same
+    #: file's controllerDLeger* keys; it answers on its peer address, not on listenPort.
+    enable_controller_in_namesrv: bool = False
     # ------------------------------------------------------------- access control (this engine)
     #: On: changes (KV config, settings, write perms, broker (un)registration) need a signed
     #: request of a SUPER user: the two users below; reads stay open.

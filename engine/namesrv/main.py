@@ -10,6 +10,11 @@ from engine.auth.errors import AuthError
 from engine.common import process, properties
 from engine.common.config import ConfigError
 from engine.common.config import items as config_items
+from engine.common.config import keys as config_keys
+from engine.controller.config import ControllerConfig, load_controller_config
+from engine.controller.errors import ControllerError
+from engine.controller.main import monotonic_ms
+from engine.controller.manager import ControllerManager
 from engine.namesrv.config import NamesrvConfig, load_namesrv_config
 from engine.namesrv.controller import NamesrvController
 from engine.namesrv.kvconfig import KVConfigError
@@ -35,19 +40,34 @@ def _error(message: str) -> int:
     return process.error(PROG, message)
 
 
-async def serve(config: NamesrvConfig, extra: dict[str, str]) -> int:
-    """Run the name server until SIGTERM or SIGINT; returns the exit code."""
+async def serve(config: NamesrvConfig, extra: dict[str, str],
+                embedded: ControllerConfig | None = None) -> int:
+    """Run the name server (and the controller `embedded`, when given) until SIGTERM or
+    SIGINT; returns the exit code."""
     try:
         controller = NamesrvController(config, extra_properties=extra)
     except AuthError as exc:
         return _error(f"access control: {exc}")
+    manager: ControllerManager | None = None
+    if embedded is not None:
+        try:
+            manager = ControllerManager(embedded, clock=monotonic_ms)
+            await manager.start()
+        except (ControllerError, RemotingError, OSError) as exc:
+            if manager is not None:
+                await manager.stop()
+            return _error(f"controller: {exc}")
     try:
         await controller.start()
     except PortInUseError as exc:
         await controller.server.stop()
+        if manager is not None:
+            await manager.stop()
         return _error(f"{exc}; stop the other process or set another listenPort in the -c file")
     except (RemotingError, KVConfigError, OSError) as exc:
         await controller.server.stop()
+        if manager is not None:
+            await manager.stop()
         return _error(str(exc))
     stop = process.catch_stop_signals()
     print(f"The Name Server boot success. serializeType=JSON, port={controller.port}",
@@ -56,6 +76,8 @@ async def serve(config: NamesrvConfig, extra: dict[str, str]) -> int:
                                              controller.port)
     await stop.wait()
     await controller.stop()
+    if manager is not None:
+        await manager.stop()
     return 0
 
 
@@ -66,6 +88,14 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         return _error(str(exc))
     extra: dict[str, str] = {}
+    embedded: ControllerConfig | None = None
+    if config.enable_controller_in_namesrv:
+        try:
+            embedded = load_controller_config(args.config_file)[0]
+        except ConfigError as exc:
+            return _error(str(exc))
+        controller_keys = set(config_keys(ControllerConfig))
+        unknown = [k for k in unknown if k not in controller_keys]
     if args.config_file is not None:
         if unknown:
             extra = {k: v for k, v in properties.loads(_read(args.config_file)).items()
@@ -83,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         return _error(f"cannot write logs to {config.logs_dir}: {exc.strerror or exc}")
     try:
-        return loop.run(serve(config, extra))
+        return loop.run(serve(config, extra, embedded))
     except KeyboardInterrupt:
         return 130
 

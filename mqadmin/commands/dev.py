@@ -42,6 +42,9 @@ def dev_up(
     open_: Annotated[bool, typer.Option(
         "--open", help="No access control (by default authentication and authorization are "
                        "on, with generated keys).")] = False,
+    controller: Annotated[bool, typer.Option(
+        "--controller", help="5.x automatic failover: the name server embeds a controller "
+                             "and broker-a-n1..n3 run in controller mode.")] = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
@@ -66,11 +69,16 @@ def dev_up(
 
     RocketMQ 5 clients: each broker runs the gRPC proxy (--enable-proxy); `up` prints the
     endpoints to give a 5.x client (docs/proxy.md).
+
+    Controller mode (--controller): the name server embeds a 5.3 controller, and three
+    brokers (broker-a-n1..n3, SYNC_MASTER with allAckInSyncStateSet) take the roles it
+    gives: kill the master and a slave takes over by itself (docs/ha.md; `mqadmin
+    getSyncStateSet -a CONTROLLER -b broker-a`).
     """
     with guarded(debug):
         state, already = dev.up(data_dir, namesrv_port=namesrv_port, broker_port=broker_port,
                                 slave_port=slave_port, traffic=traffic, rate=rate,
-                                open_=open_, on_step=render.note)
+                                open_=open_, controller=controller, on_step=render.note)
         saved = config.load()
         saved.contexts[CONTEXT] = config.Context(CONTEXT, state.namesrv,
                                                  f"mqadmin dev up --data-dir {state.data_dir}")
@@ -90,6 +98,9 @@ def dev_up(
         grpc = dev.grpc_endpoints(state)
         if grpc:
             metrics += f"gRPC (5.x):     {grpc}  (RocketMQ 5 clients' endpoints)\n"
+        if state.controller:
+            metrics += (f"Controller:     {state.controller}  (mqadmin getSyncStateSet -a "
+                        f"{state.controller} -b {dev.BROKER})\n")
         render.note(f"{secured}Reach it with:  mqadmin clusterList --context {CONTEXT}\n"
                     f"           or:  export NAMESRV_ADDR={state.namesrv}{env}\n"
                     f"{metrics}"

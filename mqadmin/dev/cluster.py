@@ -1,4 +1,5 @@
-"""``mqadmin dev up/down/status/restart``: a name server, two broker-a brokers, demo traffic.
+"""``mqadmin dev up/down/status/restart``: a name server, two broker-a brokers, demo traffic
+(with ``--controller``: a controller in the name server and three brokers in controller mode).
 
 How this works: everything lives under one data directory (``./.mqdev`` by default):
 generated configs (``namesrv.properties``, ``broker-a-n1.conf``, ``broker-a-n2.conf``), the
@@ -63,8 +64,11 @@ DEMO_TOPICS = {"DemoOrders": 4, "DemoPayments": 2}
 DEMO_GROUPS = {"demo-consumer": 2, "demo-laggard": 2, "demo-grpc": 2}
 #: Broker process -> whether it starts as the slave (brokerId 1) the very first time.
 BROKERS = {"broker-a-n1": False, "broker-a-n2": True}
+#: The third broker of `up --controller` (a master and two slaves under the controller).
+CONTROLLER_BROKER = "broker-a-n3"
+ALL_BROKERS = (*BROKERS, CONTROLLER_BROKER)
 #: Start order; `down` stops in the reverse order.
-PROCESSES = ("namesrv", *BROKERS, "traffic", "lag")
+PROCESSES = ("namesrv", *ALL_BROKERS, "traffic", "lag")
 #: The demo parts (`--no-traffic` leaves them out): traffic and the lag collector watching it.
 DEMO_PROCESSES = ("traffic", "lag")
 #: The lag collector samples every 5 s under the name of the context `dev up` saves; a
@@ -72,7 +76,7 @@ DEMO_PROCESSES = ("traffic", "lag")
 #: rides on its next pull), so a few messages of lag are allowed.
 LAG_ARGS = ("--name", "dev", "--interval", "5s", "--allowed-lag", "5")
 #: Processes that serve /metrics (on a port of their own: NAME-metrics in the ports file).
-METRICS_PROCESSES = (*BROKERS, "lag")
+METRICS_PROCESSES = (*ALL_BROKERS, "lag")
 #: Process names of earlier versions (state files, ports and store folders of a data dir).
 LEGACY_NAMES = {"broker-a-master": "broker-a-n1", "broker-a-slave": "broker-a-n2"}
 READY_TIMEOUT = 30.0
@@ -88,6 +92,8 @@ class DevState:
     started_at: float = 0.0
     metrics: dict[str, str] = field(default_factory=dict)  # process name -> host:port
     grpc: dict[str, str] = field(default_factory=dict)  # broker -> its gRPC proxy's host:port
+    #: `up --controller`: the controller the name server embeds (host:port), else "".
+    controller: str = ""
 
 
 def state_path(data_dir: Path) -> Path:
@@ -115,10 +121,20 @@ def _write_state(state: DevState) -> None:
 # ---------------------------------------------------------------------------- configs
 
 
-def _namesrv_conf(data_dir: Path, port: int) -> Path:
+def _controller_lines(data_dir: Path, controller: str) -> list[str]:
+    """The name server's embedded controller (5.3.3's keys), when there is one."""
+    if not controller:
+        return []
+    return ["enableControllerInNamesrv=true", "controllerDLegerGroup=DevControllerGroup",
+            f"controllerDLegerPeers=n0-{controller}", "controllerDLegerSelfId=n0",
+            f"controllerStorePath={data_dir / 'controller'}"]
+
+
+def _namesrv_conf(data_dir: Path, port: int, controller: str = "") -> Path:
     path = data_dir / "namesrv.properties"
     ns = data_dir / "namesrv"
     path.write_text("\n".join([
+        *_controller_lines(data_dir, controller),
         f"listenPort={port}", "bindAddress=127.0.0.1", f"rocketmqHome={data_dir}",
         f"kvConfigPath={ns / 'kvConfig.json'}", f"configStorePath={ns / 'namesrv.properties'}",
         f"logsDir={data_dir / 'logs' / 'namesrv'}",
@@ -126,19 +142,27 @@ def _namesrv_conf(data_dir: Path, port: int) -> Path:
     return path
 
 
+def _role_lines(name: str, controller: str) -> list[str]:
+    """A broker's role: fixed at its first start, or (with a controller) given by the
+    controller, acknowledging a send once every member of the SyncStateSet has it."""
+    if controller:
+        return ["brokerRole=SYNC_MASTER", "enableControllerMode=true",
+                f"controllerAddr={controller}", "allAckInSyncStateSet=true"]
+    slave = BROKERS[name]
+    return [f"brokerId={1 if slave else 0}", f"brokerRole={'SLAVE' if slave else 'ASYNC_MASTER'}"]
+
+
 def _broker_conf(data_dir: Path, name: str, port: int, namesrv: str,
-                 metrics_port: int) -> Path:
+                 metrics_port: int, controller: str = "") -> Path:
     """The broker's config; its role and id are those of its first start (a role change
-    is kept in its store and wins over these); /metrics on `metrics_port` (Apache 5.x's
-    keys)."""
+    is kept in its store and wins over these), or the controller's; /metrics on
+    `metrics_port` (Apache 5.x's keys)."""
     for old, new in LEGACY_NAMES.items():  # a data dir of an earlier version
         if new == name and (data_dir / old).is_dir() and not (data_dir / name).exists():
             (data_dir / old).rename(data_dir / name)
-    slave = BROKERS[name]
     path = data_dir / f"{name}.conf"
     path.write_text("\n".join([
-        f"brokerClusterName={CLUSTER}", f"brokerName={BROKER}",
-        f"brokerId={1 if slave else 0}", f"brokerRole={'SLAVE' if slave else 'ASYNC_MASTER'}",
+        f"brokerClusterName={CLUSTER}", f"brokerName={BROKER}", *_role_lines(name, controller),
         "flushDiskType=ASYNC_FLUSH", f"namesrvAddr={namesrv}", "brokerIP1=127.0.0.1",
         "bindAddress=127.0.0.1", f"listenPort={port}",
         f"storePathRootDir={data_dir / name / 'store'}",
@@ -217,14 +241,16 @@ def _start(name: str, state: DevState, port: int, data_dir: Path, rate: float,
         state.metrics[name] = f"127.0.0.1:{metrics_port}"
     if name == "namesrv":
         state.namesrv = f"127.0.0.1:{port}"
-        args = ["-m", "engine.namesrv.main", "-c", str(_namesrv_conf(data_dir, port))]
-    elif name in BROKERS:
+        args = ["-m", "engine.namesrv.main", "-c",
+                str(_namesrv_conf(data_dir, port, state.controller))]
+    elif name in ALL_BROKERS:
         state.brokers[name] = f"127.0.0.1:{port}"
         held = state.grpc.get(name)
         grpc_port = grpc_port or (_port(held) if held else processes.free_port())
         state.grpc[name] = f"127.0.0.1:{grpc_port}"
         args = ["-m", "engine.broker.main", "-c",
-                str(_broker_conf(data_dir, name, port, state.namesrv, metrics_port)),
+                str(_broker_conf(data_dir, name, port, state.namesrv, metrics_port,
+                                 state.controller)),
                 "--enable-proxy", "-pc", str(_proxy_conf(data_dir, name, grpc_port))]
     elif name == "traffic":
         args = ["-m", "mqadmin.dev.traffic", "-n", state.namesrv, "--data-dir", str(data_dir),
@@ -251,7 +277,11 @@ def _wait_serving(name: str, state: DevState, data_dir: Path, timeout: float) ->
         port = _port(state.namesrv)
         wait_ready("the name server", lambda: accepting(port), {name: state.pids[name]},
                    data_dir, timeout)
-    elif name in BROKERS:
+        if state.controller:
+            ctl = _port(state.controller)
+            wait_ready("the controller", lambda: accepting(ctl), {name: state.pids[name]},
+                       data_dir, timeout)
+    elif name in ALL_BROKERS:
         addr = state.brokers[name]
         wait_ready(f"{name}'s registration",
                    lambda: accepting(_port(addr)) and _registered(state.namesrv, addr, data_dir),
@@ -282,14 +312,16 @@ async def create_demo(namesrv: str, keys: access.DevKeys | None = None) -> None:
 
 def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
        slave_port: int = 0, traffic: bool = True, rate: float = 5.0,
-       timeout: float = READY_TIMEOUT, open_: bool = False,
+       timeout: float = READY_TIMEOUT, open_: bool = False, controller: bool = False,
        on_step: Callable[[str], None] | None = None) -> tuple[DevState, bool]:
     """Start what of the dev cluster under `data_dir` does not run (ports 0: last run's,
     else free ones); returns its state and whether everything was already running.  Access
-    control is on (dev/access.py) unless `open_`.
+    control is on (dev/access.py) unless `open_`.  With `controller`, the name server embeds
+    a controller and three brokers run in controller mode (docs/ha.md).
 
     Raises:
         DevError: a process did not start; the message names its log.
+        UsageProblem: the data dir runs the other kind of cluster.
     """
     step = on_step or (lambda _: None)
     data_dir = data_dir.resolve()
@@ -299,23 +331,32 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
         access.forget(data_dir)
     else:
         keys = access.load_or_create(data_dir)
-    wanted = [n for n in PROCESSES if n not in DEMO_PROCESSES or traffic]
     old = read_state(data_dir)
     alive = {n: pid for n, pid in (old.pids if old else {}).items() if is_ours(pid, data_dir)}
+    if old is not None and alive and bool(old.controller) != controller:
+        raise UsageProblem(f"{data_dir} runs a cluster {'with' if old.controller else 'without'}"
+                           f" a controller; `mqadmin dev down --data-dir {data_dir}` first")
+    wanted = [n for n in PROCESSES if (n not in DEMO_PROCESSES or traffic)
+              and (n != CONTROLLER_BROKER or controller)]
     dead = [n for n in wanted if n not in alive]
     if not dead and old is not None:
         return old, True
     fresh = not alive
     running = {"namesrv": old.namesrv, **old.brokers} if old and alive else {}
     asked = {"namesrv": namesrv_port, "broker-a-n1": broker_port, "broker-a-n2": slave_port}
+    if controller:
+        asked |= {CONTROLLER_BROKER: 0, "controller": 0}
+    brokers = [n for n in ALL_BROKERS if n in wanted]
     asked = {n: _port(running[n]) if n in alive and n in running else p
              for n, p in asked.items()}
     held = old.metrics if old else {}
     asked |= {n + METRICS_SUFFIX: _port(held[n]) if n in alive and n in held else 0
-              for n in METRICS_PROCESSES}
+              for n in METRICS_PROCESSES if n in wanted}
     grpc_held = old.grpc if old else {}
     asked |= {n + GRPC_SUFFIX: _port(grpc_held[n]) if n in alive and n in grpc_held else 0
-              for n in BROKERS}
+              for n in brokers}
+    if controller and old is not None and old.controller and alive:
+        asked["controller"] = _port(old.controller)
     ports = processes.choose_ports(data_dir / PORTS_FILE, asked, LEGACY_NAMES)
     if "namesrv" in dead and old is not None and ports["namesrv"] != _port(old.namesrv):
         step(f"the name server's port {_port(old.namesrv)} is taken: restarting everything")
@@ -327,6 +368,7 @@ def up(data_dir: Path, *, namesrv_port: int = 0, broker_port: int = 0,
     state.metrics = {n: a for n, a in held.items() if n in alive}
     state.grpc = {n: a for n, a in grpc_held.items() if n in alive}
     state.started_at = state.started_at or time.time()
+    state.controller = f"127.0.0.1:{ports['controller']}" if controller else ""
     try:
         for name in dead:
             if name == "traffic" and fresh:

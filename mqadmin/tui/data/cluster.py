@@ -1,6 +1,7 @@
 """The Cluster screen's data: every broker with its role, traffic, disk, replication lag and
-timer messages (the snapshots behind clusterList, haStatus and brokerStatus), and the name
-servers, from one cluster listing per refresh."""
+timer messages (the snapshots behind clusterList, haStatus and brokerStatus), the name
+servers, and the broker sets in controller mode (getSyncStateSet), from one cluster listing
+per refresh."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from engine.client.admin.cluster import MQAdmin
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.operations import cluster as cluster_ops
+from mqadmin.operations.ha import controller as controller_ops
 from mqadmin.operations.ha import replication as ha
 from mqadmin.operations.namesrv import cluster_listings
 
@@ -22,6 +24,8 @@ class ClusterView:
     brokers: list[Row]
     namesrvs: list[Row]
     failures: list[str] = field(default_factory=list)
+    #: Broker sets in controller mode: leader, SyncStateSet, epoch, who is behind.
+    controllers: list[Row] = field(default_factory=list)
 
 
 async def _listing(admin: MQAdmin) -> tuple[ClusterInfo, list[Row]]:
@@ -87,4 +91,7 @@ async def read_cluster(admin: MQAdmin) -> ClusterView:
                      else None,
                      "behindBytes": r.get("behindBytes") if slave else None})
     failures = [f"{addr}: {str(err).splitlines()[0]}" for addr, err in runtime.failures]
-    return ClusterView(rows, namesrvs, failures)
+    masters = {r["brokerName"]: r["addr"] for r in rows
+               if r["brokerId"] == 0 and r["role"] != "DOWN"}
+    controllers = await controller_ops.controller_sets(admin, masters)
+    return ClusterView(rows, namesrvs, failures, controllers)

@@ -71,7 +71,11 @@ FIXED: dict[type[DashScreen], Any] = {
           "addr": S, "version": "V4_9_7", "epoch": 2, "inTPS": 0.0, "outTPS": 0.0,
           "disk": "41.0%", "hours": 71.5, "replication": "1,024 B (≈12 msgs)",
           "timers": 12_345, "timerLag": "3 s"}],
-        [{"addr": "10.0.0.9:9876", "up": True, "brokers": 2, "error": ""}]),
+        [{"addr": "10.0.0.9:9876", "up": True, "brokers": 2, "error": ""}],
+        controllers=[{"brokerName": "broker-a", "controller": "10.0.0.9:9878",
+                      "leader": "10.0.0.9:9878", "masterBrokerId": 1, "masterEpoch": 2,
+                      "syncStateSetEpoch": 5, "inSync": "1", "behind": "2, 3 (down)",
+                      "minInSyncReplicas": 2, "belowMin": True}]),
     TopicsScreen: TopicsView(
         [{"topic": "Orders", "kind": "normal", "type": "FIFO", "read": 8, "write": 8,
           "perm": "RW-",

@@ -1,0 +1,1 @@
+"""The 5.3 controller: broker sets' SyncStateSets, epochs and ids, and automatic election."""

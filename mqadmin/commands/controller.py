@@ -1,0 +1,256 @@
+"""Controller commands (5.3 controller mode), with Apache's names and flags:
+getControllerMetaData, getSyncStateSet, getBrokerEpoch, electMaster, cleanBrokerMetadata,
+getControllerConfig, updateControllerConfig (see `mqadmin/operations/ha/controller.py`).
+
+The changes (electMaster, cleanBrokerMetadata, updateControllerConfig) show their plan, ask
+(or need --yes), apply, re-read the controller and append to the audit log."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
+
+import typer
+
+from engine.client.admin.cluster import MQAdmin
+from engine.remoting import loop
+from mqadmin import render
+from mqadmin.commands import confirm, guarded, params, run
+from mqadmin.exit_codes import ExitCode, NotVerified, TargetNotFound, UsageProblem
+from mqadmin.operations import change
+from mqadmin.operations.ha import controller as ops
+from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, YesOpt
+from mqadmin.render import OutputFormat
+
+app = typer.Typer()
+
+PANEL = "Controller"
+
+ControllerOpt = Annotated[str, typer.Option(
+    "-a", "--controllerAddress", help="The controller's address (several with ';').")]
+BrokerNameOpt = Annotated[str, typer.Option(
+    "-bn", "--brokerName", help="The broker set (broker name).")]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _run(work: Coroutine[Any, Any, Any]) -> Any:
+    return loop.run(work)
+
+
+@app.command("getControllerMetaData", rich_help_panel=PANEL)
+def get_controller_metadata(controller: ControllerOpt, output: OutputOpt = OutputFormat.TABLE,
+                            debug: DebugOpt = False) -> None:
+    """Show the controller group: its leader and peers."""
+    with guarded(debug):
+        rows = _run(ops.metadata(ops.addresses(controller)))
+        render.render(rows, output, columns=ops.META_COLUMNS)
+
+
+@app.command("getSyncStateSet", rich_help_panel=PANEL)
+def get_sync_state_set(
+    controller: ControllerOpt,
+    broker_name: Annotated[str | None, typer.Option(
+        "-b", "--brokerName", help="Which broker set.")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        "-c", "--clusterName", help="Every broker set of this cluster (name servers).")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show each broker set's master, epochs and SyncStateSet: one row per replica, in sync
+    or behind, alive or not."""
+    with guarded(debug):
+        if not broker_name and not cluster:
+            raise UsageProblem("getSyncStateSet needs -b brokerName or -c clusterName")
+        names = [broker_name.strip()] if broker_name else run(
+            namesrv, context, lambda admin: _cluster_brokers(admin, (cluster or "").strip()))
+        rows = _run(ops.sync_state_sets(ops.addresses(controller), sorted(names)))
+        if not rows:
+            raise TargetNotFound(f"the controller knows no broker set named {', '.join(names)}"
+                                 "; check -b, or that the brokers run in controller mode")
+        render.render(rows, output, columns=ops.SYNC_COLUMNS)
+
+
+async def _cluster_brokers(admin: MQAdmin, cluster: str) -> list[str]:
+    info = await admin.namesrv.cluster_info()
+    names = info.cluster_addr_table.get(cluster)
+    if not names:
+        raise TargetNotFound(f"no cluster named {cluster}; list them with `mqadmin "
+                             "clusterList`")
+    return sorted(names)
+
+
+@app.command("getBrokerEpoch", rich_help_panel=PANEL)
+def get_broker_epoch(
+    broker_name: Annotated[str | None, typer.Option(
+        "-b", "--brokerName", help="Which broker set.")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        "-c", "--clusterName", help="Every broker set of this cluster.")] = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Show each broker's epoch entries (where each master epoch began in its log)."""
+    with guarded(debug):
+        if not broker_name and not cluster:
+            raise UsageProblem("getBrokerEpoch needs -b brokerName or -c clusterName")
+
+        async def members(admin: MQAdmin) -> list[tuple[str, str]]:
+            info = await admin.namesrv.cluster_info()
+            names = ([broker_name.strip()] if broker_name
+                     else await _cluster_brokers(admin, (cluster or "").strip()))
+            out = [(n, addr) for n in names if n in info.broker_addr_table
+                   for _, addr in sorted(info.broker_addr_table[n].broker_addrs.items())]
+            if not out:
+                raise TargetNotFound(f"no broker named {', '.join(names)} at the name "
+                                     "servers; list them with `mqadmin clusterList`")
+            return out
+
+        rows = _run(ops.broker_epochs(run(namesrv, context, members)))
+        render.render(rows, output, columns=ops.EPOCH_COLUMNS)
+
+
+def _apply_change(command: str, args: dict[str, Any], target: str, plan: list[ops.Row],
+                  yes: bool, apply: Callable[[], list[ops.Row]], output: OutputFormat,
+                  columns: tuple[str, ...]) -> None:
+    """The plan on stderr, the question (or --yes), `apply` (which re-reads to verify),
+    one audit record, the rows on stdout."""
+    render.plan(f"{command} plan:", plan, tuple(plan[0]) if plan else ())
+    confirm(command, yes, noun="controller")
+    try:
+        rows = apply()
+    except Exception as exc:
+        _audit(command, args, target, "failed", int(ExitCode.ERROR), plan, [], str(exc))
+        raise
+    _audit(command, args, target, "applied", 0, plan, rows, "")
+    render.render(rows, output, columns=columns)
+
+
+def _audit(command: str, args: dict[str, Any], target: str, outcome: str, code: int,
+           plan: list[ops.Row], rows: list[ops.Row], message: str) -> None:
+    warning = change.audit(None, command, args, target, outcome=outcome, exit_code=code,
+                           plan=plan, result=rows, message=message)
+    if warning:
+        render.warn(warning)
+
+
+@app.command("electMaster", rich_help_panel=PANEL)
+def elect_master(
+    ctx: typer.Context,
+    controller: ControllerOpt,
+    broker_id: Annotated[int, typer.Option(
+        "-b", "--brokerId", help="The id of the broker to make master.")],
+    broker_name: BrokerNameOpt,
+    cluster: Annotated[str, typer.Option("-c", "--clusterName", help="The broker's cluster.")],
+    yes: YesOpt = False,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Make broker `-b` the master of its set (it must be alive and in the SyncStateSet)."""
+    with guarded(debug):
+        addrs = ops.addresses(controller)
+        before = _run(ops.sync_state_sets(addrs, [broker_name]))
+        if not before:
+            raise TargetNotFound(f"the controller knows no broker set named {broker_name}; "
+                                 "check -bn")
+        plan = [{"brokerName": broker_name, "masterBrokerId": before[0]["masterBrokerId"],
+                 "newMasterBrokerId": broker_id}]
+
+        def apply() -> list[ops.Row]:
+            rows: list[ops.Row] = _run(ops.elect_master(addrs, cluster, broker_name,
+                                                        broker_id, _now_ms()))
+            after = _run(ops.sync_state_sets(addrs, [broker_name]))
+            if not after or after[0]["masterBrokerId"] != broker_id:
+                raise NotVerified(f"electMaster: the controller answered, but {broker_name}'s "
+                                  f"master is not {broker_id}; read it with getSyncStateSet")
+            return rows
+
+        _apply_change("electMaster", params(ctx), broker_name, plan, yes, apply, output,
+                      ops.ELECT_COLUMNS)
+
+
+@app.command("cleanBrokerMetadata", rich_help_panel=PANEL)
+def clean_broker_metadata(
+    ctx: typer.Context,
+    controller: ControllerOpt,
+    broker_name: BrokerNameOpt,
+    ids: Annotated[str | None, typer.Option(
+        "-b", "--brokerControllerIdsToClean",
+        help="The ids to forget, e.g. '1;2' (default: the whole set).")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        "-c", "--clusterName", help="The broker's cluster.")] = None,
+    living: Annotated[bool, typer.Option(
+        "-l", "--cleanLivingBroker", help="Also forget brokers that are alive.")] = False,
+    yes: YesOpt = False,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Make the controller forget a broker set, or some of its brokers."""
+    with guarded(debug):
+        addrs = ops.addresses(controller)
+        before = _run(ops.sync_state_sets(addrs, [broker_name]))
+        wanted = {int(i) for i in (ids or "").split(";") if i.strip().isdigit()}
+        plan = [r for r in before if not wanted or r["brokerId"] in wanted]
+        if not plan:
+            raise TargetNotFound(f"the controller knows no broker {ids or ''} of "
+                                 f"{broker_name}; read them with getSyncStateSet")
+
+        def apply() -> list[ops.Row]:
+            _run(ops.clean_broker_metadata(addrs, cluster, broker_name, ids, living,
+                                           _now_ms()))
+            after = _run(ops.sync_state_sets(addrs, [broker_name]))
+            left = [r for r in after if not wanted or r["brokerId"] in wanted]
+            if left:
+                raise NotVerified(f"cleanBrokerMetadata: the controller still lists "
+                                  f"{sorted(r['brokerId'] for r in left)} of {broker_name}")
+            return [{**r, "cleaned": True} for r in plan]
+
+        _apply_change("cleanBrokerMetadata", params(ctx), broker_name, plan, yes, apply,
+                      output, (*ops.SYNC_COLUMNS, "cleaned"))
+
+
+@app.command("getControllerConfig", rich_help_panel=PANEL)
+def get_controller_config(controller: ControllerOpt, output: OutputOpt = OutputFormat.TABLE,
+                          debug: DebugOpt = False) -> None:
+    """Show every controller's settings."""
+    with guarded(debug):
+        rows = _run(ops.controller_config(ops.addresses(controller)))
+        render.render(rows, output, columns=ops.CONFIG_COLUMNS)
+
+
+@app.command("updateControllerConfig", rich_help_panel=PANEL)
+def update_controller_config(
+    ctx: typer.Context,
+    controller: ControllerOpt,
+    key: Annotated[str, typer.Option("-k", "--key", help="The setting.")],
+    value: Annotated[str, typer.Option("-v", "--value", help="Its new value.")],
+    yes: YesOpt = False,
+    output: OutputOpt = OutputFormat.TABLE,
+    debug: DebugOpt = False,
+) -> None:
+    """Change one setting on every controller of -a."""
+    with guarded(debug):
+        addrs = ops.addresses(controller)
+        current = {r["controller"]: r["value"] for r in _run(ops.controller_config(addrs))
+                   if r["key"] == key}
+        plan = [{"controller": a, "key": key, "value": current.get(a), "newValue": value}
+                for a in addrs]
+
+        def apply() -> list[ops.Row]:
+            _run(ops.update_controller_config(addrs, key, value))
+            rows = [r for r in _run(ops.controller_config(addrs)) if r["key"] == key]
+            wrong = [r["controller"] for r in rows if r["value"] != value]
+            if wrong or len(rows) != len(addrs):
+                raise NotVerified(f"updateControllerConfig: {key} is not {value} on "
+                                  f"{', '.join(wrong) or 'every controller'} after the update "
+                                  "(an unknown key is ignored); check the key's name")
+            return rows
+
+        _apply_change("updateControllerConfig", params(ctx), key, plan, yes, apply, output,
+                      ops.CONFIG_COLUMNS)
