@@ -25,6 +25,7 @@ from engine.proxy import relay
 from engine.proxy.caller import CallContext
 from engine.proxy.client_settings import merged
 from engine.proxy.core import ProxyCore
+from engine.proxy.handlers import UndecodableRequest, refuse
 from engine.proxy.route import assignments, message_queues
 from engine.proxy.sessions import ClientSession, OutboxItem
 from engine.proxy.status import OK_STATUS, ProxyError, status
@@ -36,6 +37,14 @@ log = logging.getLogger("engine.proxy")
 _NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 MAX_TOPIC_LENGTH = 127
 MAX_GROUP_LENGTH = 255
+#: 5.3.3 `TopicValidator.isSystemTopic`: these and every topic starting with rmq_sys_.
+SYSTEM_TOPICS = frozenset({
+    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
+    "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "CHECKPOINT_TOPIC"})
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+#: 5.3.3 `MixAll.isSysConsumerGroup`
+SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
 
 
 def validate_topic(resource: pb.Resource) -> str:
@@ -43,6 +52,8 @@ def validate_topic(resource: pb.Resource) -> str:
     if not name.strip() or len(name) > MAX_TOPIC_LENGTH or not _NAME.match(name):
         raise ProxyError(pb.ILLEGAL_TOPIC, f"topic name {name!r} is not valid: 1 to "
                          f"{MAX_TOPIC_LENGTH} of letters, digits, '%', '|', '_' and '-'")
+    if name in SYSTEM_TOPICS or name.startswith(SYSTEM_TOPIC_PREFIX):
+        raise ProxyError(pb.ILLEGAL_TOPIC, "cannot access system topic")
     return name
 
 
@@ -50,6 +61,8 @@ def validate_group(resource: pb.Resource) -> str:
     name = resource.name
     if not name.strip() or len(name) > MAX_GROUP_LENGTH or not _NAME.match(name):
         raise ProxyError(pb.ILLEGAL_CONSUMER_GROUP, f"consumer group {name!r} is not valid")
+    if name.startswith(SYSTEM_GROUP_PREFIX):
+        raise ProxyError(pb.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
     return name
 
 
@@ -119,6 +132,8 @@ async def telemetry(core: ProxyCore, requests: AsyncIterator[spb.TelemetryComman
             item = await outbox.get()
             if item is None:
                 return
+            if isinstance(item, UndecodableRequest):
+                await refuse(context)  # as grpc-java ends it
             if isinstance(item, BaseException):
                 code = item.code if isinstance(item, ProxyError) else pb.INTERNAL_SERVER_ERROR
                 grpc_code = (grpc.StatusCode.INVALID_ARGUMENT if 40000 <= code < 50000

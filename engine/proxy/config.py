@@ -72,6 +72,7 @@ class ProxyConfig:
     grpc_client_producer_backoff_initial_millis: int = 10
     grpc_client_producer_backoff_max_millis: int = 1000
     grpc_client_producer_backoff_multiplier: int = 2
+    grpc_client_consumer_min_long_polling_timeout_millis: int = 5_000
     grpc_client_consumer_max_long_polling_timeout_millis: int = 20_000
     grpc_client_consumer_long_polling_batch_size: int = 32
     grpc_client_idle_time_mills: int = 120_000

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncIterator
 
@@ -45,11 +46,13 @@ from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, de
 from engine.protocol.perm import is_readable
 from engine.protocol.receipt import ExtraInfo, ReceiptError, normal_topic, popped
 from engine.protocol.wire import from_ext, to_ext, to_json
+from engine.proxy import receive_checks as checks
 from engine.proxy.brokers import broker_failure
+from engine.proxy.caller import CallContext
 from engine.proxy.clients import validate_group, validate_topic
 from engine.proxy.core import ProxyCore
 from engine.proxy.messages import to_proto
-from engine.proxy.sessions import ClientSession, subscription
+from engine.proxy.sessions import ClientSession
 from engine.proxy.status import OK_STATUS, ProxyError, code_of_remoting, status
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
@@ -94,34 +97,6 @@ def _now_ms() -> int:
 
 # ---------------------------------------------------------------------- receive
 
-def _invisible_ms(core: ProxyCore, req: spb.ReceiveMessageRequest) -> int:
-    cfg = core.config
-    if req.auto_renew or not req.HasField("invisible_duration"):
-        return cfg.default_invisible_time_mills
-    value = _ms(req.invisible_duration)
-    if value < cfg.min_invisible_time_mills_for_recv or value > cfg.max_invisible_time_mills:
-        raise ProxyError(pb.ILLEGAL_INVISIBLE_TIME, "the invisible time must be within "
-                         f"[{cfg.min_invisible_time_mills_for_recv}, "
-                         f"{cfg.max_invisible_time_mills}] ms")
-    return value
-
-
-def _polling_ms(core: ProxyCore, req: spb.ReceiveMessageRequest,
-                context: grpc.aio.ServicerContext[object, object]) -> int:
-    cfg = core.config
-    if req.HasField("long_polling_timeout"):
-        polling = _ms(req.long_polling_timeout)
-    else:
-        polling = cfg.grpc_client_consumer_max_long_polling_timeout_millis
-    remaining = context.time_remaining()
-    if remaining is not None:
-        polling = min(polling, int(remaining * 1000) - cfg.long_polling_reserve_time_in_millis)
-    if polling > cfg.grpc_client_consumer_max_long_polling_timeout_millis:
-        raise ProxyError(pb.ILLEGAL_POLLING_TIME, "the long polling time must be at most "
-                         f"{cfg.grpc_client_consumer_max_long_polling_timeout_millis} ms")
-    return max(polling, 0)
-
-
 async def _broker(core: ProxyCore, topic: str, wanted: str) -> tuple[str, str]:
     route = await core.gateway.route(topic)
     readable = sorted(qd.broker_name for qd in route.queue_datas
@@ -157,50 +132,119 @@ def _messages(resp: RemotingCommand, broker: str, group: str, topic: str,
     return out
 
 
-async def receive(core: ProxyCore, session: ClientSession, req: spb.ReceiveMessageRequest,
+def _deadline(context: grpc.aio.ServicerContext[object, object]) -> float | None:
+    """The call's deadline on the event loop's clock; None when the client set none."""
+    remaining = context.time_remaining()
+    return None if remaining is None else asyncio.get_running_loop().time() + remaining
+
+
+def _left_ms(deadline: float) -> int:
+    return int((deadline - asyncio.get_running_loop().time()) * 1000)
+
+
+async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
+                  req: spb.ReceiveMessageRequest,
                   context: grpc.aio.ServicerContext[object, object]
                   ) -> AsyncIterator[spb.ReceiveMessageResponse]:
-    """The responses of one ReceiveMessage (a status first, then the messages)."""
-    group = validate_group(req.group)
+    """The responses of one ReceiveMessage (a status first, then the messages), checked in
+    5.3.3's order: polling time, topic, group, invisible time, filter, queue, batch."""
+    cfg = core.config
+    deadline = _deadline(context)
+    requested = _ms(req.long_polling_timeout) if req.HasField("long_polling_timeout") else None
+    settings = session.settings
+    if deadline is None:  # no deadline to keep (5.3.3 fails such a call, see docs/proxy.md)
+        polling = checks.polling_ms(cfg, requested, 1 << 62, 0, ctx.client_version)
+    else:
+        request_timeout = _ms(settings.request_timeout) if settings is not None else 0
+        polling = checks.polling_ms(cfg, requested, _left_ms(deadline), request_timeout,
+                                    ctx.client_version)
     topic = validate_topic(req.message_queue.topic)
-    invisible = _invisible_ms(core, req)
-    polling = _polling_ms(core, req, context)
-    batch = req.batch_size if req.batch_size > 0 else 32
-    sub = subscription(pb.SubscriptionEntry(topic=req.message_queue.topic,
-                                            expression=req.filter_expression))
-    fifo = bool(session.settings is not None and session.settings.subscription.fifo)
+    group = validate_group(req.group)
+    invisible = checks.invisible_ms(cfg, req.auto_renew, _ms(req.invisible_duration))
+    sub = checks.receive_filter(topic, req.filter_expression)
+    fifo = bool(settings is not None and settings.subscription.fifo)
     name, addr = await _broker(core, topic, req.message_queue.broker.name)
+    batch = checks.batch_size(req.batch_size)
+    if deadline is not None:
+        polling = checks.broker_polling_ms(cfg, polling, _left_ms(deadline))
     header = PopMessageRequestHeader(
         consumer_group=group, topic=topic, queue_id=-1, max_msg_nums=batch,
-        invisible_time=invisible, poll_time=polling, born_time=int(time.time() * 1000),
+        invisible_time=invisible, poll_time=polling, born_time=_now_ms(),
         init_mode=INIT_MODE_MAX, exp_type=sub.expression_type.value, exp=sub.sub_string,
         order=fifo, attempt_id=req.attempt_id or None, bname=name)
-    cmd = request(RequestCode.POP_MESSAGE, to_ext(header))
-    resp = await core.gateway.call(addr, cmd, f"receive from {name}",
-                                   timeout=polling / 1000 + core.gateway.timeout)
-    if resp.code == ResponseCode.POLLING_FULL:
-        yield spb.ReceiveMessageResponse(status=status(pb.TOO_MANY_REQUESTS, "polling full"))
+    popping = asyncio.ensure_future(core.gateway.call(
+        addr, request(RequestCode.POP_MESSAGE, to_ext(header)), f"receive from {name}",
+        timeout=polling / 1000 + core.gateway.timeout))
+    # The answer must beat the deadline: a broker later than that (an event loop too busy)
+    # is not waited for, and what it pops then is made visible again soon, as 5.3.3 does
+    # with messages its stream could not deliver.
+    late = functools.partial(_nack_late, core, name=name, group=group, topic=topic, fifo=fifo)
+    guard = None if deadline is None else max(
+        _left_ms(deadline) - cfg.long_polling_reserve_time_in_millis // 2, 0) / 1000
+    try:
+        resp = await asyncio.wait_for(asyncio.shield(popping), guard)
+    except TimeoutError:
+        popping.add_done_callback(late)
+        yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))
         return
+    except asyncio.CancelledError:  # the client gave up (or the server stops)
+        popping.add_done_callback(late)
+        raise
+    for response in _answers(resp, name, group, topic, fifo):
+        yield response
+
+
+def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: bool
+             ) -> list[spb.ReceiveMessageResponse]:
+    """The stream's responses for the broker's answer to a POP_MESSAGE."""
+    if resp.code == ResponseCode.POLLING_FULL:
+        return [spb.ReceiveMessageResponse(status=status(pb.TOO_MANY_REQUESTS, "polling full"))]
     if resp.code in (ResponseCode.NO_MESSAGE, ResponseCode.POLLING_TIMEOUT,
                      ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
                      ResponseCode.PULL_OFFSET_MOVED):
-        yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))
-        return
+        return [spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))]
     if resp.code != ResponseCode.SUCCESS:
-        yield spb.ReceiveMessageResponse(status=status(code_of_remoting(resp.code),
-                                                       resp.remark or "receive failed"))
-        return
+        return [spb.ReceiveMessageResponse(status=status(code_of_remoting(resp.code),
+                                                         resp.remark or "receive failed"))]
     try:
         messages = _messages(resp, name, group, topic, fifo)
     except (ProtocolError, ReceiptError) as exc:
         raise ProxyError(pb.INTERNAL_SERVER_ERROR, f"POP answer does not decode: {exc}") \
             from None
     if not messages:
-        yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no match message"))
+        return [spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND,
+                                                         "no match message"))]
+    return [spb.ReceiveMessageResponse(status=OK_STATUS),
+            *(spb.ReceiveMessageResponse(message=message) for message in messages)]
+
+
+def _nack_late(core: ProxyCore, done: asyncio.Future[RemotingCommand], *, name: str,
+               group: str, topic: str, fifo: bool) -> None:
+    """A POP answered after its receive was: its messages visible again in a second."""
+    if done.cancelled() or done.exception() is not None:
         return
-    yield spb.ReceiveMessageResponse(status=OK_STATUS)
-    for message in messages:
-        yield spb.ReceiveMessageResponse(message=message)
+    resp = done.result()
+    if resp.code != ResponseCode.SUCCESS:
+        return
+    try:
+        handles = [m.system_properties.receipt_handle
+                   for m in _messages(resp, name, group, topic, fifo)]
+    except (ProtocolError, ReceiptError):
+        return
+    if handles:
+        task = asyncio.ensure_future(_nack(core, group, topic, handles))
+        _NACKS.add(task)
+        task.add_done_callback(_NACKS.discard)
+
+
+#: Nacks under way (a reference keeps each task alive until it is done).
+_NACKS: set[asyncio.Future[None]] = set()
+
+
+async def _nack(core: ProxyCore, group: str, topic: str, handles: list[str]) -> None:
+    for handle in handles:
+        with contextlib.suppress(ProxyError):
+            await _change(core, group, topic, parse_handle(handle), NACK_INVISIBLE_TIME_MS)
 
 
 # ---------------------------------------------------------------------- ack / nack / DLQ
@@ -311,8 +355,8 @@ async def ack(core: ProxyCore, req: spb.AckMessageRequest) -> spb.AckMessageResp
     """The entries' acks all at once: they reach the broker together (one read, or one
     in-process run) and its handler of many acks stores them with one append; with
     enableBatchAck, one BATCH_ACK_MESSAGE per broker."""
-    group = validate_group(req.group)
     topic = validate_topic(req.topic)
+    group = validate_group(req.group)
     handles = [entry.receipt_handle for entry in req.entries]
     acks = _batch_ack if core.config.enable_batch_ack else _acks
     statuses = await acks(core, group, topic, handles, _now_ms())
@@ -324,16 +368,10 @@ async def ack(core: ProxyCore, req: spb.AckMessageRequest) -> spb.AckMessageResp
     return spb.AckMessageResponse(status=status(code), entries=entries)
 
 
-async def change_invisible(core: ProxyCore, req: spb.ChangeInvisibleDurationRequest
-                           ) -> spb.ChangeInvisibleDurationResponse:
-    group = validate_group(req.group)
-    topic = validate_topic(req.topic)
-    info = parse_handle(req.receipt_handle, _now_ms())
+async def _change(core: ProxyCore, group: str, topic: str, info: ExtraInfo,
+                  invisible: int) -> str:
+    """CHANGE_MESSAGE_INVISIBLETIME of one receipt; the receipt that replaces it."""
     assert info.queue_offset is not None
-    invisible = _ms(req.invisible_duration)
-    if invisible < 0 or invisible > core.config.max_invisible_time_mills:
-        raise ProxyError(pb.ILLEGAL_INVISIBLE_TIME, "the invisible time must be within "
-                         f"[0, {core.config.max_invisible_time_mills}] ms")
     header = ChangeInvisibleTimeRequestHeader(
         consumer_group=group, topic=info.topic(topic, group), queue_id=info.queue_id,
         extra_info=ExtraInfo.encode(info), offset=info.queue_offset, invisible_time=invisible,
@@ -342,9 +380,20 @@ async def change_invisible(core: ProxyCore, req: spb.ChangeInvisibleDurationRequ
                        request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, to_ext(header)),
                        "change invisible duration")
     answer = from_ext(ChangeInvisibleTimeResponseHeader, resp.ext_fields)
-    renewed = ExtraInfo(info.queue_offset, answer.pop_time, answer.invisible_time,
-                        answer.revive_qid, info.retry, info.broker_name, info.queue_id,
-                        info.queue_offset).encode()
+    return ExtraInfo(info.queue_offset, answer.pop_time, answer.invisible_time,
+                     answer.revive_qid, info.retry, info.broker_name, info.queue_id,
+                     info.queue_offset).encode()
+
+
+async def change_invisible(core: ProxyCore, req: spb.ChangeInvisibleDurationRequest
+                           ) -> spb.ChangeInvisibleDurationResponse:
+    """Checked in 5.3.3's order: topic, group, invisible time, receipt handle."""
+    topic = validate_topic(req.topic)
+    group = validate_group(req.group)
+    invisible = _ms(req.invisible_duration)
+    checks.check_invisible(core.config, invisible)
+    info = parse_handle(req.receipt_handle, _now_ms())
+    renewed = await _change(core, group, topic, info, invisible)
     commit_offset = req.receipt_handle.rsplit(" ", 1)[-1]
     return spb.ChangeInvisibleDurationResponse(
         status=OK_STATUS, receipt_handle=f"{renewed} {commit_offset}")
@@ -352,8 +401,8 @@ async def change_invisible(core: ProxyCore, req: spb.ChangeInvisibleDurationRequ
 
 async def forward_to_dlq(core: ProxyCore, req: spb.ForwardMessageToDeadLetterQueueRequest
                          ) -> spb.ForwardMessageToDeadLetterQueueResponse:
-    group = validate_group(req.group)
     topic = validate_topic(req.topic)
+    group = validate_group(req.group)
     info = parse_handle(req.receipt_handle)
     parts = req.receipt_handle.split(" ")
     try:

@@ -20,6 +20,7 @@ import grpc
 
 from engine.broker.services import PeriodicService
 from engine.protocol.signature import Credentials
+from engine.proxy import handlers
 from engine.proxy.auth import GrpcAuth
 from engine.proxy.brokers import BrokerGateway
 from engine.proxy.config import ProxyConfig, TlsMode
@@ -28,7 +29,6 @@ from engine.proxy.join_process import FIRST_BYTE_TIMEOUT_S, LOOPBACK
 from engine.proxy.join_supervisor import JoinProcess
 from engine.proxy.service import MessagingService
 from engine.proxy.tls import TlsMaterial, load_material
-from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.address import local_ip
 
 log = logging.getLogger("engine.proxy")
@@ -96,8 +96,7 @@ class ProxyServer:
             # about 15% less CPU per call here (docs/proxy.md, Speed).
             ("grpc.optimization_target", "throughput"),
         ])
-        service_pb2_grpc.add_MessagingServiceServicer_to_server(  # type: ignore[no-untyped-call]
-            MessagingService(self.core), server)
+        handlers.add_to_server(MessagingService(self.core), server)
         where = f"{self.host}:{self.config.grpc_server_port}"
         join: JoinProcess | None = None
         if mode is TlsMode.PERMISSIVE:

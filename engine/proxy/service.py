@@ -77,8 +77,8 @@ class MessagingService:
     async def ReceiveMessage(self, request: spb.ReceiveMessageRequest,
                              context: Context) -> AsyncIterator[spb.ReceiveMessageResponse]:
         try:
-            _, session = self.core.enter(context, request)
-            async for response in consume.receive(self.core, session, request, context):
+            ctx, session = self.core.enter(context, request)
+            async for response in consume.receive(self.core, ctx, session, request, context):
                 yield response
         except ProxyError as exc:
             yield spb.ReceiveMessageResponse(status=status(exc.code, exc.message))

@@ -210,8 +210,30 @@ async def test_tag_filter(client: RemotingClient, broker: BrokerController) -> N
     got = await pop(client, broker.addr, GROUP, TOPIC, init_mode=INIT_MODE_MIN, exp="b",
                     exp_type="TAG")
     assert sorted(m.body for m in got.messages) == [b"m1-0", b"m1-1"]
-    bad = await pop(client, broker.addr, GROUP, TOPIC, exp="a = 1", exp_type="SQL92")
+
+
+async def test_sql92_filter_without_enable_property_filter(client: RemotingClient,
+                                                           broker: BrokerController) -> None:
+    """5.3.3's POP compiles and evaluates SQL92 whatever enablePropertyFilter says."""
+    assert not broker.state.config.enable_property_filter
+    await send(client, broker, 2, tags="a")
+    await send(client, broker, 2, queue_id=1, tags="b")
+    got = await pop(client, broker.addr, GROUP, TOPIC, init_mode=INIT_MODE_MIN,
+                    exp="TAGS = 'b'", exp_type="SQL92")
+    assert sorted(m.body for m in got.messages) == [b"m1-0", b"m1-1"]
+    bad = await pop(client, broker.addr, GROUP, TOPIC, exp="a >>", exp_type="SQL92")
     assert bad.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
+async def test_zero_messages_asked_polls_and_finds_none(client: RemotingClient,
+                                                        broker: BrokerController) -> None:
+    """maxMsgNums 0: nothing is popped (5.3.3; with a poll time it polls it out, see
+    tests/proxy/test_receive_rules.py)."""
+    await send(client, broker, 2)
+    got = await pop(client, broker.addr, GROUP, TOPIC, init_mode=INIT_MODE_MIN, max_nums=0)
+    assert (got.code, got.messages) == (ResponseCode.POLLING_TIMEOUT, [])
+    again = await pop(client, broker.addr, GROUP, TOPIC, init_mode=INIT_MODE_MIN)
+    assert sorted(m.body for m in again.messages) == [b"m0-0", b"m0-1"]
 
 
 async def test_refusals(client: RemotingClient, broker: BrokerController) -> None:

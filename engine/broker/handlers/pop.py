@@ -4,9 +4,10 @@ How this works: each request is checked as 5.3 checks it (broker readable, at mo
 topic known and readable, queue id in range, group known and allowed to consume), then served
 by the broker's `Popper` (`engine.broker.pop.popper`).  A POP or NOTIFICATION that finds
 nothing is held (`PopPolling`) until a message arrives in a topic it reads, or its poll time
-is over, and then runs again; the answer to a pop that found nothing in time is
-POLLING_TIMEOUT (POLLING_FULL when too many requests are held), a NOTIFICATION's is SUCCESS
-with hasMsg false (pollingFull when too many are held).  A request whose poll would already
+is over (50 ms before, as 5.3.3's `PopRequest.isTimeout`), and then runs again; the answer
+to a pop that found nothing in time is POLLING_TIMEOUT (POLLING_FULL when too many requests
+are held), a NOTIFICATION's is SUCCESS with hasMsg false (pollingFull when too many are
+held).  A request whose poll would already
 have ended more than 500 ms ago when it arrives is answered POLLING_TIMEOUT at once, as 5.3
 does.  POP is served by the master: a slave refuses it (see docs/pop.md).
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 
 from engine.broker.errors import Refused
-from engine.broker.filters import compile_subscription
 from engine.broker.filters import message_filter as subscription_filter
 from engine.broker.pop.names import MAX_POP_NUMS
 from engine.broker.pop.popper import PopBatch, PopRequest
@@ -48,6 +48,8 @@ FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 BORN_TIME = "bornTime"
 #: 5.3 `PopMessageRequestHeader.isTimeoutTooMuch`
 TOO_LATE_MS = 500
+#: 5.3.3 `PopRequest.isTimeout`: a held request is answered this much before its poll ends.
+ANSWER_EARLY_MS = 50
 NO_MESSAGE_REMARK = "NO_MESSAGE_IN_QUEUE"
 
 
@@ -95,7 +97,9 @@ def check_queue(st: BrokerState, group: str, topic: str, queue_id: int, peer: st
 
 
 def pop_filter(st: BrokerState, header: PopMessageRequestHeader) -> MessageFilter | None:
-    """The tag or SQL92 filter of `exp` / `expType` (none: every message).
+    """The tag or SQL92 filter of `exp` / `expType` (none: every message).  SQL92 is served
+    whatever enablePropertyFilter says, as 5.3.3's POP compiles and evaluates it on its own
+    (the key gates SQL92 for pulls and subscriptions only).
 
     Raises:
         Refused: SUBSCRIPTION_PARSE_FAILED, as 5.3 answers any expression it cannot use.
@@ -105,9 +109,7 @@ def pop_filter(st: BrokerState, header: PopMessageRequestHeader) -> MessageFilte
     try:
         expr = ExpressionType[(header.exp_type or "TAG").upper()]
         sub = SubscriptionData.build(header.topic, header.exp, expr)
-        if expr is ExpressionType.SQL92:
-            compile_subscription(sub, st.config.enable_property_filter)
-        return subscription_filter(sub, st.config.enable_property_filter)
+        return subscription_filter(sub, enable_property_filter=True)
     except (KeyError, ValueError, Refused):
         raise Refused(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                       "parse the consumer's subscription failed") from None
@@ -172,14 +174,15 @@ def pop_message(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand | Awaitable[R
         filt = pop_filter(st, header)
     except Refused as refused:
         return cmd.response(refused.code, refused.remark)
+    # 0 messages asked: nothing is popped and the request polls its time out, as in 5.3.3
     req = PopRequest(header.consumer_group, header.topic, header.queue_id,
-                     max(header.max_msg_nums, 1), header.invisible_time, header.init_mode,
+                     max(header.max_msg_nums, 0), header.invisible_time, header.init_mode,
                      header.order, header.attempt_id, filt)
     mark = st.pop.log.appended
     batch = st.pop.popper.pop(req)
     if batch.messages:
         return durable(st, mark, _answer(st, cmd, req, batch, ResponseCode.SUCCESS))
-    expires = header.born_time + header.poll_time
+    expires = header.born_time + header.poll_time - ANSWER_EARLY_MS
     if header.poll_time <= 0 or expires <= now:
         return _answer(st, cmd, req, batch, ResponseCode.POLLING_TIMEOUT)
     if st.pop.polling.full(req.topic, req.group, req.queue_id):
@@ -245,7 +248,7 @@ def notification(ctx: Ctx, cmd: RemotingCommand
         return cmd.response(refused.code, refused.remark)
     if _has_message(st, header):
         return _notified(cmd, True)
-    expires = header.born_time + header.poll_time
+    expires = header.born_time + header.poll_time - ANSWER_EARLY_MS
     if header.poll_time <= 0 or expires <= now:
         return _notified(cmd, False)
     if st.pop.polling.full(header.topic, header.consumer_group, header.queue_id):

@@ -1,0 +1,77 @@
+"""Many SimpleConsumers with several receives in flight each, on topics and groups made a
+moment before: every receive is answered by its await time (plus a second), never after its
+gRPC deadline (the official Python client, its receives in its own threads)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+
+import pytest
+from rocketmq.v5.client import ClientConfiguration, Credentials
+from rocketmq.v5.consumer import SimpleConsumer
+from rocketmq.v5.model import FilterExpression, Message
+
+from tests.proxy.conftest import Stack, in_thread
+
+pytestmark = pytest.mark.timeout(180)
+
+CONSUMERS = 16
+IN_FLIGHT = 5
+AWAIT_S = 5
+ROUNDS = 3  # receives each in-flight slot makes, one after the other
+
+
+class Slot:
+    """One receive in flight, made again as soon as it is answered, ROUNDS times."""
+
+    def __init__(self, consumer: SimpleConsumer, done: threading.Event) -> None:
+        self.consumer = consumer
+        self.done = done
+        self.answers: list[tuple[float, object]] = []  # (seconds taken, messages or error)
+
+    def start(self) -> None:
+        started = time.monotonic()
+        future: Future[list[Message]] = self.consumer.receive_async(32, 10)
+        future.add_done_callback(lambda f: self._answered(f, started))
+
+    def _answered(self, future: Future[list[Message]], started: float) -> None:
+        took = time.monotonic() - started
+        try:
+            got: object = future.result()
+        except Exception as exc:  # kept and asserted on below
+            got = exc
+        self.answers.append((took, got))
+        if len(self.answers) < ROUNDS:
+            self.start()
+        else:
+            self.done.set()
+
+
+async def test_every_receive_is_answered_by_its_await_time(stack: Stack) -> None:
+    topics = [f"Load{k}" for k in range(4)]
+    for topic in topics:
+        await stack.create_topic(topic)
+    consumers = []
+    try:
+        for k in range(CONSUMERS):
+            consumer = SimpleConsumer(ClientConfiguration(stack.endpoint, Credentials()),
+                                      f"LoadGroup{k}", {topics[k % 4]: FilterExpression("*")},
+                                      await_duration=AWAIT_S)
+            await in_thread(consumer.startup)
+            consumers.append(consumer)
+        slots = [Slot(c, threading.Event()) for c in consumers for _ in range(IN_FLIGHT)]
+        for slot in slots:
+            slot.start()
+        for slot in slots:
+            assert await in_thread(slot.done.wait, (AWAIT_S + 5) * ROUNDS + 30)
+    finally:
+        for consumer in consumers:
+            await in_thread(consumer.shutdown)
+    answers = [a for slot in slots for a in slot.answers]
+    failures = [got for _, got in answers if isinstance(got, Exception)]
+    assert failures == []
+    late = sorted(took - AWAIT_S for took, _ in answers)
+    print(f"answer - await: max {late[-1]:+.3f} s, p50 {late[len(late) // 2]:+.3f} s")
+    assert late[-1] < 1.0
