@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import logging
 import os
+import select
 import signal
 import socket
 import sys
@@ -47,6 +49,8 @@ FIRST_BYTE_TIMEOUT_S = 10.0
 #: Bytes one splice moves at most (a pipe's default capacity).
 CHUNK = 64 * 1024
 LOOPBACK = "127.0.0.1"
+#: prctl(2)'s option: the signal this process gets when its parent ends.
+PR_SET_PDEATHSIG = 1
 
 
 def peer_text(addr: tuple[str, int] | tuple[str, int, int, int]) -> str:
@@ -112,6 +116,7 @@ class PortJoin:
         self._sockets: dict[socket.socket, socket.socket | None] = {}
         self._threads: set[threading.Thread] = set()
         self._acceptor: threading.Thread | None = None
+        self._wake_r, self._wake_w = os.pipe()
 
     @property
     def connections(self) -> int:
@@ -124,14 +129,25 @@ class PortJoin:
         self._acceptor.start()
 
     def _accept(self) -> None:
+        # The listening socket may be shared with other processes (proxy workers, whose
+        # joins accept from one queue): it is polled with a wake-up pipe and accepted from
+        # without blocking (another process may take the connection first), and never shut
+        # down (that would stop every process's accepting).
+        self.listener.setblocking(False)
         while True:
+            ready, _, _ = select.select([self.listener.fileno(), self._wake_r], [], [])
+            if self._wake_r in ready or self._closing:
+                return
             try:
                 client, addr = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                continue
             except OSError:
                 if self._closing:
                     return
                 log.exception("gRPC port %d: accept failed", self.port)
                 continue
+            client.setblocking(True)
             thread = threading.Thread(target=self._serve, args=(client, peer_text(addr)),
                                       name=f"proxy-join-{self.port}-in", daemon=True)
             with self._lock:
@@ -191,11 +207,16 @@ class PortJoin:
     def close_listener(self) -> None:
         """Accept no more connections (those open keep going)."""
         with self._lock:
+            if self._wake_w < 0:
+                return
             self._closing = True
-        _shutdown(self.listener, socket.SHUT_RDWR)  # wakes the acceptor's accept()
+        os.write(self._wake_w, b"x")  # wakes the acceptor's select()
         if self._acceptor is not None:
             self._acceptor.join()
         self.listener.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        self._wake_r = self._wake_w = -1
 
     def stop(self) -> None:
         """Close the listener and every connection; return when all threads have ended.
@@ -211,6 +232,19 @@ class PortJoin:
                 thread.join()
 
 
+def _die_with_parent() -> None:
+    """Be killed when the proxy's process dies (Linux: prctl PR_SET_PDEATHSIG), not only once
+    stdin ends: on a shared listening socket (proxy workers) a join whose proxy is gone must
+    not accept one more connection it can only close."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: stdin's end still stops the process
+        return
+    if os.getppid() == 1:  # the proxy died before the prctl
+        os._exit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The join's process: `PortJoin` on the inherited listening socket until stdin ends."""
     parser = argparse.ArgumentParser(prog="python -m engine.proxy.join_process")
@@ -220,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-byte-timeout", type=float, default=FIRST_BYTE_TIMEOUT_S)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C: the proxy stops us
+    _die_with_parent()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s - %(message)s")
     out_lock = threading.Lock()
