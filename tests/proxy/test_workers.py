@@ -5,7 +5,6 @@ again while a producer keeps sending, the port refused when in use, TLS modes.""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import os
 import signal
@@ -16,16 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from engine.broker.controller import BrokerController
 from engine.client.broker_admin import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
-from engine.proxy.config import ProxyConfig
-from engine.proxy.local import local_workers
 from engine.proxy.server import ProxyPortInUseError
-from engine.proxy.workers import ProxyWorkers
 from engine.remoting.client import RemotingClient
-from tests.broker.conftest import running_broker
 from tests.broker.test_main import write_conf
 from tests.proxy.conftest import in_thread
 from tests.proxy.official import (
@@ -36,65 +30,17 @@ from tests.proxy.official import (
     Producer,
     SimpleConsumer,
 )
-from tests.proxy.sockets import client_ports, served_ports
 from tests.proxy.test_main import STARTUP_S, proxy_json, send_one, serve_until_line
+from tests.proxy.workers import WORKERS_PROXY, Workers, connected, running_workers
 
 TOPIC = "Spread"
 GROUP = "SpreadConsumers"
-WORKERS_PROXY = ProxyConfig(grpc_server_port=0, proxy_workers=2,
-                            topic_route_service_cache_refresh_seconds=1,
-                            grpc_client_consumer_max_long_polling_timeout_millis=3000,
-                            min_invisible_time_mills_for_recv=1000)
-
-
-@dataclasses.dataclass
-class Workers:
-    broker: BrokerController
-    proxy: ProxyWorkers
-
-    @property
-    def endpoint(self) -> str:
-        return self.proxy.endpoint
-
-    def worker_of(self, ports: set[int]) -> int:
-        """The slot of the worker serving the connections from `ports` (this process's)."""
-        for index, pid in enumerate(self.proxy.pids):
-            if ports & served_ports(pid, self.proxy.port):
-                return index
-        raise AssertionError(f"no worker serves the connection from {ports}")
-
-
-@contextlib.asynccontextmanager
-async def running_workers(tmp_path: Path, namesrv: NamesrvController,
-                          config: ProxyConfig = WORKERS_PROXY) -> AsyncIterator[Workers]:
-    async with running_broker(tmp_path, namesrv) as broker:
-        client = RemotingClient(credentials=broker.access.inner_credentials())
-        try:
-            await BrokerAdmin(client).create_topic(broker.addr, TopicConfig(TOPIC, 4, 4))
-        finally:
-            await client.close()
-        proxy = local_workers(broker, config)
-        assert proxy is not None
-        await proxy.start()
-        try:
-            yield Workers(broker, proxy)
-        finally:
-            await proxy.stop(grace=0)
 
 
 @pytest.fixture
 async def workers(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Workers]:
-    async with running_workers(tmp_path, namesrv) as w:
+    async with running_workers(tmp_path, namesrv, topics={TOPIC: None}) as w:
         yield w
-
-
-async def connected(workers: Workers, make: object) -> tuple[object, int]:
-    """Start a client (`make()`, then startup) and find the worker its connection reached."""
-    before = client_ports(os.getpid(), workers.proxy.port)
-    client = make()  # type: ignore[operator]
-    await in_thread(client.startup)
-    mine = client_ports(os.getpid(), workers.proxy.port) - before
-    return client, workers.worker_of(mine)
 
 
 def consumer(workers: Workers) -> SimpleConsumer:
@@ -184,7 +130,7 @@ async def test_a_port_in_use_is_refused(tmp_path: Path, namesrv: NamesrvControll
             config = dataclasses.replace(WORKERS_PROXY, grpc_server_port=port,
                                          tls_server_mode=mode)
             with pytest.raises(ProxyPortInUseError, match=str(port)):
-                async with running_workers(tmp_path / mode, namesrv, config):
+                async with running_workers(tmp_path / mode, namesrv, config, {TOPIC: None}):
                     pass
 
 
@@ -192,7 +138,7 @@ async def test_a_port_in_use_is_refused(tmp_path: Path, namesrv: NamesrvControll
 async def test_the_other_tls_modes_serve_through_workers_on_a_reused_port(
         tmp_path: Path, namesrv: NamesrvController, mode: str) -> None:
     config = dataclasses.replace(WORKERS_PROXY, tls_server_mode=mode)
-    async with running_workers(tmp_path, namesrv, config) as w:
+    async with running_workers(tmp_path, namesrv, config, {TOPIC: None}) as w:
         assert len(w.proxy.pids) == 2
         if mode == "disabled":  # the Python client connects in plaintext
             prod, _ = await connected(w, lambda: producer(w))
