@@ -33,7 +33,6 @@ import contextlib
 import ctypes
 import logging
 import os
-import select
 import signal
 import socket
 import sys
@@ -102,8 +101,11 @@ class PortJoin:
 
     def __init__(self, listener: socket.socket, *, plaintext_port: int, tls_port: int,
                  first_byte_timeout: float = FIRST_BYTE_TIMEOUT_S,
-                 report: Callable[[str], None] | None = None) -> None:
+                 report: Callable[[str], None] | None = None, shared: bool = False) -> None:
         self.listener = listener
+        #: The listening socket is shared with other processes' joins (proxy workers), which
+        #: accept from the same queue: the kernel wakes one blocked accept() per connection.
+        self.shared = shared
         self.port: int = listener.getsockname()[1]
         self.plaintext_port = plaintext_port
         self.tls_port = tls_port
@@ -116,7 +118,6 @@ class PortJoin:
         self._sockets: dict[socket.socket, socket.socket | None] = {}
         self._threads: set[threading.Thread] = set()
         self._acceptor: threading.Thread | None = None
-        self._wake_r, self._wake_w = os.pipe()
 
     @property
     def connections(self) -> int:
@@ -129,25 +130,14 @@ class PortJoin:
         self._acceptor.start()
 
     def _accept(self) -> None:
-        # The listening socket may be shared with other processes (proxy workers, whose
-        # joins accept from one queue): it is polled with a wake-up pipe and accepted from
-        # without blocking (another process may take the connection first), and never shut
-        # down (that would stop every process's accepting).
-        self.listener.setblocking(False)
         while True:
-            ready, _, _ = select.select([self.listener.fileno(), self._wake_r], [], [])
-            if self._wake_r in ready or self._closing:
-                return
             try:
                 client, addr = self.listener.accept()
-            except (BlockingIOError, InterruptedError):
-                continue
             except OSError:
                 if self._closing:
                     return
                 log.exception("gRPC port %d: accept failed", self.port)
                 continue
-            client.setblocking(True)
             thread = threading.Thread(target=self._serve, args=(client, peer_text(addr)),
                                       name=f"proxy-join-{self.port}-in", daemon=True)
             with self._lock:
@@ -207,16 +197,16 @@ class PortJoin:
     def close_listener(self) -> None:
         """Accept no more connections (those open keep going)."""
         with self._lock:
-            if self._wake_w < 0:
-                return
             self._closing = True
-        os.write(self._wake_w, b"x")  # wakes the acceptor's select()
+        if self.shared:
+            # Shut down, the socket would stop accepting in every process that shares it: the
+            # acceptor stays blocked in accept() (a daemon thread, ended with the process),
+            # and a connection it takes from now on is closed.
+            return
+        _shutdown(self.listener, socket.SHUT_RDWR)  # wakes the acceptor's accept()
         if self._acceptor is not None:
             self._acceptor.join()
         self.listener.close()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
-        self._wake_r = self._wake_w = -1
 
     def stop(self) -> None:
         """Close the listener and every connection; return when all threads have ended.
@@ -252,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plaintext-port", type=int, required=True)
     parser.add_argument("--tls-port", type=int, required=True)
     parser.add_argument("--first-byte-timeout", type=float, default=FIRST_BYTE_TIMEOUT_S)
+    parser.add_argument("--shared", action="store_true",
+                        help="the listening socket is shared with other processes")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C: the proxy stops us
     _die_with_parent()
@@ -265,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
 
     join = PortJoin(socket.socket(fileno=args.listen_fd), plaintext_port=args.plaintext_port,
                     tls_port=args.tls_port, first_byte_timeout=args.first_byte_timeout,
-                    report=report)
+                    report=report, shared=args.shared)
     join.start()
     report("ready")
     while os.read(0, 4096):

@@ -49,6 +49,8 @@ class JoinProcess:
         Raises:
             OSError: the port cannot be bound.
         """
+        #: The listening socket is a proxy worker's, shared with the other workers' joins.
+        self.shared = listener is not None
         if listener is None:
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             listener = socket.create_server((host, port), family=family, backlog=1024)
@@ -92,7 +94,8 @@ class JoinProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "engine.proxy.join_process", "--listen-fd", str(fd),
              "--plaintext-port", str(self.plaintext_port), "--tls-port", str(self.tls_port),
-             "--first-byte-timeout", str(self.first_byte_timeout)],
+             "--first-byte-timeout", str(self.first_byte_timeout),
+             *(["--shared"] if self.shared else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(fd,), env=env)
         self._pending = b""
         assert self.process.stdout is not None

@@ -7,8 +7,9 @@ brokers over remoting.  The supervisor binds grpcServerPort itself, so a port in
 the start here with the usual error, and keeps it for as long as it runs:
 
 * permissive TLS mode (the default): it binds and listens, and every worker inherits the
-  one listening socket; each worker's join process (join_process.py) accepts from that
-  queue, so the kernel hands each new connection to whichever join accepts first, and
+  one listening socket; each worker's join process (join_process.py) waits in accept() on
+  that queue, and the kernel wakes one waiter per new connection, the longest waiting first
+  (so connections go to the workers in turn), and
   a worker that dies leaves the queue (and the port) to the others, and to itself once
   started again, with nothing lost but the connections it held.
 * disabled and enforcing modes: grpc binds the port in each worker with SO_REUSEPORT (the

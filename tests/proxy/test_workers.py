@@ -67,8 +67,8 @@ async def test_a_receipt_from_one_worker_is_acked_through_the_other(workers: Wor
     consumers: list[tuple[SimpleConsumer, int]] = []
     try:
         ids = await send(prod, 6, "spread")
-        # Clients until one of them is on each worker (the kernel hands each new connection
-        # to whichever worker's join accepts first).
+        # Clients until one of them is on each worker (the kernel hands new connections to
+        # the workers' joins in turn, which a test cannot rely on).
         for _ in range(12):
             c, index = await connected(workers, lambda: consumer(workers))
             consumers.append((c, index))  # type: ignore[arg-type]
