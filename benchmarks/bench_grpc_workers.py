@@ -219,6 +219,7 @@ def main() -> None:
                         run(base.fill_for_receive(endpoint))
                         run(bench_receive(endpoint, tree, base.CHANNELS,
                                           base.RECEIVE_IN_FLIGHT))
+                        run(base.fill_for_receive(endpoint))
                         run(bench_receive(endpoint, tree, RECEIVE_CONSUMERS,
                                           RECEIVE_CONSUMERS))
         finally:

@@ -8,8 +8,9 @@ the start here with the usual error, and keeps it for as long as it runs:
 
 * permissive TLS mode (the default): it binds and listens, and every worker inherits the
   one listening socket; each worker's join process (join_process.py) waits in accept() on
-  that queue, and the kernel wakes one waiter per new connection, the longest waiting first
-  (so connections go to the workers in turn), and
+  that queue, and the kernel wakes one waiter per new connection (a busy join leaves the
+  next one to the others: connections that arrive one at a time go to the workers in turn,
+  a burst can land unevenly), and
   a worker that dies leaves the queue (and the port) to the others, and to itself once
   started again, with nothing lost but the connections it held.
 * disabled and enforcing modes: grpc binds the port in each worker with SO_REUSEPORT (the
