@@ -103,9 +103,11 @@ class ProxyWorkers:
                                                       backlog=1024)
                 return int(self._listener.getsockname()[1])
             with socket.socket(family, socket.SOCK_STREAM) as probe:  # nobody holds it
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as grpc binds
                 probe.bind((host, port))
                 port = probe.getsockname()[1]
             reserved = socket.socket(family, socket.SOCK_STREAM)
+            reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             try:
                 reserved.bind((host, port))
