@@ -205,6 +205,7 @@ NEEDS: dict[int, Rule] = {
     C.LOCK_BATCH_MQ: Rule(from_body=_locks),
     C.UNLOCK_BATCH_MQ: Rule(from_body=_locks),
     C.END_TRANSACTION: Rule(("topic",), from_fields=_pub_if_named),
+    C.RECALL_MESSAGE: _named(PUB, (T, "topic", "")),  # 5.3: Pub on the topic
     C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Rule(from_body=_create_group),
     C.VIEW_MESSAGE_BY_ID: Rule(("topic",), from_fields=_view_if_named),
     C.QUERY_MESSAGE: _named(SUB_GET, (T, "topic", "")),

@@ -59,6 +59,9 @@ class BrokerConfig:
     region_id: str = "DefaultRegion"
     trace_on: bool = True
     reject_transaction_message: bool = False
+    #: 5.3 RECALL_MESSAGE: off by default, as in 5.3 (refused "operation is forbidden").
+    recall_message_enable: bool = False
+    allow_recall_when_broker_not_writeable: bool = True
     long_polling_enable: bool = True
     short_polling_time_mills: int = 1000
     notify_consumer_ids_changed_enable: bool = True

@@ -138,7 +138,7 @@ class ScheduleMessageService(Service):
             log.error("delay level %d offset %d: record at %d has no REAL_TOPIC/REAL_QID, skipped",
                       level, offset, phy)
             return True
-        result = self.store.append_message(msg)
+        result = self.store.append_due(msg)
         if result.status is PutMessageStatus.PUT_OK:
             return True
         if result.status in _PERMANENT:

@@ -18,6 +18,7 @@ from engine.broker.handlers import (
     pop_ack,
     pull,
     query,
+    recall,
     send,
     send_back,
     store_admin,
@@ -27,7 +28,7 @@ from engine.remoting.router import Router
 
 MODULES = (admin_auth, admin_acl_v1, send, send_back, transaction, pull, offsets, client, lock,
            query, admin_topic, admin_group, admin_broker, admin_consumer, store_admin, ha, pop,
-           pop_ack, admin_timer)
+           pop_ack, admin_timer, recall)
 
 
 def build_router() -> Router:

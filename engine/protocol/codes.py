@@ -120,6 +120,7 @@ class RequestCode(IntEnum):
     # 5.x codes
     GET_TOPIC_CONFIG = 351  # topic attributes: TopicConfigAndQueueMapping
     GET_SUBSCRIPTIONGROUP_CONFIG = 352  # one group's config (consumeMessageOrderly)
+    RECALL_MESSAGE = 370  # 5.3: a timer message withdrawn before its time
     GET_BROKER_HA_STATUS = 907
     NOTIFY_BROKER_ROLE_CHANGED = 1008
     # 5.3 ACL 2.0
@@ -190,3 +191,4 @@ class ResponseCode(IntEnum):
     POLLING_FULL = 209
     POLLING_TIMEOUT = 210
     FLOW_CONTROL = 215
+    ILLEGAL_OPERATION = 604  # 5.3 (RECALL_MESSAGE: a bad recall handle, topic, broker or time)

@@ -93,7 +93,7 @@ def call_needs(request: object) -> list[Need]:
     name = type(request).__name__
     if name == "SendMessageRequest" and messages:
         needs.append(_topic(messages[0].topic))
-    elif name == "EndTransactionRequest" and topic is not None:
+    elif name in ("EndTransactionRequest", "RecallMessageRequest") and topic is not None:
         needs.append(_topic(topic))
     elif name == "QueryRouteRequest" and topic is not None:
         needs.append((topic_or_group(topic.name), PUB_SUB))

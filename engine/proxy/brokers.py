@@ -16,6 +16,7 @@ client's behalf (heartbeats, transaction checks) goes over that client's own con
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -34,8 +35,15 @@ from engine.protocol.attributes import TopicMessageType
 from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.protocol.codes import RequestCode, ResponseCode, SerializeType
 from engine.protocol.command import RemotingCommand, request
-from engine.protocol.message import BatchItem, encode_batch_body, properties_to_string
+from engine.protocol.header.broker import RecallMessageRequestHeader
+from engine.protocol.message import (
+    MAX_PROPERTIES_LENGTH,
+    BatchItem,
+    encode_batch_body,
+    properties_to_string,
+)
 from engine.protocol.signature import Credentials
+from engine.protocol.wire import to_ext
 from engine.proxy.config import ProxyConfig
 from engine.proxy.messages import OutMessage
 from engine.proxy.route import WriteQueue, write_queues
@@ -69,6 +77,13 @@ class Sent:
     offset_msg_id: str
     transaction_id: str | None
     status: int  # the remoting code: SUCCESS, FLUSH_DISK_TIMEOUT, ...
+    recall_handle: str = ""  # a parked timer message's (5.3)
+
+
+#: What 5.3.3's broker answers a message whose properties are too long (the proxy says the
+#: same of a batch it cannot encode for that reason).
+PROPERTIES_TOO_LONG = ("the message is illegal, maybe msg body or properties length not "
+                       "matched. msg body length limit {max}B, msg properties length limit 32KB.")
 
 
 def broker_failure(exc: Exception, what: str) -> ProxyError:
@@ -187,9 +202,14 @@ class BrokerGateway:
         cached = self._types.get(topic)
         if cached is not None and now - cached[0] < self.config.topic_config_cache_refresh_seconds:
             return cached[1]
-        route = await self.route(topic)
+        try:
+            datas = (await self.route(topic)).broker_datas
+        except ProxyError as exc:
+            if exc.code != pb.TOPIC_NOT_FOUND:
+                raise
+            datas = []  # 5.3.3: no config, so UNSPECIFIED (and the send refused for its type)
         kind = TopicMessageType.UNSPECIFIED
-        for data in route.broker_datas:
+        for data in datas:
             addr = data.broker_addrs.get(MASTER_ID)
             if not addr:
                 continue
@@ -237,6 +257,10 @@ class BrokerGateway:
         first = msgs[0]
         batch = len(msgs) > 1
         if batch:
+            if any(len(properties_to_string(m.properties).encode()) > MAX_PROPERTIES_LENGTH
+                   for m in msgs):  # the batch cannot be encoded (5.3.3 fails it the same)
+                raise ProxyError(pb.INTERNAL_SERVER_ERROR, PROPERTIES_TOO_LONG.format(
+                    max=self.config.max_message_size))
             body = encode_batch_body(BatchItem(0, m.body, properties_to_string(m.properties))
                                      for m in msgs)
             props = "WAIT\x01true"
@@ -272,8 +296,32 @@ class BrokerGateway:
         if len(ids) != len(msgs):
             ids = [ids[0]] * len(msgs)
         transaction_id = ext_in.get("transactionId")
+        recall = ext_in.get("recallHandle") or ""
         return [Sent(queue.broker_name, addr, queue_id, offset + i, ids[i], transaction_id,
-                     resp.code) for i in range(len(msgs))]
+                     resp.code, recall) for i in range(len(msgs))]
+
+    async def recall(self, topic: str, broker_name: str, handle: str, language: int) -> str:
+        """RECALL_MESSAGE to the master of `broker_name`; the recalled message's id.
+
+        Raises:
+            ProxyError: INTERNAL_SERVER_ERROR with the broker's remark for any refusal (as
+                5.3.3's proxy answers it), or the broker could not be reached.
+        """
+        addr = (await self.masters([topic])).get(broker_name)
+        if addr is None:  # 5.3.3's local mode asks its broker, which answers this
+            raise ProxyError(pb.INTERNAL_SERVER_ERROR,
+                             "recall failed, broker service not available")
+        header = RecallMessageRequestHeader(topic=topic, recall_handle=handle,
+                                            bname=broker_name)
+        cmd = dataclasses.replace(request(RequestCode.RECALL_MESSAGE, to_ext(header)),
+                                  language=language)
+        try:
+            resp = await self.remoting.invoke(addr, cmd, self.timeout)
+        except RemotingError as exc:
+            raise broker_failure(exc, f"recall on {broker_name}") from None
+        if resp.code != ResponseCode.SUCCESS:
+            raise ProxyError(pb.INTERNAL_SERVER_ERROR, resp.remark or "recall failed")
+        return (resp.ext_fields or {}).get("msgId", "")
 
     async def oneway(self, addr: str, cmd: RemotingCommand, what: str) -> None:
         try:

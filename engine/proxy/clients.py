@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator
 
 import grpc
@@ -31,40 +30,10 @@ from engine.proxy.sessions import ClientSession, OutboxItem
 from engine.proxy.status import OK_STATUS, ProxyError, status
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
+from engine.proxy.validate import validate_group as validate_group
+from engine.proxy.validate import validate_topic as validate_topic
 
 log = logging.getLogger("engine.proxy")
-
-_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH = 127
-MAX_GROUP_LENGTH = 255
-#: 5.3.3 `TopicValidator.isSystemTopic`: these and every topic starting with rmq_sys_.
-SYSTEM_TOPICS = frozenset({
-    "TBW102", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TRANS_CHECK_MAX_TIME_TOPIC",
-    "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "CHECKPOINT_TOPIC"})
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-#: 5.3.3 `MixAll.isSysConsumerGroup`
-SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
-
-
-def validate_topic(resource: pb.Resource) -> str:
-    name = resource.name
-    if not name.strip() or len(name) > MAX_TOPIC_LENGTH or not _NAME.match(name):
-        raise ProxyError(pb.ILLEGAL_TOPIC, f"topic name {name!r} is not valid: 1 to "
-                         f"{MAX_TOPIC_LENGTH} of letters, digits, '%', '|', '_' and '-'")
-    if name in SYSTEM_TOPICS or name.startswith(SYSTEM_TOPIC_PREFIX):
-        raise ProxyError(pb.ILLEGAL_TOPIC, "cannot access system topic")
-    return name
-
-
-def validate_group(resource: pb.Resource) -> str:
-    name = resource.name
-    if not name.strip() or len(name) > MAX_GROUP_LENGTH or not _NAME.match(name):
-        raise ProxyError(pb.ILLEGAL_CONSUMER_GROUP, f"consumer group {name!r} is not valid")
-    if name.startswith(SYSTEM_GROUP_PREFIX):
-        raise ProxyError(pb.ILLEGAL_CONSUMER_GROUP, "cannot use system consumer group")
-    return name
-
 
 async def register(core: ProxyCore, session: ClientSession) -> None:
     await session.register(await core.gateway.masters(session.topics))

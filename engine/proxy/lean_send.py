@@ -2,31 +2,32 @@
 
 How this works: most SendMessage calls carry one message that is not transactional, to a
 topic whose route and type are cached.  For those the servicer takes this path: the same
-checks and conversion as the full path (`messages.to_remoting`, `check_message_type`, the
-same queue choice), but the cached route and type are read without a coroutine each
-(`BrokerGateway.cached_write_queues` / `cached_message_type`), the SEND_MESSAGE_V2 header goes
-in RocketMQ's binary header encoding (SerializeType.ROCKETMQ: no JSON written by the proxy
-nor parsed by the broker, and the answer comes back in it), and the answer is built from the
-`Sent` directly.  Anything else (several messages, a transaction's half message, a topic not
-cached yet) takes the full path (`producer.send_message`), which stays the reference: tests
-send the same messages through both and compare what the broker stored and what the
-client was answered (tests/proxy/test_lean_send.py).
+checks and conversion as the full path (`validate.validate_topic`, `messages.to_remoting`,
+`check_message_type`, the same queue choice), but the cached route and type are read
+without a coroutine each (`BrokerGateway.cached_write_queues` / `cached_message_type`),
+the SEND_MESSAGE_V2 header goes in RocketMQ's binary header encoding
+(SerializeType.ROCKETMQ: no JSON written by the proxy nor parsed by the broker, and the
+answer comes back in it), and the answer is the full path's entry for the message.  Anything else
+(several messages, a transaction's half message, a topic not cached yet) takes the full
+path (`producer.send_message`), which stays the reference: tests send the same messages
+through both and compare what the broker stored and what the client was answered
+(tests/proxy/test_lean_send.py).
 """
 
 from __future__ import annotations
 
 import time
 
-from engine.protocol.codes import ResponseCode
 from engine.protocol.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from engine.proxy import producer
 from engine.proxy.caller import CallContext
 from engine.proxy.core import ProxyCore
 from engine.proxy.messages import check_message_type, message_type, to_remoting
 from engine.proxy.route import queue_for_group
-from engine.proxy.status import OK_STATUS, ProxyError, status
+from engine.proxy.status import ProxyError, status
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
+from engine.proxy.validate import validate_topic
 
 
 async def send_message(core: ProxyCore, ctx: CallContext,
@@ -42,7 +43,7 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     msg = messages[0]
     if msg.system_properties.message_type == pb.TRANSACTION:
         return await producer.send_message(core, ctx, request)
-    topic = msg.topic.name
+    topic = validate_topic(msg.topic)
     gateway = core.gateway
     queues = gateway.cached_write_queues(topic)
     check = core.config.enable_topic_message_type_check and not (
@@ -50,10 +51,8 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     kind = gateway.cached_message_type(topic) if check else None
     if queues is None or (check and kind is None):  # not cached yet: the full path fetches
         return await producer.send_message(core, ctx, request)
-    if not topic.strip():
-        raise ProxyError(pb.ILLEGAL_TOPIC, "topic name cannot be empty")
-    host = ctx.remote_addr.rsplit(":", 1)[0].strip("[]")
-    out = to_remoting(msg, born_host=host, config=core.config, now_ms=int(time.time() * 1000))
+    out = to_remoting(msg, born_host=ctx.remote_addr, config=core.config,
+                      now_ms=int(time.time() * 1000))
     if kind is not None:
         check_message_type(kind, message_type(out.properties))
     if not queues:
@@ -62,9 +61,5 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     queue = (queue_for_group(queues, group) if group
              else queues[core.next_turn(topic) % len(queues)])
     (sent,) = await gateway.send(queue, [out], binary=True)
-    if sent.status != ResponseCode.SUCCESS:  # the rarer codes: the full path's wording
-        entry = producer._entry(sent, out.message_id)
-        return spb.SendMessageResponse(status=status(entry.status.code), entries=[entry])
-    return spb.SendMessageResponse(status=OK_STATUS, entries=[spb.SendResultEntry(
-        status=OK_STATUS, offset=sent.queue_offset, message_id=out.message_id,
-        transaction_id=sent.transaction_id or "")])
+    entry = producer._entry(sent, out.message_id)  # the full path's answer to one message
+    return spb.SendMessageResponse(status=status(entry.status.code), entries=[entry])

@@ -2,15 +2,22 @@
 
 How this works: the proxy takes the broker's name servers, cluster name, address and access
 control: gRPC calls are checked against the broker's own users and rules (its `BrokerAccess`
-store, reloaded as the broker reloads it), and the proxy's remoting requests are signed with
-the broker's innerClientAuthenticationCredentials (a SUPER user the broker creates).  It
-then reaches brokers over remoting like any other (see brokers.py), except that the gateway's
-requests to its own broker (sends, acks, receives, topic and group configs) do not cross a
-socket: they go as `RemotingCommand`s to the broker server's own dispatcher
-(`RemotingServer.connect_in_process`), with the broker's access guard and rpc metrics as for a
-request read from a socket, and only the transport differs.  The per-client connections of
-`sessions.py` (heartbeats, the transaction checks sent back) stay sockets: the broker lists
-each gRPC client as a connection with an address of its own.
+store, reloaded as the broker reloads it), once, at the proxy.  It then reaches brokers over
+remoting like any other (see brokers.py), except that its requests to its own broker do not
+cross a socket: the gateway's (sends, acks, receives, topic and group configs) and each
+client session's (heartbeats, the transaction checks sent back) go as `RemotingCommand`s to
+the broker server's own dispatcher (`RemotingServer.connect_in_process`), with its rpc
+metrics as for a request read from a socket.  Those connections are trusted: as in 5.3.3's
+local mode, whose proxy calls its broker's processors directly, the broker's access guard
+does not check them again (so neither `aclEnable` nor ACL 2.0 needs an inner credential for
+the proxy).  A session's connection carries its client's address, so the broker lists each
+gRPC client with an address of its own.  Requests to other brokers are sockets, signed with
+the broker's innerClientAuthenticationCredentials when it has them.
+
+With `proxyWorkers` (one per core by default) the proxy runs instead in worker processes the
+broker supervises (`local_workers`, workers.py): they reach this broker over loopback
+remoting like any other, signed with innerClientAuthenticationCredentials; without that
+credential and with access control on, the proxy stays in this process.
 """
 
 from __future__ import annotations
@@ -25,8 +32,11 @@ from engine.broker.controller import BrokerController
 from engine.proxy.auth import GrpcAuth
 from engine.proxy.config import ProxyConfig
 from engine.proxy.server import ProxyServer
+from engine.proxy.sessions import LocalBroker
 from engine.proxy.worker import AuthSpec, WorkerSpec
 from engine.proxy.workers import ProxyWorkers, worker_count
+from engine.remoting.address import parse_addr
+from engine.remoting.client import InProcessConnector
 from engine.remoting.connection import Connection, Dispatcher
 
 
@@ -96,7 +106,22 @@ def local_proxy(controller: BrokerController, config: ProxyConfig) -> ProxyServe
 
     def connect(dispatcher: Dispatcher | None,
                 on_close: Callable[[Connection], None]) -> Connection:
-        return server.connect_in_process(client_dispatcher=dispatcher, client_on_close=on_close)
+        return server.connect_in_process(client_dispatcher=dispatcher, client_on_close=on_close,
+                                         trusted=True)
+
+    def client_connector(peer: str) -> InProcessConnector:
+        try:
+            addr = parse_addr(peer)
+        except ValueError:
+            addr = ("127.0.0.1", 0)
+
+        def connect_client(dispatcher: Dispatcher | None,
+                           on_close: Callable[[Connection], None]) -> Connection:
+            return server.connect_in_process(client_dispatcher=dispatcher,
+                                             client_on_close=on_close, client_addr=addr,
+                                             trusted=True)
+        return connect_client
 
     proxy.gateway.remoting.reach_in_process(controller.addr, connect)
+    proxy.core.sessions.local = LocalBroker(controller.addr, client_connector)
     return proxy

@@ -12,7 +12,6 @@ broker's attributes share); `check_message_type` is 5.3's `DefaultTopicMessageTy
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import time
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from engine.protocol.message import (
 from engine.proxy.config import ProxyConfig
 from engine.proxy.status import ProxyError
 from engine.proxy.v2 import definition_pb2 as pb
+from engine.proxy.validate import has_control, is_blank, split_namespace, validate_tag
 
 PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
 PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
@@ -57,6 +57,23 @@ SYSTEM_PROPERTIES = RESERVED_PROPERTIES | frozenset({
     "__STARTDELIVERTIME", "CRC32", "TRACE_CONTEXT",
 })
 
+#: `Timestamps.isValid`'s range of seconds (0001-01-01 to 9999-12-31).
+_MIN_SECONDS, _MAX_SECONDS = -62_135_596_800, 253_402_300_799
+
+#: 5.3.3 `MessageConst.STRING_HASH_SET`, exactly: the user property names a send refuses.
+RESERVED_PROPERTY_KEYS = frozenset({
+    "1ST_POP_TIME", "ARRIVE_TIME", "BORN_TIMESTAMP", "BUYER_ID", "CLUSTER",
+    "CONSUME_START_TIME", "CORRECTION_FLAG", "CORRELATION_ID", "DELAY", "DLQ_ORIGIN_MESSAGE_ID",
+    "DLQ_ORIGIN_TOPIC", "DUP_INFO", "EXTEND_UNIQ_INFO", "INNER_MULTI_QUEUE_OFFSET",
+    "INSTANCE_ID", "KEYS", "MAX_OFFSET", "MAX_RECONSUME_TIMES", "MIN_OFFSET", "MQ2_FLAG",
+    "MSG_REGION", "MSG_TYPE", "ORIGIN_MESSAGE_ID", "PGROUP", "POP_CK", "POP_CK_OFFSET",
+    "PUSH_REPLY_TIME", "REAL_QID", "REAL_TOPIC", "RECONSUME_TIME", "REPLY_TO_CLIENT",
+    "RETRY_TOPIC", "TAGS", "TIMER_DELAY_LEVEL", "TIMER_DELAY_MS", "TIMER_DELAY_SEC",
+    "TIMER_DELIVER_MS", "TIMER_DEL_UNIQKEY", "TIMER_DEQUEUE_MS", "TIMER_ENQUEUE_MS",
+    "TIMER_OUT_MS", "TIMER_ROLL_TIMES", "TRACE_ON", "TRANSFER_FLAG", "TRAN_MSG",
+    "TRAN_PREPARED_QUEUE_OFFSET", "TTL", "UNIQ_KEY", "WAIT", "__BORNHOST", "__CRC32#",
+})
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,32 +88,25 @@ class OutMessage:
     message_group: str
 
 
-def _has_control(text: str) -> bool:
-    """5.3 `GrpcValidator.containControlCharacter` (\\t, \\r, \\n allowed)."""
-    return any(ord(c) < 32 and c not in "\t\r\n" for c in text)
-
-
-def _check_tag(tag: str) -> None:
-    if tag and (not tag.strip() or "|" in tag or _has_control(tag)):
-        raise ProxyError(pb.ILLEGAL_MESSAGE_TAG,
-                         "tag cannot be blank, contain '|' or contain control characters")
-
-
 def _check_key(key: str) -> None:
-    if key and not key.strip():
+    if not key:
+        return
+    if is_blank(key):
         raise ProxyError(pb.ILLEGAL_MESSAGE_KEY, "key cannot be the char sequence of whitespace")
-    if _has_control(key):
+    if has_control(key):
         raise ProxyError(pb.ILLEGAL_MESSAGE_KEY, "key cannot contain control character")
 
 
 def _check_group(group: str, max_size: int) -> None:
-    if not group.strip():
+    if is_blank(group):
         raise ProxyError(pb.ILLEGAL_MESSAGE_GROUP,
                          "message group cannot be the char sequence of whitespace")
-    if max_size > 0 and len(group.encode("utf-8")) >= max_size:
+    if max_size <= 0:
+        return  # 5.3.3 skips the control-character check too then
+    if len(group.encode("utf-8")) >= max_size:
         raise ProxyError(pb.ILLEGAL_MESSAGE_GROUP,
                          f"message group exceed the max size {max_size}")
-    if _has_control(group):
+    if has_control(group):
         raise ProxyError(pb.ILLEGAL_MESSAGE_GROUP, "message group cannot contain control character")
 
 
@@ -107,11 +117,14 @@ def _user_properties(msg: pb.Message, config: ProxyConfig) -> tuple[dict[str, st
                          f"too many user properties, max is {config.user_property_max_num}")
     size = 0
     for key, value in props.items():
-        if key in SYSTEM_PROPERTIES:
+        if key in RESERVED_PROPERTY_KEYS:
             raise ProxyError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
-        if _has_control(key) or _has_control(value):
+        if has_control(key):
             raise ProxyError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY,
-                             "the key or value of a property cannot contain control character")
+                             "the key of property cannot contain control character")
+        if has_control(value):
+            raise ProxyError(pb.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                             "the value of property cannot contain control character")
         size += len(key.encode("utf-8")) + len(value.encode("utf-8"))
     return props, size
 
@@ -142,7 +155,7 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
     sysp = msg.system_properties
     props, size = _user_properties(msg, config)
     tag = sysp.tag
-    _check_tag(tag)
+    validate_tag(tag)
     if tag:
         props[PROPERTY_TAGS] = tag
     size += len(tag.encode("utf-8"))
@@ -156,7 +169,7 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
         raise ProxyError(pb.MESSAGE_PROPERTIES_TOO_LARGE, "the total size of user property is "
                          f"too large, max is {config.max_user_property_size}")
     message_id = sysp.message_id
-    if not message_id.strip():
+    if is_blank(message_id):
         raise ProxyError(pb.ILLEGAL_MESSAGE_ID, "message id cannot be empty")
     props[PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = message_id
     sys_flag = COMPRESSED_FLAG if sysp.body_encoding == pb.GZIP else 0
@@ -190,12 +203,12 @@ def to_remoting(msg: pb.Message, *, born_host: str, config: ProxyConfig,
         props[PROPERTY_SHARDING_KEY] = group
     if sysp.trace_context:
         props[PROPERTY_TRACE_CONTEXT] = sysp.trace_context
-    host = sysp.born_host if sysp.born_host.strip() else born_host
-    if host.strip():
+    host = born_host if is_blank(sysp.born_host) else sysp.born_host
+    if not is_blank(host):
         props[PROPERTY_BORN_HOST] = host
-    if sysp.HasField("born_timestamp"):
-        with contextlib.suppress(ValueError):  # 5.3 keeps only a valid born timestamp
-            props[PROPERTY_BORN_TIMESTAMP] = str(sysp.born_timestamp.ToMilliseconds())
+    born = sysp.born_timestamp  # unset: 0 s, valid (5.3.3 then stores "0")
+    if _MIN_SECONDS <= born.seconds <= _MAX_SECONDS and 0 <= born.nanos < 1_000_000_000:
+        props[PROPERTY_BORN_TIMESTAMP] = str(born.ToMilliseconds())  # `Timestamps.isValid`
     return OutMessage(topic, body, sys_flag, props, message_id, group)
 
 
@@ -244,7 +257,8 @@ def to_proto(record: MessageRecord, *, topic: str | None = None,
     if now_ms is None:
         now_ms = int(time.time() * 1000)
     body = inflate(record.body, record.sysflag)
-    msg = pb.Message(topic=pb.Resource(name=topic or record.topic), body=body)
+    namespace, name = split_namespace(topic or record.topic)
+    msg = pb.Message(topic=pb.Resource(name=name, resource_namespace=namespace), body=body)
     for key, value in props.items():
         if key not in SYSTEM_PROPERTIES:
             msg.user_properties[key] = value

@@ -1,4 +1,5 @@
-"""SendMessage and EndTransaction (5.3 `SendMessageActivity`, `EndTransactionActivity`).
+"""SendMessage, EndTransaction and RecallMessage (5.3 `SendMessageActivity`,
+`EndTransactionActivity`, `RecallMessageActivity`).
 
 How this works: the messages of one request share a topic; each is checked and converted
 (`messages.to_remoting`), the first one's type is checked against the topic's `message.type`
@@ -8,7 +9,9 @@ message goes as SEND_MESSAGE_V2, several as one SEND_BATCH_MESSAGE (as 5.3); eac
 answered with its own entry, and the response's status is the entries' common code, or
 MULTIPLE_RESULTS.  A stored half message is recorded for its
 EndTransaction, which then goes oneway to the broker that holds it (or, for an orphaned
-transaction check, back on the connection the check came on).
+transaction check, back on the connection the check came on).  A timer message's entry
+carries the recall handle its broker answered; RecallMessage sends that handle back as
+RECALL_MESSAGE to the broker it names (`engine.protocol.recall`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from engine.protocol.attributes import TopicMessageType
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import request as request_cmd
 from engine.protocol.header.broker import EndTransactionRequestHeader
@@ -27,6 +31,7 @@ from engine.protocol.message import (
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
 )
+from engine.protocol.recall import RecallHandleError, decode_handle
 from engine.protocol.signature import sign
 from engine.protocol.wire import to_ext
 from engine.proxy.brokers import Sent
@@ -38,6 +43,7 @@ from engine.proxy.status import OK_STATUS, ProxyError, status
 from engine.proxy.transactions import HalfMessage, commit_log_offset
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
+from engine.proxy.validate import validate_topic
 
 _SEND_CODES: dict[int, int] = {ResponseCode.SUCCESS: pb.OK,
                ResponseCode.FLUSH_DISK_TIMEOUT: pb.MASTER_PERSISTENCE_TIMEOUT,
@@ -52,7 +58,8 @@ def _entry(sent: Sent, message_id: str) -> spb.SendResultEntry:
                                                        f"{ResponseCode(sent.status).name}"))
     return spb.SendResultEntry(status=OK_STATUS, offset=sent.queue_offset,
                                message_id=message_id,
-                               transaction_id=sent.transaction_id or "")
+                               transaction_id=sent.transaction_id or "",
+                               recall_handle=sent.recall_handle)
 
 
 async def send_message(core: ProxyCore, ctx: CallContext,
@@ -60,14 +67,13 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     """Raises ProxyError: a check failed, or the broker refused or could not be reached."""
     if not request.messages:
         raise ProxyError(pb.MESSAGE_CORRUPTED, "no message to send")
-    topic = request.messages[0].topic.name
-    if not topic.strip():
-        raise ProxyError(pb.ILLEGAL_TOPIC, "topic name cannot be empty")
+    first = request.messages[0].topic
+    topic = validate_topic(first)
     now = int(time.time() * 1000)
-    host = ctx.remote_addr.rsplit(":", 1)[0].strip("[]")
+    host = ctx.remote_addr  # 5.3.3's context address: host and port
     out = []
     for msg in request.messages:
-        if msg.topic.name != topic:
+        if msg.topic != first:  # 5.3.3 compares the resources (namespace too)
             raise ProxyError(pb.MESSAGE_CORRUPTED, "topic in message is not same")
         out.append(to_remoting(msg, born_host=host, config=core.config, now_ms=now))
     gateway = core.gateway
@@ -97,6 +103,26 @@ async def send_message(core: ProxyCore, ctx: CallContext,
     codes = {e.status.code for e in entries}
     code = codes.pop() if len(codes) == 1 else pb.MULTIPLE_RESULTS
     return spb.SendMessageResponse(status=status(code), entries=entries)
+
+
+async def recall_message(core: ProxyCore, ctx: CallContext,
+                         request: spb.RecallMessageRequest) -> spb.RecallMessageResponse:
+    """5.3.3 `RecallMessageActivity` / `ProducerProcessor.recallMessage`.
+
+    Raises:
+        ProxyError: ILLEGAL_TOPIC, MESSAGE_PROPERTY_CONFLICT_WITH_TYPE (a topic that is not
+            DELAY), INTERNAL_SERVER_ERROR (a bad handle, or the broker's refusal).
+    """
+    topic = validate_topic(request.topic)
+    if core.config.enable_topic_message_type_check:
+        check_message_type(await core.gateway.topic_message_type(topic), TopicMessageType.DELAY)
+    try:
+        handle = decode_handle(request.recall_handle)
+    except RecallHandleError as exc:
+        raise ProxyError(pb.INTERNAL_SERVER_ERROR, str(exc)) from None
+    message_id = await core.gateway.recall(topic, handle.broker_name, request.recall_handle,
+                                           ctx.language_code)
+    return spb.RecallMessageResponse(status=OK_STATUS, message_id=message_id)
 
 
 async def end_transaction(core: ProxyCore, ctx: CallContext,

@@ -55,7 +55,7 @@ from engine.proxy.status import OK_STATUS, ProxyError
 from engine.proxy.transactions import HalfMessage, TransactionTable, commit_log_offset
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
-from engine.remoting.client import RemotingClient
+from engine.remoting.client import InProcessConnector, RemotingClient
 from engine.remoting.errors import RemotingError
 from engine.remoting.router import RequestContext, Router
 
@@ -101,8 +101,8 @@ class ClientSession:
     """One gRPC client: its settings, its Telemetry stream, its connections to brokers."""
 
     def __init__(self, client_id: str, ctx: CallContext, transactions: TransactionTable,
-                 credentials: Credentials | None, relay_timeout_s: float = RELAY_TIMEOUT_S
-                 ) -> None:
+                 credentials: Credentials | None, relay_timeout_s: float = RELAY_TIMEOUT_S,
+                 local: LocalBroker | None = None) -> None:
         self.client_id = client_id
         self.language = ctx.language_code
         self.version = ctx.version_ordinal
@@ -111,6 +111,8 @@ class ClientSession:
         self.credentials = credentials
         self.remoting = RemotingClient(router, self, connect_timeout=3.0,
                                        credentials=credentials)
+        if local is not None:
+            self.remoting.reach_in_process(local.addr, local.connector(ctx.remote_addr))
         self.settings: pb.Settings | None = None
         self.last_seen = time.monotonic()
         self.started_ms = int(time.time() * 1000)
@@ -272,6 +274,19 @@ def check_transaction_state(ctx: Ctx, cmd: RemotingCommand) -> None:
                  transaction_id, session.client_id)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class LocalBroker:
+    """Local mode: the proxy's own broker, which its sessions reach in-process.
+
+    `connector(peer)` makes the connections of a client whose gRPC peer is `peer`: trusted,
+    so the broker takes the client's requests as its own (checked once, at the proxy, as
+    5.3.3's local mode does), and listed with the client's address.
+    """
+
+    addr: str
+    connector: Callable[[str], InProcessConnector]
+
+
 class SessionTable:
     """Sessions by client id, created on first sight, expired when idle."""
 
@@ -284,6 +299,8 @@ class SessionTable:
         self.idle_s = idle_ms / 1000
         self.on_expired = on_expired
         self._sessions: dict[str, ClientSession] = {}
+        #: Set in local mode (`engine.proxy.local`).
+        self.local: LocalBroker | None = None
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -302,7 +319,8 @@ class SessionTable:
         session = self._sessions.get(ctx.client_id)
         if session is None:
             session = self._sessions[ctx.client_id] = ClientSession(
-                ctx.client_id, ctx, self.transactions, self.credentials, self.relay_timeout_s)
+                ctx.client_id, ctx, self.transactions, self.credentials, self.relay_timeout_s,
+                self.local)
         session.touch()
         return session
 

@@ -6,7 +6,8 @@ How this works (5.3 `ResponseBuilder`, `GrpcProxyException`): every RPC answers 
 response codes map through one table, as 5.3's `RESPONSE_CODE_MAPPING`; codes it does not
 name become INTERNAL_SERVER_ERROR with the broker's remark, except those listed under
 "beyond 5.3", which say more than 5.3 does (a missing topic is TOPIC_NOT_FOUND there too, by
-its own path).
+its own path).  No status message is longer than `MAX_MESSAGE_LENGTH` characters, so no
+client input, however long, is echoed whole.
 
     ProxyError                 code + message, answered in the response's Status
 """
@@ -44,8 +45,17 @@ def code_of_remoting(response_code: int) -> int:
     return _FROM_REMOTING.get(response_code, pb.INTERNAL_SERVER_ERROR)
 
 
+#: The longest status message: one that would be longer (an echo of a client's input, a
+#: broker's remark) is cut to this many characters and ends with "...".
+MAX_MESSAGE_LENGTH = 1024
+
+
 def status(code: int, message: str | None = None) -> pb.Status:
-    return pb.Status(code=code, message=message if message else Code.Name(code))  # type: ignore[arg-type]
+    if not message:
+        message = Code.Name(code)
+    elif len(message) > MAX_MESSAGE_LENGTH:
+        message = message[:MAX_MESSAGE_LENGTH - 3] + "..."
+    return pb.Status(code=code, message=message)  # type: ignore[arg-type]
 
 
 OK_STATUS = status(pb.OK)

@@ -67,6 +67,9 @@ class Connection(asyncio.Protocol):
         self.remote_addr = "?"
         self.local_addr = "?"
         self.last_activity = 0.0
+        #: A connection of this process's own components (the local proxy's, in-process):
+        #: its requests are the server's own, and the access guard does not check them.
+        self.trusted = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._abort_timer: asyncio.TimerHandle | None = None
         self._gathered: list[bytes] = []  # single frames written at the loop's next turn

@@ -71,7 +71,7 @@ class RequestDispatcher(Generic[S]):
         if ctx is None:
             ctx = self._contexts[id(conn)] = RequestContext(self.state, conn)
         out: list[bytes] = []
-        guard = self.guard
+        guard = None if conn.trusted else self.guard
         lookup = self.router.lookup
         addr = conn.remote_addr
         refused_at, refusal = -1, None

@@ -112,16 +112,18 @@ def connect_pair(server_dispatcher: Dispatcher, *, server_on_close: OnClose | No
                  client_dispatcher: Dispatcher | None = None,
                  client_on_close: OnClose | None = None,
                  client_addr: tuple[str, int] = ("127.0.0.1", 0),
-                 server_addr: tuple[str, int] = ("127.0.0.1", 0),
+                 server_addr: tuple[str, int] = ("127.0.0.1", 0), trusted: bool = False,
                  ) -> tuple[InProcessConnection, Connection]:
     """A connected (client end, server end) pair; call from the event loop's thread.
 
     `server_dispatcher` handles the client end's requests on the server end (the server's
     `RequestDispatcher`); `client_dispatcher` the requests the server sends the client.
+    `trusted` marks the server end as the server's own (`Connection.trusted`).
     """
     client = InProcessConnection(server_dispatcher, dispatcher=client_dispatcher,
                                  on_close=client_on_close)
     server = Connection(server_dispatcher, on_close=server_on_close)
+    server.trusted = trusted
     client_pipe, server_pipe = _Pipe(client_addr, server_addr), _Pipe(server_addr, client_addr)
     client_pipe.peer, server_pipe.peer = server, client
     client_pipe.ends = server_pipe.ends = (client, server)

@@ -73,15 +73,17 @@ class RemotingServer(Generic[S]):
 
     def connect_in_process(self, *, client_dispatcher: Dispatcher | None = None,
                            client_on_close: Callable[[Connection], None] | None = None,
-                           client_addr: tuple[str, int] = ("127.0.0.1", 0)) -> Connection:
+                           client_addr: tuple[str, int] = ("127.0.0.1", 0),
+                           trusted: bool = False) -> Connection:
         """A connection to this server from this process, without a socket (`inprocess`):
-        its requests go to this server's dispatcher, access guard included, as if read
-        from a connection of `client_addr`.  Call it from the event loop, once started."""
+        its requests go to this server's dispatcher as if read from a connection of
+        `client_addr`, the access guard included unless `trusted` (the server's own
+        requests, as the local proxy's).  Call it from the event loop, once started."""
         host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host
         client, server_end = connect_pair(
             self._dispatcher, server_on_close=self._closed, client_dispatcher=client_dispatcher,
             client_on_close=client_on_close, client_addr=client_addr,
-            server_addr=(host, self.port))
+            server_addr=(host, self.port), trusted=trusted)
         self.connections.add(server_end)
         return client
 

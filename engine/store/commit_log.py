@@ -58,6 +58,7 @@ from engine.store.record_scan import SCHEDULE_TOPIC, TIMER_TOPIC, compute_tags_c
 from engine.store.results import DispatchRequest, PutMessageStatus
 
 END_FILE_MIN_BLANK_LENGTH = 8
+RECORD_HEADROOM = 64 * 1024  # Apache: "Reserve 64kb for encoding buffer outside body"
 PUT_OK = PutMessageStatus.PUT_OK
 _new = tuple.__new__  # builds the NamedTuples of the hot path without their Python __new__
 PWRITE_MIN_BODY = 16 * 1024  # bodies this large go to the file with pwritev, not the mmap
@@ -220,6 +221,9 @@ class CommitLog:
     ) -> None:
         self.mfq = MappedFileQueue(store_path, file_size, preallocator=preallocator, warm=warm)
         self.store_host = store_host
+        #: The largest body (the whole record may be RECORD_HEADROOM more, as Apache's
+        #: `MessageExtEncoder`: a body of exactly maxMessageSize is stored), and the largest
+        #: batch body.
         self.max_message_size = max_message_size
         self.clock = clock
         self.delay_table = delay_table
@@ -284,7 +288,8 @@ class CommitLog:
         return AppendResult(
             PutMessageStatus.MESSAGE_ILLEGAL,
             error_message=(
-                f"message of {total} bytes exceeds maxMessageSize {self.max_message_size}"
+                f"message of {total} bytes exceeds maxMessageSize {self.max_message_size} "
+                f"+ {RECORD_HEADROOM}"
             ),
         )
 
@@ -330,8 +335,12 @@ class CommitLog:
         hs = head.size
         nq = len(topic_part)
         total = hs + nb + nq + 2 + np_
-        if total > max_size:
+        if total > max_size + RECORD_HEADROOM:
             return self._too_large(total)
+        if total + END_FILE_MIN_BLANK_LENGTH > self.mfq.file_size:  # Apache: UNKNOWN_ERROR
+            return AppendResult(PutMessageStatus.UNKNOWN_ERROR, error_message=(
+                f"a record of {total} bytes does not fit in one commit-log segment "
+                f"({self.mfq.file_size} bytes)"))
         sysflag = (sysflag & ~0x30) | bits
         dispatched = (sysflag & TRANSACTION_TYPE_MASK) in _DISPATCHED_TYPES
         crc = CRC32(body) & _CRC_MASK
@@ -420,6 +429,10 @@ class CommitLog:
         if not end:
             return AppendResult(PutMessageStatus.MESSAGE_ILLEGAL, error_message="empty batch")
         malformed = AppendResult(PutMessageStatus.MESSAGE_ILLEGAL, error_message="bad batch body")
+        if end > self.max_message_size:  # Apache limits the whole batch body so
+            return self._batch_error(data, AppendResult(
+                PutMessageStatus.MESSAGE_ILLEGAL, error_message=(
+                    f"batch body of {end} bytes exceeds maxMessageSize {self.max_message_size}")))
         topic = batch.topic
         store_host = batch.store_host or self.store_host
         born_host = batch.born_host
@@ -491,7 +504,7 @@ class CommitLog:
                     return self._batch_error(data, illegal)
                 props_part = PROPERTIES_LENGTH.pack(len(props_b)) + props_b
             total = fixed + nb + len(props_part)
-            if total > max_size:
+            if total > max_size + RECORD_HEADROOM:
                 illegal = self._illegal(body.tobytes(), topic.encode(), b"") or self._too_large(
                     total
                 )

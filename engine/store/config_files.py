@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from typing import Any, TypeVar
 
 from engine.protocol import fastjson
@@ -32,6 +33,9 @@ class JsonConfigFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        # Writes from two threads at once (a worker's periodic persist and a stop's) would
+        # share the .tmp file: one at a time.
+        self._lock = threading.Lock()
 
     def _read(self, path: str) -> Any | None:
         try:
@@ -64,7 +68,10 @@ class JsonConfigFile:
 
     def persist(self, value: Any) -> None:
         """Write `value` atomically, keeping the previous content as `.bak`."""
-        text = fastjson.dumps(value, pretty=True)
+        with self._lock:
+            self._write(fastjson.dumps(value, pretty=True))
+
+    def _write(self, text: str) -> None:
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, exist_ok=True)
         tmp = self.path + ".tmp"

@@ -5,8 +5,11 @@ is a level > 0 (and whose transaction type is NOT or COMMIT) is stored in
 SCHEDULE_TOPIC_XXXX, queue `level - 1`, with `REAL_TOPIC` / `REAL_QID` remembering where it
 was going; its consume-queue tags code is the delivery time (store time + the level's
 delay).  The broker part, `engine.broker.delay_levels`, later puts `restore()`'s copy into
-the real queue: same body, flag, sysflag, hosts, born time and reconsume times, `DELAY`
-removed and `WAIT=false` added, as 4.9.7's `ScheduleMessageService.messageTimeup` does.
+the real queue: same body, flag, sysflag, hosts, born time and reconsume times, and the
+parked properties unchanged, `DELAY`, `REAL_TOPIC` and `REAL_QID` included (so a consumer
+still reads the message's delay level), as Apache 4.9.8's and 5.3.3's `messageTimeup` store
+it: they write the properties string before they clear the level from the message's map.
+That copy must not be parked again: the store's `append_due` puts it as it is.
 
 Delay levels are one of delayed delivery's two mechanisms; timer messages (`TIMER_*`, 5.x)
 are the other, parked by `engine.store.timer` and delivered by `engine.broker.timer`
@@ -19,7 +22,6 @@ from engine.protocol.message import (
     PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
-    PROPERTY_WAIT_STORE_MSG_OK,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
     TRANSACTION_TYPE_MASK,
@@ -90,7 +92,5 @@ def restore(record: MessageRecord) -> BrokerMessage | None:
     queue = props.get(PROPERTY_REAL_QUEUE_ID, "")
     if not topic or not queue.lstrip("-").isdigit():
         return None
-    props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
-    props[PROPERTY_WAIT_STORE_MSG_OK] = "false"
     return message_from_record(record, topic=topic, queue_id=int(queue),
-                               properties=properties_to_string(props))
+                               properties=record.properties_raw.decode())

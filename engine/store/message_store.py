@@ -339,7 +339,7 @@ class MessageStore:
     def append_message(self, msg: BrokerMessage) -> PutMessageResult:
         """Append and dispatch one message without waiting for a flush.
 
-        A message with a DELAY level is stored in SCHEDULE_TOPIC_XXXX instead (`delay.py`).
+        A message with a DELAY level is stored in SCHEDULE_TOPIC_XXXX instead (`delay_levels.py`).
         """
         refused = self._check_writable()
         if refused is not None:
@@ -351,6 +351,15 @@ class MessageStore:
             msg = timed
         if "DELAY\x01" in msg.properties:  # cheap test first: most messages are not delayed
             msg = schedule(msg, self._max_delay_level)
+        return self._finish(self.commit_log.put(msg))
+
+    def append_due(self, msg: BrokerMessage) -> PutMessageResult:
+        """Append a delay-level message now due into its real queue, as it is: its DELAY
+        property stays (Apache keeps it on the delivered message), so `append_message` would
+        park it again."""
+        refused = self._check_writable()
+        if refused is not None:
+            return refused
         return self._finish(self.commit_log.put(msg))
 
     def _timer_put(self, msg: BrokerMessage) -> BrokerMessage | PutMessageResult:

@@ -34,6 +34,7 @@ CLIENT_CODES = {
     RequestCode.POP_MESSAGE, RequestCode.ACK_MESSAGE, RequestCode.BATCH_ACK_MESSAGE,
     RequestCode.CHANGE_MESSAGE_INVISIBLETIME, RequestCode.PEEK_MESSAGE,
     RequestCode.NOTIFICATION,  # 5.x POP: Sub (POLLING_INFO needs Get, as in 5.3)
+    RequestCode.RECALL_MESSAGE,  # 5.3: Pub on the topic
 }
 
 #: Fields naming APP's own topic and group, so a refusal is about the action, not the name.

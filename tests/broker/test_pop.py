@@ -34,6 +34,7 @@ from tests.clock import ManualClock
 from tests.sending import send_one
 
 from .conftest import call, running_broker
+from .helpers import send_request
 from .pop_calls import ack, batch_ack, change_invisible, pop
 
 TOPIC = "Orders"
@@ -334,3 +335,24 @@ async def test_a_receipt_that_does_not_parse_is_refused_clearly(
     assert (await pop(client, broker.addr, GROUP, TOPIC)).code in (
         ResponseCode.SUCCESS, ResponseCode.POLLING_TIMEOUT, ResponseCode.NO_MESSAGE,
         ResponseCode.PULL_NOT_FOUND)
+
+
+async def test_a_revived_delayed_message_waits_for_its_level_again(
+        client: RemotingClient, broker: BrokerController, clock: ManualClock) -> None:
+    """As 5.3.3 (checked against the build): a message delivered from delay level 2 keeps
+    DELAY, so its revive is parked for the level again and reaches the retry topic 5 s later,
+    with REAL_TOPIC naming the retry topic."""
+    sent = await client.invoke(broker.addr, send_request(TOPIC, b"later", extra={"DELAY": "2"}))
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    clock.advance(5_000)
+    await broker.state.schedule.run_once()
+    first = await pop(client, broker.addr, GROUP, TOPIC, invisible_ms=10_000,
+                      init_mode=INIT_MODE_MIN)
+    assert [m.record.properties()["DELAY"] for m in first.messages] == ["2"]
+    assert revive(broker, clock, 10_000) == 1
+    assert (await pop(client, broker.addr, GROUP, TOPIC)).messages == []  # parked again
+    clock.advance(5_000)
+    await broker.state.schedule.run_once()
+    [again] = (await pop(client, broker.addr, GROUP, TOPIC)).messages
+    props = again.record.properties()
+    assert (props["DELAY"], props["REAL_TOPIC"], again.record.reconsume_times) == ("2", RETRY, 1)

@@ -90,6 +90,9 @@ async def test_failing_consumer_walks_the_retry_schedule_into_the_dlq(
         props = redelivered.properties()
         assert redelivered.reconsume_times == retry
         assert redelivered.body == b"charge 42"
+        # As Apache: the retry keeps its level and where it was parked for.
+        assert (props["DELAY"], props["REAL_TOPIC"], props["REAL_QID"]) == (
+            str(level), RETRY, str(redelivered.queue_id))
         assert props["UNIQ_KEY"] == "7F000001000018B4AAC2"
         assert props["ORIGIN_MESSAGE_ID"] == origin_offset_id
         assert props["RETRY_TOPIC"] == TOPIC
@@ -108,7 +111,7 @@ async def test_failing_consumer_walks_the_retry_schedule_into_the_dlq(
     assert dead.body == b"charge 42" and dead.reconsume_times == 17
     assert props["UNIQ_KEY"] == "7F000001000018B4AAC2"
     assert props["ORIGIN_MESSAGE_ID"] == origin_offset_id
-    assert props["RETRY_TOPIC"] == TOPIC and "DELAY" not in props
+    assert props["RETRY_TOPIC"] == TOPIC and props["DELAY"] == "0"  # Apache's level 0
     assert (props["KEYS"], props["currency"]) == ("order-42 cust-7", "EUR")
     # Keys stay queryable on the dead letter, so an operator finds it by business key.
     resp = await call(client, broker.addr, RequestCode.QUERY_MESSAGE, {

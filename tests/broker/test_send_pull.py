@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from engine.broker.controller import BrokerController
+from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.message import decode_offset_msg_id, decode_records
 from engine.protocol.perm import PERM_RW
 from engine.remoting.client import RemotingClient
 
-from .conftest import call
+from .conftest import call, pull_all, running_broker
 from .helpers import pull_request, send_request
 
 
@@ -172,3 +174,22 @@ async def test_retry_topic_past_max_times_goes_to_dlq(broker: BrokerController,
     assert pulled.code == ResponseCode.SUCCESS  # readable: the dead-letter tools pull it
     found = broker.state.store.get_message("admin", "%DLQ%CG", 0, 0, 1)
     assert decode_records(found.messages[0])[0].body == b"dead"
+
+
+async def test_a_body_of_exactly_max_message_size_is_stored(
+        tmp_path: Path, namesrv: NamesrvController, client: RemotingClient) -> None:
+    """As Apache 4.9.8 and 5.3.3: maxMessageSize limits the body (the record may be 64 KiB
+    more), so a 4 MiB body with 16 KiB of properties is stored and read back; one byte more
+    is MESSAGE_ILLEGAL with their remark."""
+    body = bytes(range(256)) * (4 * 1024 * 1024 // 256)
+    async with running_broker(tmp_path, namesrv,
+                              mapped_file_size_commit_log=16 * 1024 * 1024) as broker:
+        at_limit = await client.invoke(broker.addr, send_request(
+            "Big", body, queue_id=0, extra={"big": "v" * (16 * 1024)}))
+        assert at_limit.code == ResponseCode.SUCCESS, at_limit.remark
+        over = await client.invoke(broker.addr, send_request("Big", body + b"x", queue_id=0))
+        assert (over.code, over.remark) == (ResponseCode.MESSAGE_ILLEGAL, (
+            "the message is illegal, maybe msg body or properties length not matched. msg body "
+            "length limit 4194304B, msg properties length limit 32KB."))
+        [record] = await pull_all(client, broker, "Big", 0)
+        assert record.body == body

@@ -93,6 +93,8 @@ async def test_a_delay_message_is_answered_alike(stack: Stack) -> None:
     for response, msg in sent.values():
         assert response.status.code == pb.OK
         assert [e.message_id for e in response.entries] == [msg.system_properties.message_id]
+    (full,), (lean,) = (sent[p][0].entries for p in ("full", "lean"))
+    assert bool(lean.recall_handle) == bool(full.recall_handle)  # a timer's recall handle
 
 
 @pytest.mark.parametrize("topic, kind, fields, code", [

@@ -62,11 +62,12 @@ async def test_pull_message_stream_answers_unimplemented(
     assert info.value.code() is grpc.StatusCode.UNIMPLEMENTED
 
 
-async def test_recall_message_is_not_implemented(
+async def test_recall_message_without_a_topic_is_an_illegal_topic(
         stub: service_pb2_grpc.MessagingServiceStub) -> None:
     response = await stub.RecallMessage(spb.RecallMessageRequest(), metadata=HEADERS,
                                         timeout=TIMEOUT)
-    assert response.status.code == pb.NOT_IMPLEMENTED
+    assert (response.status.code, response.status.message) == (
+        pb.ILLEGAL_TOPIC, "The specified topic is blank")  # as 5.3.3 (test_recall.py: more)
 
 
 async def test_a_call_without_client_id_is_refused(

@@ -110,13 +110,29 @@ async def test_limits_are_clear_errors(make_store: Callable[..., MessageStore]) 
     try:
         r = await s.put_message(BrokerMessage("T", b"x" * 1001))
         assert r.status is PutMessageStatus.MESSAGE_ILLEGAL and "maxMessageSize" in r.error_message
-        r = await s.put_message(BrokerMessage("T", b"x" * 950, properties="K\x01" + "v" * 100))
-        assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
         r = await s.put_message(BrokerMessage("T", b"", properties="K\x01" + "v" * 40000))
         assert r.status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
         r = await s.put_message(BrokerMessage("T" * 128, b""))
         assert r.status is PutMessageStatus.MESSAGE_ILLEGAL
         assert s.get_max_phy_offset() == 0
+        # Apache limits the body, not the record: a body of exactly maxMessageSize is stored
+        # with its properties (the record may be 64 KiB more).
+        r = await s.put_message(BrokerMessage("T", b"x" * 1000, properties="K\x01" + "v" * 1500))
+        assert r.status is PutMessageStatus.PUT_OK
+    finally:
+        await s.shutdown()
+
+
+async def test_a_record_larger_than_a_segment_is_refused(
+        make_store: Callable[..., MessageStore]) -> None:
+    s = make_store(max_message_size=64 * 1024)  # more than the 4 KiB segments hold
+    await s.start()
+    try:
+        r = await s.put_message(BrokerMessage("T", b"x" * 5000))
+        assert r.status is PutMessageStatus.UNKNOWN_ERROR and "segment" in r.error_message
+        assert s.get_max_phy_offset() == 0
+        r = await s.put_message(BrokerMessage("T", b"x" * 100))
+        assert r.status is PutMessageStatus.PUT_OK
     finally:
         await s.shutdown()
 

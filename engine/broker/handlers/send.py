@@ -13,6 +13,7 @@ Java clients read unconditionally.
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Awaitable, Coroutine
 from functools import lru_cache
@@ -31,7 +32,7 @@ from engine.protocol import native
 from engine.protocol.body.topic import TopicConfig, TopicFilterType
 from engine.protocol.codes import RequestCode, ResponseCode, SerializeType
 from engine.protocol.command import RemotingCommand
-from engine.protocol.errors import HeaderError
+from engine.protocol.errors import HeaderError, ProtocolError
 from engine.protocol.header.broker import (
     SendHeader,
     SendMessageResponseHeader,
@@ -42,15 +43,20 @@ from engine.protocol.message import (
     MULTI_TAGS_FLAG,
     NAME_VALUE_SEPARATOR,
     PROPERTY_CLUSTER,
+    PROPERTY_REAL_TOPIC,
     PROPERTY_SEPARATOR,
+    PROPERTY_TIMER_OUT_MS,
     PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
     PROPERTY_WAIT_STORE_MSG_OK,
     BatchMessage,
     BrokerMessage,
+    decode_record,
     property_value,
     string_to_properties,
 )
 from engine.protocol.perm import PERM_RW, is_writeable
+from engine.protocol.recall import RecallHandle
 from engine.protocol.send_answer import send_answer
 from engine.protocol.version import V3_4_9
 from engine.protocol.wire import to_ext
@@ -58,8 +64,11 @@ from engine.remoting.address import parse_addr
 from engine.remoting.router import RequestContext, Router
 from engine.store.config import BrokerRole, FlushDiskType
 from engine.store.delay_levels import delay_level
+from engine.store.record_scan import TIMER_TOPIC
 from engine.store.results import PutMessageResult, PutMessageStatus
 from engine.store.timer.transform import TIMER_KEYS, TIMER_MARK
+
+log = logging.getLogger(__name__)
 
 router = Router()
 
@@ -214,33 +223,64 @@ def _refuse_in_batch(props: str) -> None:
                           "messages one by one")
 
 
+def recall_handle(st: BrokerState, result: PutMessageResult) -> str | None:
+    """The recall handle of a message the store parked as a timer (5.3.3
+    `attachRecallHandle`): read back from the parked record, whose TIMER_OUT_MS is its slot;
+    None when it was not parked (due already) or is a retry."""
+    data = st.store.look_message_by_offset(result.wrote_offset, result.wrote_bytes)
+    if data is None:
+        return None
+    try:
+        record = decode_record(data)
+    except ProtocolError:
+        return None
+    if record.topic != TIMER_TOPIC:
+        return None
+    props = record.properties()
+    out_ms, real_topic = props.get(PROPERTY_TIMER_OUT_MS), props.get(PROPERTY_REAL_TOPIC)
+    if not out_ms or not out_ms.isdigit() or not real_topic or real_topic.startswith(
+            RETRY_PREFIX):
+        return None
+    return RecallHandle(real_topic, st.config.broker_name, str(int(out_ms) + 1),
+                        props.get(PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "null")).encode()
+
+
 def _answer(st: BrokerState, cmd: RemotingCommand, result: PutMessageResult, topic: str,
-            queue_id: int, nums: int, size: int) -> RemotingCommand | bytes:
-    """The answer to a send: for a stored message on a JSON request, its encoded frame."""
+            queue_id: int, nums: int, size: int, timer: bool = False) -> RemotingCommand | bytes:
+    """The answer to a send: for a stored message on a JSON request, its encoded frame.  A
+    `timer` message (one that may have been parked) gets its recall handle, if it has one."""
     code = _STATUS_CODES.get(result.status)
     if code is None:
         return cmd.response(*_failure(st, result))
     st.stats.on_put(topic, nums, size)
     cfg = st.config
-    if code == ResponseCode.SUCCESS:
+    handle = recall_handle(st, result) if timer else None
+    if code == ResponseCode.SUCCESS and handle is None:
         answer = send_answer(cfg.region_id, cfg.trace_on)
         if cmd.serialize_type is SerializeType.JSON:
             return answer.encode(cmd.opaque, result.msg_id, queue_id, result.queue_offset)
         return answer.encode_binary(cmd.opaque, result.msg_id, queue_id, result.queue_offset)
-    ext = to_ext(SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset))
+    ext = to_ext(SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset,
+                                           recall_handle=handle))
     ext["MSG_REGION"] = cfg.region_id
     ext["TRACE_ON"] = "true" if cfg.trace_on else "false"
-    return cmd.response(code, result.status.value, ext_fields=ext)
+    return cmd.response(code, None if code == ResponseCode.SUCCESS else result.status.value,
+                        ext_fields=ext)
 
 
 def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
     status = result.status
     detail = f" ({result.error_message})" if result.error_message else ""
     if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
-        return ResponseCode.MESSAGE_ILLEGAL, (
-            f"the message is illegal, maybe msg body or properties length not matched. msg "
-            f"body length limit {st.store_config.max_message_size}B, properties length limit "
-            f"32767B{detail}")
+        log.warning("message refused as illegal: %s", result.error_message or status.value)
+        remark = (f"the message is illegal, maybe msg body or properties length not matched. "
+                  f"msg body length limit {st.store_config.max_message_size}B, msg properties "
+                  f"length limit 32KB.")
+        # Over a size limit: Apache 4.9.8's and 5.3.3's words exactly.  A batch body that is
+        # malformed (which Apache does not check): the same words, and what is wrong.
+        if "exceed" in result.error_message or not detail:
+            return ResponseCode.MESSAGE_ILLEGAL, remark
+        return ResponseCode.MESSAGE_ILLEGAL, remark + detail
     if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
         return ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK + detail
     if status in _TIMER_CODES:  # timer messages: as 5.x SendMessageProcessor answers
@@ -320,8 +360,8 @@ def _prepare(ctx: Ctx, cmd: RemotingCommand) -> Prepared | Answer:
 
 async def _answer_stored(st: BrokerState, cmd: RemotingCommand,
                          put: Coroutine[Any, Any, PutMessageResult], topic: str, queue_id: int,
-                         size: int) -> RemotingCommand | bytes:
-    return _answer(st, cmd, await _stored(st, put), topic, queue_id, 1, size)
+                         size: int, timer: bool) -> RemotingCommand | bytes:
+    return _answer(st, cmd, await _stored(st, put), topic, queue_id, 1, size, timer)
 
 
 @router.handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
@@ -331,9 +371,12 @@ def send_message(ctx: Ctx, cmd: RemotingCommand) -> Answer:
         return prepared
     msg, topic, queue_id, wait = prepared
     st = ctx.state
+    timer = TIMER_MARK in msg.properties
     if wait:
-        return _answer_stored(st, cmd, st.store.put_message(msg), topic, queue_id, len(msg.body))
-    return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(msg.body))
+        return _answer_stored(st, cmd, st.store.put_message(msg), topic, queue_id, len(msg.body),
+                              timer)
+    return _answer(st, cmd, st.store.append_message(msg), topic, queue_id, 1, len(msg.body),
+                   timer)
 
 
 @router.handles_many(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
@@ -358,11 +401,12 @@ def send_messages(ctx: Ctx, cmds: list[RemotingCommand]) -> list[Answer | Except
         st = ctx.state
         results = st.store.append_many([prepared[0] for _, _, prepared in ready])
         for (i, cmd, (msg, topic, queue_id, wait)), result in zip(ready, results, strict=True):
+            timer = TIMER_MARK in msg.properties
             if wait:
                 answers[i] = _answer_stored(st, cmd, st.store.flushed(result), topic, queue_id,
-                                            len(msg.body))
+                                            len(msg.body), timer)
             else:
-                answers[i] = _answer(st, cmd, result, topic, queue_id, 1, len(msg.body))
+                answers[i] = _answer(st, cmd, result, topic, queue_id, 1, len(msg.body), timer)
     return answers
 
 

@@ -87,7 +87,7 @@ def consumer_send_msg_back(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     queue_id = random.randrange(max(config.write_queue_nums, 1))
     if failed.reconsume_times >= max_times or header.delay_level < 0:
         topic, queue_id = create_dlq(st.topics, header.group).topic_name, 0
-        props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
+        props[PROPERTY_DELAY_TIME_LEVEL] = "0"  # Apache's setDelayTimeLevel(0): kept as 0
         log.info("message %s of group %s failed %d times: moved to %s", props.get(
             PROPERTY_ORIGIN_MESSAGE_ID), header.group, failed.reconsume_times + 1, topic)
     else:

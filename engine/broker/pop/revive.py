@@ -29,7 +29,6 @@ from engine.common.service import Service
 from engine.protocol import receipt
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import (
-    PROPERTY_DELAY_TIME_LEVEL,
     PROPERTY_FIRST_POP_TIME,
     PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_RETRY_TOPIC,
@@ -162,8 +161,9 @@ class ReviveService(Service):
                   record: MessageRecord) -> PutMessageResult:
         """The message into the group's pop retry topic, or its DLQ when consumed too often."""
         broker = self.broker
+        # A delay level stays (a message delivered from one keeps DELAY): as 5.3.3's
+        # reviveRetry, the put parks it for its level again, into the retry topic.
         props = record.properties()
-        props.pop(PROPERTY_DELAY_TIME_LEVEL, None)
         if record.reconsume_times == 0 or PROPERTY_FIRST_POP_TIME not in props:
             props[PROPERTY_FIRST_POP_TIME] = str(pop_time)
         if record.reconsume_times >= max_times:

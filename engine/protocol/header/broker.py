@@ -241,6 +241,7 @@ class SendMessageResponseHeader:
     queue_id: QueueId
     queue_offset: Offset  # of the first message
     transaction_id: str | None = None
+    recall_handle: str | None = None  # 5.3: a timer message's (`engine.protocol.recall`)
 
 
 # ---------------------------------------------------------------------------- pull, query
@@ -398,6 +399,21 @@ class EndTransactionRequestHeader:
     from_transaction_check: bool = False
     transaction_id: str | None = None
     bname: BrokerName | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallMessageRequestHeader:
+    """RECALL_MESSAGE (370, 5.3): withdraw the timer message a recall handle names."""
+
+    topic: Topic
+    recall_handle: str
+    producer_group: GroupName | None = None
+    bname: BrokerName | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallMessageResponseHeader:
+    msg_id: MsgId  # the recalled message's unique key (UNIQ_KEY)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,12 @@ How this works (docs/timers.md):
   * Take (master only): slot `read_ms` is taken when its time begins: its chain is walked and
     its timers go into the in-flight heap by the time each asked for; `read_ms` moves on.
   * Deliver: timers whose time has come are put into their real queues, oldest first.
+  * Recall (5.3's RECALL_MESSAGE): a delete marker is a timer of its own, parked for the same
+    slot as the timer it withdraws, with TIMER_DEL_UNIQKEY = "REAL_TOPIC+UNIQ_KEY" of that
+    timer.  Taking a slot reads its markers first (as 5.3 reads a slot's delete units before
+    the others); the timers they name are not delivered, and markers never are.  A marker
+    that joins a later slot (enqueued after its own was taken) still withdraws the timer if
+    it has not been delivered yet.
   * Checkpoint: (oldest open slot, timer-log end, queue_offset, the commit log's end when
     that slot was taken), taken together on the event loop, written after the log and the
     wheel are flushed.
@@ -28,7 +34,6 @@ from typing import Protocol
 
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import (
-    PROPERTY_TIMER_DEL_UNIQKEY,
     PROPERTY_TIMER_OUT_MS,
     BrokerMessage,
     MessageRecord,
@@ -46,8 +51,10 @@ from engine.store.timer.timer_log import TimerLog, Unit
 from engine.store.timer.transform import (
     Identity,
     asked_time,
+    delete_key,
     delivery,
     effective_precision,
+    target_key,
     timer_identity,
 )
 from engine.store.timer.wheel import Slot, TimerWheel
@@ -111,6 +118,10 @@ class TimerMessageStore:
         self.dequeue_by_topic: Counter[str] = Counter()
         self.put_by_topic: Counter[str] = Counter()  # timers parked, by real topic
         self.skipped_total = 0
+        self.recalled_total = 0     # timers withdrawn by a delete marker
+        #: delete keys of the markers taken, with the slot each came in (dropped once that
+        #: slot is delivered).
+        self.deleted: dict[str, int] = {}
         self.last_late_ms = 0       # when an enqueue last found its slot taken
         self.last_late_store_ms = 0
         self.written: TimerCheckpoint | None = None  # the checkpoint last written or read
@@ -310,7 +321,10 @@ class TimerMessageStore:
                 self._chain(target, write_ms, offset_py, size_py)
                 if target < self.read_ms:
                     record = self._record(offset_py, size_py)
-                    if record is not None:
+                    key = None if record is None else delete_key(record)
+                    if key is not None:
+                        self.deleted[key] = target
+                    elif record is not None:
                         self.inflight.add(asked_time(record, precision), target,
                                           offset_py, size_py, write_ms, record)
             else:
@@ -349,10 +363,17 @@ class TimerMessageStore:
             units.append(unit)
             pos = unit.prev
         self.waiting = max(self.waiting - slot.num, 0)
+        timers: list[tuple[Unit, MessageRecord]] = []
         for unit in reversed(units):
             record = self._record(unit.offset_py, unit.size_py)
             if record is None:
                 continue
+            key = delete_key(record)
+            if key is not None:  # the slot's markers first
+                self.deleted[key] = slot_ms
+            else:
+                timers.append((unit, record))
+        for unit, record in timers:
             self.inflight.add(asked_time(record, self.precision), slot_ms,
                               unit.offset_py, unit.size_py, unit.write_ms, record)
         return True
@@ -381,6 +402,9 @@ class TimerMessageStore:
                 failed = True
                 break
         self.inflight.close_passed(now)
+        if self.deleted:
+            oldest = self.commit_read_ms
+            self.deleted = {k: s for k, s in self.deleted.items() if s >= oldest}
         return handled, failed
 
     def _put(self, chunk: list[Due], now: int) -> list[Due]:
@@ -441,8 +465,9 @@ class TimerMessageStore:
                     del self.redelivery[ident]
                 self.skipped_total += 1
                 return None
-        if PROPERTY_TIMER_DEL_UNIQKEY.encode() in record.properties_raw:
-            return None  # a 5.x delete marker: never delivered (deleting is not supported)
+        if self.deleted and target_key(record) in self.deleted:
+            self.recalled_total += 1
+            return None
         msg = delivery(record, due.enqueue_ms, now)
         if msg is None:
             log.error("timer: record at %d has no REAL_TOPIC/REAL_QID; skipped", due.offset_py)

@@ -169,6 +169,25 @@ def delivery(record: MessageRecord, enqueue_ms: int, now: int) -> BrokerMessage 
                                properties=PROPERTY_SEPARATOR.join(kept))
 
 
+def build_delete_key(real_topic: str, unique_key: str) -> str:
+    """5.3 `TimerMessageStore.buildDeleteKey`: what a delete marker names a timer by."""
+    return f"{real_topic}+{unique_key}"
+
+
+def delete_key(record: MessageRecord) -> str | None:
+    """The TIMER_DEL_UNIQKEY of a parked delete marker (None: an ordinary timer)."""
+    if b"TIMER_DEL_UNIQKEY\x01" not in record.properties_raw:
+        return None
+    return property_value(record.properties_raw.decode(), PROPERTY_TIMER_DEL_UNIQKEY)
+
+
+def target_key(record: MessageRecord) -> str:
+    """The key a delete marker names this parked timer by (REAL_TOPIC+UNIQ_KEY)."""
+    text = record.properties_raw.decode()
+    return build_delete_key(property_value(text, PROPERTY_REAL_TOPIC) or "",
+                            property_value(text, PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or "")
+
+
 def timer_identity(record: MessageRecord) -> Identity | None:
     """The identity its delivery will have, of a record parked in the timer topic."""
     props = record.properties()
