@@ -3,8 +3,11 @@
 How this works (5.3 `ReceiveMessageActivity`, `AckMessageActivity`, `ChangeInvisibleDuration
 Activity`, `ForwardMessageToDLQActivity`): a receive is one POP_MESSAGE (200050) to a broker
 of the topic (the one the request names, else the brokers in turn) for every queue (-1),
-held by the broker up to the long-polling time (the request's, capped by the call's
-deadline minus longPollingReserveTimeInMillis, within the min/max settings).  The answer's
+held by the broker up to the long-polling time, once the request passed 5.3.3's checks in
+its order (`receive_checks`: polling time against the deadline, topic, group, invisible
+time, filter; then the queue and the batch size).  The receive is answered before its
+deadline even if the broker is late; a late broker's messages are nacked (visible again in
+NACK_INVISIBLE_TIME_MS), as 5.3.3 nacks those its stream could not deliver.  The answer's
 offset infos give each message its receipt, as 5.3's client does (`engine.protocol.receipt`);
 the client's receipt handle is that receipt plus the message's commit-log offset (5.3
 `ReceiptHandle`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
@@ -180,7 +183,7 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
     # with messages its stream could not deliver.
     late = functools.partial(_nack_late, core, name=name, group=group, topic=topic, fifo=fifo)
     guard = None if deadline is None else max(
-        _left_ms(deadline) - cfg.long_polling_reserve_time_in_millis // 2, 0) / 1000
+        _left_ms(deadline) - cfg.long_polling_reserve_time_in_millis, 0) / 1000
     try:
         resp = await asyncio.wait_for(asyncio.shield(popping), guard)
     except TimeoutError:

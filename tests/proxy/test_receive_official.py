@@ -1,6 +1,7 @@
-"""Many SimpleConsumers with several receives in flight each, on topics and groups made a
-moment before: every receive is answered by its await time (plus a second), never after its
-gRPC deadline (the official Python client, its receives in its own threads)."""
+"""ReceiveMessage as the official Python client (`rocketmq-python-client`) makes it, answered
+as Apache 5.3.3 answers it: many SimpleConsumers with several receives in flight each, on
+topics and groups made a moment before, every receive answered by its await time (plus a
+second), never after its gRPC deadline; and an await time of 0, refused at once."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from concurrent.futures import Future
 import pytest
 from rocketmq.v5.client import ClientConfiguration, Credentials
 from rocketmq.v5.consumer import SimpleConsumer
+from rocketmq.v5.exception import BadRequestException
 from rocketmq.v5.model import FilterExpression, Message
 
 from tests.proxy.conftest import Stack, in_thread
@@ -75,3 +77,22 @@ async def test_every_receive_is_answered_by_its_await_time(stack: Stack) -> None
     late = sorted(took - AWAIT_S for took, _ in answers)
     print(f"answer - await: max {late[-1]:+.3f} s, p50 {late[len(late) // 2]:+.3f} s")
     assert late[-1] < 1.0
+
+
+async def test_await_time_zero_is_refused_at_once(stack: Stack) -> None:
+    """The client then sends no polling time and waits 3 s: 3 s less half its 3 s request
+    timeout is under the 5 s minimum, and 3 s left is too: ILLEGAL_POLLING_TIME at once
+    (5.3.3's answer)."""
+    await stack.create_topic("AwaitZero")
+    consumer = SimpleConsumer(ClientConfiguration(stack.endpoint, Credentials()), "ZeroGroup",
+                              {"AwaitZero": FilterExpression("*")}, await_duration=0)
+    await in_thread(consumer.startup)
+    try:
+        started = time.monotonic()
+        with pytest.raises(BadRequestException) as info:
+            await in_thread(consumer.receive, 32, 15)
+        assert time.monotonic() - started < 3  # not a long poll: answered before the deadline
+    finally:
+        await in_thread(consumer.shutdown)
+    assert info.value.code == 40018
+    assert "not enough for polling" in str(info.value)
