@@ -1,7 +1,9 @@
 """`mqbroker -c broker.conf [-n addr] [-p] [--enable-proxy [-pc rmq-proxy.json]]`: the broker.
 
-With --enable-proxy the gRPC proxy of 5.x clients runs in the broker process (local mode,
-`engine.proxy.local`), configured by the rmq-proxy.json given with -pc.
+With --enable-proxy the broker serves the gRPC proxy of 5.x clients (local mode,
+`engine.proxy.local`), configured by the rmq-proxy.json given with -pc: in `proxyWorkers`
+processes of its own that it supervises (`engine.proxy.workers`; one per core by default), or
+with proxyWorkers=0 in the broker's process.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from engine.store.errors import StoreError
 
 if TYPE_CHECKING:
     from engine.proxy.server import ProxyServer
+    from engine.proxy.workers import ProxyWorkers
 
 PROG = "mqbroker"
 #: Seconds calls in flight get when a broker with --enable-proxy stops.
@@ -78,11 +81,13 @@ async def serve(broker: BrokerConfig, store: MessageStoreConfig,
     except (RemotingError, StoreError, OSError) as exc:
         await controller.stop()
         return process.error(PROG, str(exc))
-    proxy: ProxyServer | None = None
+    proxy: ProxyServer | ProxyWorkers | None = None
     if proxy_config is not None:
-        from engine.proxy.local import local_proxy  # grpc is imported only with a proxy
+        # grpc is imported only with a proxy
+        from engine.proxy.local import local_proxy, local_workers
         try:
-            proxy = local_proxy(controller, proxy_config)
+            proxy = local_workers(controller, proxy_config) or \
+                local_proxy(controller, proxy_config)
             await proxy.start()
         except ValueError as exc:
             await controller.stop()

@@ -101,6 +101,9 @@ class ProxyConfig:
     #: PEM private key and certificate chain of the gRPC port's TLS.
     tls_key_path: str = ""
     tls_cert_path: str = ""
+    #: This engine's: the proxy's worker processes (workers.py); negative, one per core;
+    #: 0, none (the proxy in the broker's or mqproxy's own process).
+    proxy_workers: int = -1
 
     @property
     def tls_mode(self) -> TlsMode:

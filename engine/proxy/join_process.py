@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -47,6 +48,8 @@ FIRST_BYTE_TIMEOUT_S = 10.0
 #: Bytes one splice moves at most (a pipe's default capacity).
 CHUNK = 64 * 1024
 LOOPBACK = "127.0.0.1"
+#: prctl(2)'s option: the signal this process gets when its parent ends.
+PR_SET_PDEATHSIG = 1
 
 
 def peer_text(addr: tuple[str, int] | tuple[str, int, int, int]) -> str:
@@ -98,8 +101,11 @@ class PortJoin:
 
     def __init__(self, listener: socket.socket, *, plaintext_port: int, tls_port: int,
                  first_byte_timeout: float = FIRST_BYTE_TIMEOUT_S,
-                 report: Callable[[str], None] | None = None) -> None:
+                 report: Callable[[str], None] | None = None, shared: bool = False) -> None:
         self.listener = listener
+        #: The listening socket is shared with other processes' joins (proxy workers), which
+        #: accept from the same queue: the kernel wakes one blocked accept() per connection.
+        self.shared = shared
         self.port: int = listener.getsockname()[1]
         self.plaintext_port = plaintext_port
         self.tls_port = tls_port
@@ -192,6 +198,11 @@ class PortJoin:
         """Accept no more connections (those open keep going)."""
         with self._lock:
             self._closing = True
+        if self.shared:
+            # Shut down, the socket would stop accepting in every process that shares it: the
+            # acceptor stays blocked in accept() (a daemon thread, ended with the process),
+            # and a connection it takes from now on is closed.
+            return
         _shutdown(self.listener, socket.SHUT_RDWR)  # wakes the acceptor's accept()
         if self._acceptor is not None:
             self._acceptor.join()
@@ -211,6 +222,19 @@ class PortJoin:
                 thread.join()
 
 
+def _die_with_parent() -> None:
+    """Be killed when the proxy's process dies (Linux: prctl PR_SET_PDEATHSIG), not only once
+    stdin ends: on a shared listening socket (proxy workers) a join whose proxy is gone must
+    not accept one more connection it can only close."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: stdin's end still stops the process
+        return
+    if os.getppid() == 1:  # the proxy died before the prctl
+        os._exit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The join's process: `PortJoin` on the inherited listening socket until stdin ends."""
     parser = argparse.ArgumentParser(prog="python -m engine.proxy.join_process")
@@ -218,8 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plaintext-port", type=int, required=True)
     parser.add_argument("--tls-port", type=int, required=True)
     parser.add_argument("--first-byte-timeout", type=float, default=FIRST_BYTE_TIMEOUT_S)
+    parser.add_argument("--shared", action="store_true",
+                        help="the listening socket is shared with other processes")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's ^C: the proxy stops us
+    _die_with_parent()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s - %(message)s")
     out_lock = threading.Lock()
@@ -230,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
 
     join = PortJoin(socket.socket(fileno=args.listen_fd), plaintext_port=args.plaintext_port,
                     tls_port=args.tls_port, first_byte_timeout=args.first_byte_timeout,
-                    report=report)
+                    report=report, shared=args.shared)
     join.start()
     report("ready")
     while os.read(0, 4096):

@@ -41,14 +41,20 @@ class JoinProcess:
     """grpcServerPort of the permissive mode, joined to grpc's loopback ports."""
 
     def __init__(self, host: str, port: int, *, plaintext_port: int, tls_port: int,
-                 first_byte_timeout: float = FIRST_BYTE_TIMEOUT_S) -> None:
-        """Bind the port.
+                 first_byte_timeout: float = FIRST_BYTE_TIMEOUT_S,
+                 listener: socket.socket | None = None) -> None:
+        """Bind the port (or take `listener`, bound and listening: a proxy worker's, shared
+        with the other workers' joins, workers.py).
 
         Raises:
             OSError: the port cannot be bound.
         """
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.listener = socket.create_server((host, port), family=family, backlog=1024)
+        #: The listening socket is a proxy worker's, shared with the other workers' joins.
+        self.shared = listener is not None
+        if listener is None:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            listener = socket.create_server((host, port), family=family, backlog=1024)
+        self.listener = listener
         self.port: int = self.listener.getsockname()[1]
         self.plaintext_port = plaintext_port
         self.tls_port = tls_port
@@ -88,7 +94,8 @@ class JoinProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "engine.proxy.join_process", "--listen-fd", str(fd),
              "--plaintext-port", str(self.plaintext_port), "--tls-port", str(self.tls_port),
-             "--first-byte-timeout", str(self.first_byte_timeout)],
+             "--first-byte-timeout", str(self.first_byte_timeout),
+             *(["--shared"] if self.shared else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, pass_fds=(fd,), env=env)
         self._pending = b""
         assert self.process.stdout is not None

@@ -1,6 +1,8 @@
 """`mqproxy -pc rmq-proxy.json [-n namesrvAddr]`: the gRPC proxy on its own (cluster mode).
 
-The proxy reaches every broker of the name servers' routes over remoting.  With
+The proxy reaches every broker of the name servers' routes over remoting, served by
+`proxyWorkers` processes (`--workers N`; one per core by default, 0: in this process;
+workers.py).  With
 authenticationEnabled / authorizationEnabled in the rmq-proxy.json it checks calls against
 the users and rules kept under authConfigPath (the broker's layout: users.json, acls.json),
 reloaded when they change, and signs its own requests with
@@ -21,9 +23,12 @@ from engine.auth.store import AuthStore
 from engine.broker.services import PeriodicService
 from engine.common import config as configlib
 from engine.common import process
+from engine.protocol.signature import Credentials
 from engine.proxy.auth import GrpcAuth
 from engine.proxy.config import ProxyConfig, read_proxy_config
 from engine.proxy.server import ProxyServer
+from engine.proxy.worker import AuthSpec, WorkerSpec
+from engine.proxy.workers import ProxyWorkers, worker_count
 from engine.remoting import loop
 
 PROG = "mqproxy"
@@ -36,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="rmq-proxy.json (Apache 5.3's keys)")
     parser.add_argument("-n", "--namesrvAddr", dest="namesrv_addr", metavar="ADDR",
                         help="name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876")
+    parser.add_argument("--workers", dest="workers", type=int, default=None, metavar="N",
+                        help="worker processes serving the gRPC port (proxyWorkers; default "
+                             "one per core; 0: in this process)")
     parser.add_argument("--logs-dir", dest="logs_dir", metavar="DIR",
                         default=os.path.join(os.path.expanduser("~"), "logs", "rocketmqlogs"),
                         help="where proxy.log is written")
@@ -60,13 +68,34 @@ def cluster_auth(config: ProxyConfig) -> tuple[GrpcAuth | None, AuthStore | None
     return auth, store
 
 
-async def serve(config: ProxyConfig, namesrv_addr: str) -> int:
+def cluster_workers(config: ProxyConfig, namesrv_addr: str, credentials: Credentials | None,
+                    logs_dir: str | None) -> ProxyWorkers | None:
+    """The proxy as `proxyWorkers` processes (None: 0, in this process)."""
+    count = worker_count(config)
+    if count <= 0:
+        return None
+    auth = None
+    if config.authentication_enabled or config.authorization_enabled:
+        assert config.auth_config_path  # cluster_auth checked it
+        auth = AuthSpec(config.auth_config_path, None, config.authentication_enabled,
+                        config.authorization_enabled)
+    spec = WorkerSpec(config=config, namesrv_addr=namesrv_addr, host="0.0.0.0",
+                      advertise_host=None, auth=auth, credentials=credentials, tls=None,
+                      grace=config.grpc_shutdown_time_seconds, logs_dir=logs_dir, index=0)
+    return ProxyWorkers(spec, count)
+
+
+async def serve(config: ProxyConfig, namesrv_addr: str, logs_dir: str | None = None) -> int:
     try:
         auth, store = cluster_auth(config)
         credentials = parse_credentials(config.inner_client_authentication_credentials)
     except AuthError as exc:
         return process.error(PROG, f"access control: {exc}")
-    proxy = ProxyServer(config, namesrv_addr, auth=auth, credentials=credentials)
+    workers = cluster_workers(config, namesrv_addr, credentials, logs_dir)
+    if workers is not None:
+        store = None  # each worker loads and reloads the users and rules itself
+    proxy: ProxyServer | ProxyWorkers = workers or ProxyServer(
+        config, namesrv_addr, auth=auth, credentials=credentials)
     try:
         await proxy.start()
     except OSError as exc:
@@ -111,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         return process.error(PROG, "no name server address: give -n, namesrvAddr in the "
                                    "rmq-proxy.json, or NAMESRV_ADDR")
     config = dataclasses.replace(config, namesrv_addr=namesrv, proxy_mode="cluster")
+    if args.workers is not None:
+        config = dataclasses.replace(config, proxy_workers=args.workers)
     try:
         process.setup_logging(args.logs_dir, "proxy.log")
     except OSError as exc:
@@ -118,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                                    f"{exc.strerror or exc}")
     logging.getLogger("engine.proxy").info("starting the proxy, name server %s", namesrv)
     try:
-        return loop.run(serve(config, namesrv))
+        return loop.run(serve(config, namesrv, args.logs_dir))
     except KeyboardInterrupt:
         return 130
 

@@ -15,6 +15,7 @@ the connections.
 from __future__ import annotations
 
 import logging
+import socket
 
 import grpc
 
@@ -36,6 +37,16 @@ log = logging.getLogger("engine.proxy")
 JANITOR_INTERVAL_S = 5.0
 
 
+def advertised_host(config: ProxyConfig, host: str, advertise_host: str | None) -> str:
+    """The host clients are told: localServeAddr's, else `advertise_host`, else the listen
+    host, else (listening on every address) this host's IP."""
+    if config.local_serve_addr:
+        return config.local_serve_addr.rpartition(":")[0] or config.local_serve_addr
+    if advertise_host:
+        return advertise_host
+    return host if host not in ("0.0.0.0", "::", "") else local_ip()
+
+
 class ProxyPortInUseError(OSError):
     """grpcServerPort is taken (or cannot be bound)."""
 
@@ -43,8 +54,13 @@ class ProxyPortInUseError(OSError):
 class ProxyServer:
     def __init__(self, config: ProxyConfig, namesrv_addr: str, *, host: str = "0.0.0.0",
                  advertise_host: str | None = None, auth: GrpcAuth | None = None,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, listener: socket.socket | None = None,
+                 reuse_port: bool = False, tls: TlsMaterial | None = None) -> None:
         self.config = config
+        #: A worker's (workers.py): the permissive mode's listening socket, handed over bound.
+        self.listener = listener
+        #: A worker's in the other modes: grpc binds grpcServerPort with SO_REUSEPORT.
+        self.reuse_port = reuse_port
         self.host = host
         self.advertise_host = advertise_host
         self.gateway = BrokerGateway(config, namesrv_addr, credentials=credentials)
@@ -53,8 +69,9 @@ class ProxyServer:
         self.port = 0
         #: The permissive mode's port (None in the other modes).
         self.join: JoinProcess | None = None
-        #: What TLS is served with (None when tlsServerMode is disabled).
-        self.tls: TlsMaterial | None = None
+        #: What TLS is served with (None when tlsServerMode is disabled; a worker's is handed
+        #: over, so every worker serves the same certificate).
+        self.tls: TlsMaterial | None = tls
         #: Seconds a joined connection may stay silent before its first byte.
         self.first_byte_timeout = FIRST_BYTE_TIMEOUT_S
         interval = min(JANITOR_INTERVAL_S, config.grpc_client_idle_time_mills / 2000)
@@ -66,12 +83,7 @@ class ProxyServer:
         return self.core.advertised
 
     def _advertised_host(self) -> str:
-        if self.config.local_serve_addr:
-            return self.config.local_serve_addr.rpartition(":")[0] or \
-                self.config.local_serve_addr
-        if self.advertise_host:
-            return self.advertise_host
-        return self.host if self.host not in ("0.0.0.0", "::", "") else local_ip()
+        return advertised_host(self.config, self.host, self.advertise_host)
 
     async def start(self) -> None:
         """Bind and serve.
@@ -83,13 +95,13 @@ class ProxyServer:
         """
         mode = self.config.tls_mode
         host = self._advertised_host()
-        if mode is not TlsMode.DISABLED:
+        if mode is not TlsMode.DISABLED and self.tls is None:
             self.tls = await load_material(self.config, (host, self.host))
         size = self.config.grpc_max_inbound_message_size
         server = grpc.aio.server(options=[
             ("grpc.max_receive_message_length", size),
             ("grpc.max_send_message_length", size),
-            ("grpc.so_reuseport", 0),
+            ("grpc.so_reuseport", 1 if self.reuse_port else 0),
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000),
             # gRPC core then gathers the answers of many calls into fewer socket writes:
@@ -106,7 +118,8 @@ class ProxyServer:
             try:
                 join = JoinProcess(self.host, self.config.grpc_server_port,
                                    plaintext_port=plaintext, tls_port=secure,
-                                   first_byte_timeout=self.first_byte_timeout)
+                                   first_byte_timeout=self.first_byte_timeout,
+                                   listener=self.listener)
             except OSError as exc:
                 raise ProxyPortInUseError(f"cannot bind the gRPC port {where}: "
                                           f"{exc.strerror or exc}") from None

@@ -1,7 +1,8 @@
 """`MessagingService`: the gRPC methods of apache.rocketmq.v2.MessagingService, as thin adapters.
 
 How this works: each method enters the call (`ProxyCore.enter`: headers, signature, rules,
-session), hands it to the module of its family (`clients`, `producer`, `consume`) and answers
+session), hands it to the module of its family (`clients`, `producer`, `consume`; SendMessage to
+`lean_send`, which serves the common case leanly and hands the rest to `producer`) and answers
 a `ProxyError` as the response's `Status`, as 5.3's `GrpcMessagingApplication` does; any
 other exception is INTERNAL_SERVER_ERROR saying only that (its traceback goes to the log).
 The methods 5.3 leaves to the generated base class (PullMessage, UpdateOffset, GetOffset,
@@ -18,7 +19,7 @@ from typing import Any, NoReturn, TypeAlias, TypeVar
 
 import grpc
 
-from engine.proxy import clients, consume, producer
+from engine.proxy import clients, consume, lean_send, producer
 from engine.proxy.core import ProxyCore
 from engine.proxy.status import ProxyError, status
 from engine.proxy.v2 import definition_pb2 as pb
@@ -67,7 +68,7 @@ class MessagingService:
                           context: Context) -> spb.SendMessageResponse:
         async def work() -> spb.SendMessageResponse:
             ctx, _ = self.core.enter(context, request)
-            return await producer.send_message(self.core, ctx, request)
+            return await lean_send.send_message(self.core, ctx, request)
         return await _answer(lambda s: spb.SendMessageResponse(status=s), work)
 
     async def QueryAssignment(self, request: spb.QueryAssignmentRequest,

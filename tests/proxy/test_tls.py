@@ -290,9 +290,10 @@ def join_process_of(pid: int) -> int:
 async def test_the_join_process_ends_when_the_broker_is_killed(
         tmp_path: Path, namesrv: NamesrvController) -> None:
     conf = write_conf(tmp_path, namesrvAddr=f"127.0.0.1:{namesrv.port}")
-    proc, _ = await serve_until_line(
+    proc, _ = await serve_until_line(  # the join in the broker's process (no workers)
         [sys.executable, "-m", "engine.broker.main", "-c", str(conf), "--enable-proxy",
-         "-pc", str(proxy_json(tmp_path))], tmp_path, "gRPC proxy boot success")
+         "-pc", str(proxy_json(tmp_path, proxyWorkers=0))], tmp_path,
+        "gRPC proxy boot success")
     try:
         ended = asyncio.Event()
         pidfd = os.pidfd_open(join_process_of(proc.pid))
