@@ -33,9 +33,11 @@ from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import PERM_RW
 from engine.remoting.loop import run
-from mqadmin.operations import dlq_list, dlq_resend, dlq_transfer
-from mqadmin.operations.dlq_ledger import Ledger
-from mqadmin.operations.dlq_model import Filters
+from mqadmin.operations.dlq import list as dlq_list
+from mqadmin.operations.dlq import resend as dlq_resend
+from mqadmin.operations.dlq import transfer as dlq_transfer
+from mqadmin.operations.dlq.ledger import Ledger
+from mqadmin.operations.dlq.model import Filters
 from mqadmin.operations.sending import producer
 
 GROUP = "BenchCG"

@@ -33,7 +33,7 @@ from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
 from engine.protocol.body.topic import TopicConfig
 from engine.remoting.loop import run
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
 
 CYCLES = 7
 PER_TOPIC = 8

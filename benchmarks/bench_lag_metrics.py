@@ -32,8 +32,8 @@ from benchmarks.bench_lag import prepare
 from benchmarks.machine import machine, percentile
 from benchmarks.processes import broker_process
 from engine.remoting.loop import run
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_metrics import MetricsServer
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.metrics import MetricsServer
 
 ROUNDS = 3
 BLOCK = 6  # cycles per mode and round

@@ -4,7 +4,7 @@ The store of a broker is filled beforehand through the store API (fast): 1M smal
 of topic BenchPrintMsg over 4 queues, in batches whose store times are spread over 70
 minutes.  Then `mqnamesrv` and `mqbroker` run on that store as processes of their own, and
 the benchmark times what printMsg runs for its first page (`print_msg` of
-mqadmin/operations/message_scan.py: the route, each queue's offsets of the two times by
+mqadmin/operations/messages/scan.py: the route, each queue's offsets of the two times by
 SEARCH_OFFSET_BY_TIMESTAMP, pulls until one message more than the page) over a one-hour
 range inside the topic's span, on one admin client.  Prints the median, min and max of the
 runs after the first (the issue's budget: under 300 ms), and the first (connections, route).
@@ -36,7 +36,7 @@ from engine.protocol.message import (
 )
 from engine.remoting.client import RemotingClient
 from engine.store import MessageStore, MessageStoreConfig
-from mqadmin.operations.message_scan import PAGE, print_msg
+from mqadmin.operations.messages.scan import PAGE, print_msg
 
 TOPIC = "BenchPrintMsg"
 QUEUES = 4

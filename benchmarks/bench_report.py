@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from benchmarks.machine import machine, percentile
-from mqadmin.reports.contract import arrow_schema
+from mqadmin.reports.schema import arrow_schema
 
 GROUPS = 300
 QUEUES = 4

@@ -1,7 +1,7 @@
 """mqadmin's own files and named contexts: where they live, how `-n`/`--context` resolve.
 
 How this works: mqadmin keeps its state under one directory, ``$MQADMIN_HOME`` or
-``~/.mqadmin``: ``config.toml`` (named contexts, written by ``mqadmin context``) and
+``~/.mqadmin`` (home.py): ``config.toml`` (named contexts, written by ``mqadmin context``) and
 ``mqadmin.db`` (the audit log, see history.py).  A context names a cluster by its
 name-server list::
 
@@ -29,17 +29,12 @@ from pathlib import Path
 
 from engine.protocol.signature import Credentials
 from engine.remoting.address import parse_addr_list
+from mqadmin import credentials
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
+from mqadmin.home import home
 
-HOME_ENV = "MQADMIN_HOME"
 NAMESRV_ENV = "NAMESRV_ADDR"
 CONFIG_FILE = "config.toml"
-
-
-def home() -> Path:
-    """The directory of mqadmin's own files (not created here)."""
-    value = os.environ.get(HOME_ENV)
-    return Path(value).expanduser() if value else Path.home() / ".mqadmin"
 
 
 def config_path() -> Path:
@@ -170,8 +165,6 @@ def resolve(namesrv: str | None, context: str | None) -> Endpoint:
             is readable by others.
         TargetNotFound: ``--context`` names no saved context.
     """
-    from mqadmin import credentials
-
     found = _resolve(namesrv, context)
     return Endpoint(found.addrs, found.context, credentials.for_context(found.context))
 

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from engine.protocol.signature import Credentials
-from mqadmin import config
 from mqadmin.exit_codes import UsageProblem
+from mqadmin.home import home
 
 FILE = "credentials.json"
 ACCESS_KEY_ENV = "MQADMIN_ACCESS_KEY"
@@ -25,7 +25,7 @@ SECRET_KEY_ENV = "MQADMIN_SECRET_KEY"
 
 
 def path() -> Path:
-    return config.home() / FILE
+    return home() / FILE
 
 
 def _check_mode(file: Path) -> None:

@@ -1,6 +1,6 @@
 """The admin database (SQLite via sqlite-utils): the audit log of every change mqadmin made.
 
-How this works: one file, ``mqadmin.db`` under mqadmin's home (config.py), one row per
+How this works: one file, ``mqadmin.db`` under mqadmin's home (home.py), one row per
 mutation that reached the servers: when (UTC, ISO 8601), who (user@host), the context and
 name servers, the command and its arguments, the plan shown, the verified result, and how
 it ended (``applied``, ``partial``, ``unverified``, ``failed``).  Plans and results are
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mqadmin import config
+from mqadmin.home import home
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -40,7 +40,7 @@ MASK = "******"
 
 
 def db_path() -> Path:
-    return config.home() / DB_FILE
+    return home() / DB_FILE
 
 
 def _open() -> Database:

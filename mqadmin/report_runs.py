@@ -19,8 +19,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from mqadmin import config, history
+from mqadmin import history
 from mqadmin.exit_codes import CliError
+from mqadmin.home import home
 
 TABLE = "report_runs"
 LIST_COLUMNS = ("id", "started", "status", "period", "trigger", "attempt", "duration_s",
@@ -35,7 +36,7 @@ class ReportBusy(CliError):
 
 
 def reports_dir() -> Path:
-    return config.home() / "reports"
+    return home() / "reports"
 
 
 def _now() -> str:

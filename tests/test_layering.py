@@ -1,12 +1,17 @@
 """The layering rules of design.md, checked: engine never pulls in the console's libraries, and
-the console's layers import only downward (commands and dashboard over operations)."""
+the console's layers import only downward (commands and dashboard over operations); inside
+mqadmin/operations the sub-packages (lag/, dlq/, ...) and the modules beside them import one
+another without a circle, and no import sits inside a function to hide one."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_ENGINE = ("typer", "rich", "textual", "mqadmin", "click", "pyspark")
@@ -71,10 +76,105 @@ def test_dashboard_data_layer_draws_nothing() -> None:
         assert not bad, f"{path} imports {bad}"
 
 
+OPERATIONS = ROOT / "mqadmin" / "operations"
+SUBPACKAGES = sorted(p.parent.name for p in OPERATIONS.glob("*/__init__.py"))
+
+
 def test_operations_import_neither_the_cli_nor_the_dashboard_nor_their_libraries() -> None:
-    for path in (ROOT / "mqadmin" / "operations").rglob("*.py"):
+    for path in OPERATIONS.rglob("*.py"):
         bad = {n for n in _imports(path) if _forbidden(n, FORBIDDEN_IN_OPERATIONS)}
         assert not bad, f"{path} imports {bad}"
+
+
+@pytest.mark.parametrize("part", SUBPACKAGES)
+def test_each_operations_subpackage_imports_no_ui(part: str) -> None:
+    paths = list((OPERATIONS / part).glob("*.py"))
+    assert paths and ast.get_docstring(ast.parse((OPERATIONS / part / "__init__.py").read_text()))
+    for path in paths:
+        bad = {n for n in _imports(path) if _forbidden(n, FORBIDDEN_IN_OPERATIONS)}
+        assert not bad, f"{path} imports {bad}"
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+#: Every module of mqadmin by dotted name.
+MODULES = {_module_of(p): p for p in (ROOT / "mqadmin").rglob("*.py")}
+
+
+def _edges(path: Path) -> list[str]:
+    """The mqadmin modules `path` imports, wherever the import statement is (a function's body
+    too): `from pkg import mod` counts as pkg.mod, a package imported for its names as pkg."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            subs = [f"{node.module}.{alias.name}" for alias in node.names]
+            targets = [s for s in subs if s in MODULES]
+            if len(targets) < len(subs):
+                targets.append(node.module)
+        else:
+            continue
+        found += [t for t in targets if t in MODULES]
+    return found
+
+
+def _in_scope(module: str) -> bool:
+    """mqadmin's top-level modules and everything in mqadmin/operations."""
+    return module.count(".") == 1 or module.startswith("mqadmin.operations.")
+
+
+def _graph(node_of: Callable[[str], str]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        if not _in_scope(module):
+            continue
+        for target in _edges(path):
+            if _in_scope(target) and node_of(target) != node_of(module):
+                graph.setdefault(node_of(module), set()).add(node_of(target))
+    return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> list[str] | None:
+    """A path of imports from `start` to `goal`, if there is one."""
+    seen, stack = {start}, [[start]]
+    while stack:
+        trail = stack.pop()
+        if trail[-1] == goal:
+            return trail
+        for nxt in sorted(graph.get(trail[-1], ())):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append([*trail, nxt])
+    return None
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    return [[a, *trail] for a in sorted(graph) for b in sorted(graph[a])
+            if (trail := _reaches(graph, b, a))]
+
+
+def _subpackage(module: str) -> str:
+    """mqadmin.operations.lag.window -> mqadmin.operations.lag; other modules stay themselves."""
+    parts = module.split(".")
+    return ".".join(parts[:3]) if parts[:2] == ["mqadmin", "operations"] and len(parts) > 3 \
+        else module
+
+
+def test_no_circle_between_the_operations_subpackages() -> None:
+    assert len(SUBPACKAGES) >= 3, SUBPACKAGES  # the scan below must see the sub-packages
+    assert _cycles(_graph(_subpackage)) == []
+
+
+def test_no_circle_between_mqadmin_modules_nor_an_import_in_a_function_hiding_one() -> None:
+    """Counting every import (those inside functions too), mqadmin's top-level modules and
+    mqadmin/operations form no circle: an import moved into a function to break a circle at
+    import time still fails here."""
+    assert _cycles(_graph(lambda m: m)) == []
 
 
 def test_importing_the_dashboard_loads_neither_the_cli_nor_typer() -> None:

@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -128,17 +128,6 @@ def confirm(action: str, yes: bool, noun: str = "name servers") -> None:
     if not typer.confirm(f"Apply {action}?", default=False, err=True):
         raise Declined(f"{action} not applied: nothing was changed. Re-run it and answer y "
                        "to apply.")
-
-
-def audit(where: Endpoint | None, command: str, args: Mapping[str, Any], target: str, *,
-          outcome: str, exit_code: int, plan: Sequence[Mapping[str, Any]] = (),
-          result: Sequence[Mapping[str, Any]] = (), message: str = "") -> None:
-    """Append to the audit log; a log that cannot be written is a warning, never a failure
-    (the change has been made by then)."""
-    warning = change.audit(where, command, args, target, outcome=outcome,
-                           exit_code=exit_code, plan=plan, result=result, message=message)
-    if warning:
-        render.warn(warning)
 
 
 @contextlib.contextmanager

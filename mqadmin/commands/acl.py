@@ -9,7 +9,7 @@ import typer
 from mqadmin import credentials, render
 from mqadmin.commands import endpoint, guarded, mutate, params, with_admin
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations import acl as ops
+from mqadmin.operations.acl import v2 as ops
 from mqadmin.operations.mutation import Gathered, settle
 from mqadmin.options import (
     BrokerAddrOpt,

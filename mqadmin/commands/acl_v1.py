@@ -11,7 +11,7 @@ from engine.protocol.body.auth import PlainAccessConfig
 from mqadmin import credentials, render
 from mqadmin.commands import endpoint, guarded, mutate, params, with_admin
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations import acl_v1 as ops
+from mqadmin.operations.acl import v1 as ops
 from mqadmin.operations.mutation import settle
 from mqadmin.options import (
     BrokerAddrOpt,

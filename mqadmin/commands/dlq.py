@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from mqadmin import render
-from mqadmin.commands import audit, confirm, endpoint, guarded, params, with_admin
+from mqadmin.commands import Terminal, endpoint, guarded, params, run_change, with_admin
 from mqadmin.commands import dlq_resend as dlq_resend_commands
 from mqadmin.commands.dlq_options import (
     GroupOpt,
@@ -20,10 +20,13 @@ from mqadmin.commands.dlq_options import (
     UntilFilter,
     filters,
 )
-from mqadmin.exit_codes import ExitCode, UsageProblem
-from mqadmin.operations import dlq_list, dlq_show, dlq_status, dlq_transfer
-from mqadmin.operations.dlq_ledger import ledger_of
-from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, YesOpt
+from mqadmin.exit_codes import UsageProblem
+from mqadmin.operations.dlq import list as dlq_list
+from mqadmin.operations.dlq import show as dlq_show
+from mqadmin.operations.dlq import status as dlq_status
+from mqadmin.operations.dlq import transfer as dlq_transfer
+from mqadmin.operations.dlq.ledger import ledger_of
+from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 
 app = typer.Typer(
@@ -132,30 +135,20 @@ def import_(
     file: Annotated[Path, typer.Option("-f", "--file", help="JSON Lines file of dlq export.")],
     to_topic: Annotated[str, typer.Option("--to-topic", help="Topic to send them to.")],
     yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Send the messages of a `dlq export` file to a topic (body, keys, tags and user
-    properties as exported); every line is checked before anything is sent."""
+    properties as exported); every line is checked before anything is sent, the plan is
+    confirmed (or --yes), and each message sent is read back where it was stored."""
     with guarded(debug):
-        where = endpoint(namesrv, context)
         messages = dlq_transfer.read_file(file)
-        render.note(f"{len(messages)} messages from {file} to topic {to_topic}")
-        confirm("dlq import", yes, "cluster")
-        with render.progress("dlq import") as update:
-            outcome = with_admin(where, lambda admin: dlq_transfer.import_messages(
-                admin, messages, to_topic.strip(), on_progress=update))
-        row = {"topic": to_topic, "total": outcome.total, "sent": outcome.sent,
-               "failed": len(outcome.failed)}
-        render.render([row], output, columns=("topic", "total", "sent", "failed"))
-        code = ExitCode.PARTIAL if outcome.failed else ExitCode.OK
-        audit(where, "dlq import", params(ctx), to_topic,
-              outcome="partial" if outcome.failed else "applied", exit_code=code, result=[row])
-        if outcome.failed:
-            render.plan("not sent:", outcome.failed[:50], ("line", "msgId", "status"))
-            raise typer.Exit(code)
+        chg = dlq_transfer.ImportChange(str(file), messages, to_topic.strip(), params(ctx))
+        run_change(Terminal(endpoint(namesrv, context), yes, output, dry_run), chg,
+                   details="not sent or not read back:")
 
 
 @app.command("status")

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from mqadmin.operations.dlq_model import Filters
+from mqadmin.operations.dlq.model import Filters
 from mqadmin.options import parse_timestamp
 
 GroupOpt = Annotated[str, typer.Option("-g", "--group", help="Consumer group.")]

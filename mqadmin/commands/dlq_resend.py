@@ -1,6 +1,6 @@
 """Dead letters: dlq resend (plan, confirm, send through the ledger, resume) and dlq discard,
 through the change runner with the terminal as its front-end (the dashboard runs the same
-changes, operations/dlq_resend.py and dlq_discard.py)."""
+changes, operations/dlq/resend.py and dlq_discard.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ from mqadmin.commands.dlq_options import (
     filters,
 )
 from mqadmin.exit_codes import CliError, ExitCode, UsageProblem
-from mqadmin.operations import dlq_discard, dlq_resend
 from mqadmin.operations.change import Planned
+from mqadmin.operations.dlq import discard as dlq_discard
+from mqadmin.operations.dlq import resend as dlq_resend
 from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 

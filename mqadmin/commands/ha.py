@@ -1,4 +1,4 @@
-"""Replication commands: haStatus, switchover, failover (see `mqadmin/operations/ha.py`;
+"""Replication commands: haStatus, switchover, failover (see `mqadmin/operations/ha/replication.py`;
 the switches run through the change runner, as the dashboard's)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from engine.client.admin import MQAdmin
 from mqadmin import render
 from mqadmin.commands import Terminal, endpoint, guarded, params, run_change, with_admin
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations import ha as ops
 from mqadmin.operations.change import Planned
+from mqadmin.operations.ha import replication as ops
 from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 

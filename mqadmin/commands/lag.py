@@ -19,14 +19,15 @@ from engine.remoting import loop
 from mqadmin import config, render
 from mqadmin.commands import endpoint, guarded
 from mqadmin.exit_codes import ServersFailed, UsageProblem
-from mqadmin.operations import lag_status as st
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_verdict import (
+from mqadmin.home import home as mqadmin_home
+from mqadmin.operations.lag import status as st
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.verdict import (
     COMMIT_INTERVAL_MS,
     DEFAULT_ALLOWED_LAG,
     DEFAULT_WINDOW,
 )
-from mqadmin.operations.report_schedule import ReportDuty
+from mqadmin.operations.report.schedule import ReportDuty
 from mqadmin.options import (
     AllContextsOpt,
     ContextOpt,
@@ -39,7 +40,7 @@ from mqadmin.render import OutputFormat
 from mqadmin.reports.contract import DIR_NAME
 
 if TYPE_CHECKING:
-    from mqadmin.operations.lag_metrics import MetricsServer
+    from mqadmin.operations.lag.metrics import MetricsServer
 
 app = typer.Typer(help="Consumer lag: a monitor with history, verdicts, forecasts and "
                        "retention risk.", no_args_is_help=True)
@@ -167,7 +168,7 @@ def collect(
         ms = parse_duration(interval)
         hooks = tuple(check_webhook(u) for u in webhook or ())
         where = endpoint(namesrv, context)
-        root = (data_dir or config.home()).expanduser().resolve()
+        root = (data_dir or mqadmin_home()).expanduser().resolve()
         duty = scheduled_report(report, report_period, root) if report is not None else None
         log_path = log_file or root / "logs" / LOG_FILE
         handler = _setup_log(log_path)
@@ -177,7 +178,7 @@ def collect(
                               exporter=metrics_port is not None,
                               ledger_scope=where.ledger_scope)
         render.note(f"collecting '{cfg.cluster}' every {interval}: window in "
-                    f"{config.home() / 'mqadmin.db'}, history in {root / 'lag-history'}, "
+                    f"{mqadmin_home() / 'mqadmin.db'}, history in {root / 'lag-history'}, "
                     f"log in {log_path}.  Stop with Ctrl-C or SIGTERM.")
         logging.getLogger("mqadmin.lag").info("collector for %s (%s) every %d ms, pid %d",
                                               cfg.cluster, where.text, ms, os.getpid())
@@ -209,7 +210,7 @@ def serve_metrics(collector: LagCollector, host: str, port: int) -> MetricsServe
     Raises:
         UsageProblem: the port is taken or the host is not this machine's.
     """
-    from mqadmin.operations.lag_metrics import MetricsServer
+    from mqadmin.operations.lag.metrics import MetricsServer
 
     server = MetricsServer(lambda: collector.latest, host, port)
     try:

@@ -16,10 +16,10 @@ from rich.text import Text
 from engine.client.admin import MQAdmin, select_addr
 from mqadmin import render
 from mqadmin.config import Endpoint
-from mqadmin.operations import lag_status as st
-from mqadmin.operations.lag_model import QueueKey, QueueSample, Series
-from mqadmin.operations.lag_retention import RetentionForecaster
-from mqadmin.operations.lag_sample import Errors, Sampler
+from mqadmin.operations.lag import status as st
+from mqadmin.operations.lag.model import QueueKey, QueueSample, Series
+from mqadmin.operations.lag.retention import RetentionForecaster
+from mqadmin.operations.lag.sample import Errors, Sampler
 from mqadmin.render import OutputFormat
 from mqadmin.reports.contract import format_duration
 

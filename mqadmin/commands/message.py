@@ -7,13 +7,11 @@ from typing import Annotated
 
 import typer
 
-from engine.client.admin import MQAdmin
 from mqadmin import render
-from mqadmin.commands import Terminal, audit, endpoint, guarded, params, run_change, with_admin
-from mqadmin.operations import message as ops
-from mqadmin.operations import message_redeliver as redeliver
-from mqadmin.operations import message_scan as scan
-from mqadmin.operations.message_send import SEND_COLUMNS
+from mqadmin.commands import Terminal, endpoint, guarded, params, run_change, with_admin
+from mqadmin.operations.messages import query as ops
+from mqadmin.operations.messages import redeliver as redeliver
+from mqadmin.operations.messages import scan as scan
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,
@@ -62,13 +60,17 @@ def query_msg_by_id(
     group: ConsumerGroupOpt = None,
     client_id: ClientIdOpt = None,
     resend: Annotated[Flag, typer.Option(
-        "-s", "--sendMessage", help="Send the message(s) again (true|false).")] = Flag.FALSE,
+        "-s", "--sendMessage", help="Send the message(s) again to their topic (true|false): "
+                                    "planned, confirmed (or --yes), read back, audited.")
+    ] = Flag.FALSE,
     unit_name: Annotated[str | None, typer.Option("-u", "--unitName",
                                                   help="Accepted for Apache runbooks.")] = None,
     charset: CharsetOpt = None,
     topic: Annotated[str | None, typer.Option(
         "-t", "--topic", help="Look a message id (UNIQ_KEY) up in this topic only (default: "
                               "every topic).")] = None,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
@@ -78,7 +80,8 @@ def query_msg_by_id(
     consumed it.  The id is an offset message id when it names a broker of this cluster and
     a message at that commit-log offset, else a message id (UNIQ_KEY) looked up in the
     brokers' index (exit 3, saying why each failed, when it is neither).  With -g and -d a
-    client consumes it again; with -s true it is sent again."""
+    client consumes it again; with -s true it is sent again to its topic (a change: asked,
+    or --yes)."""
     with guarded(debug):
         ids = [i.strip() for i in msg_id.split(",") if i.strip()]
         name = topic.strip() if topic else None
@@ -88,13 +91,8 @@ def query_msg_by_id(
             return
         where = endpoint(namesrv, context)
         if resend:
-            async def again(admin: MQAdmin) -> list[ops.Row]:
-                return [await redeliver.resend(admin, i, name) for i in ids]
-
-            rows = with_admin(where, again)
-            render.render(rows, output, columns=SEND_COLUMNS)
-            audit(where, "queryMsgById", params(ctx), ",".join(ids), outcome="applied",
-                  exit_code=0, result=rows)
+            run_change(Terminal(where, yes, output, dry_run),
+                       redeliver.SendAgainChange(ids, name, params(ctx)))
             return
         cs = ops.check_charset(charset)
         details = with_admin(where, lambda admin: ops.query_by_id(admin, ids, topic=name))

@@ -9,11 +9,12 @@ from typing import Annotated
 
 import typer
 
-from mqadmin import config, render, report_runs
+from mqadmin import render, report_runs
 from mqadmin.commands import guarded
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations import report as ops
-from mqadmin.operations import report_schedule as sched
+from mqadmin.home import home as mqadmin_home
+from mqadmin.operations.report import run as ops
+from mqadmin.operations.report import schedule as sched
 from mqadmin.options import DebugOpt, OutputOpt
 from mqadmin.render import OutputFormat
 
@@ -134,7 +135,7 @@ def report_schedule(
         expr = sched.parse_cron(cron)
         command = shlex.join([*sched.mqadmin_command(), "report", "lag", "--period", period,
                               "--date", "yesterday", "--trigger", "schedule"])
-        files = sched.schedule_files(expr, period, command, str(config.home()))
+        files = sched.schedule_files(expr, period, command, str(mqadmin_home()))
         upcoming = ", ".join(t.strftime("%Y-%m-%d %H:%M UTC")
                              for t in sched.next_times(expr, dt.datetime.now(dt.UTC), 3))
         if write is not None:

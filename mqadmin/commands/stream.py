@@ -8,18 +8,20 @@ from typing import Annotated
 import typer
 
 from mqadmin import render
-from mqadmin.commands import audit, endpoint, guarded, params, run, with_admin
-from mqadmin.operations import message as ops
-from mqadmin.operations import message_scan as scan
-from mqadmin.operations import message_send as send
+from mqadmin.commands import Terminal, endpoint, guarded, params, run, run_change
+from mqadmin.operations.messages import query as ops
+from mqadmin.operations.messages import scan as scan
+from mqadmin.operations.messages import send as send
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,
+    DryRunOpt,
     Flag,
     NamesrvOpt,
     OutputLongOpt,
     OutputOpt,
     TopicOpt,
+    YesOpt,
     parse_timestamp,
 )
 from mqadmin.render import OutputFormat
@@ -176,20 +178,22 @@ def send_message(
                                                     help="Send to this broker.")] = None,
     queue_id: Annotated[int | None, typer.Option("-i", "--qid",
                                                  help="Send to this queue (needs -b).")] = None,
+    yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
-    """Send one message and show where it was stored (recorded in the audit log)."""
+    """Send one message: the plan (topic, broker or queue, size) is shown and confirmed (or
+    --yes), then the message is sent, read back where it was stored and recorded in the
+    audit log."""
     with guarded(debug):
-        where = endpoint(namesrv, context)
-        row = with_admin(where, lambda admin: send.send_message(
-            admin, topic.strip(), body.encode("utf-8"), keys=key, tags=tags,
-            broker_name=broker_name.strip() if broker_name else None, queue_id=queue_id))
-        render.render([row], output, columns=send.SEND_COLUMNS)
-        audit(where, "sendMessage", params(ctx), topic.strip(), outcome="applied",
-              exit_code=0, result=[row])
+        out = send.Outgoing(topic.strip(), body.encode("utf-8"), keys=key, tags=tags,
+                            broker_name=broker_name.strip() if broker_name else None,
+                            queue_id=queue_id)
+        run_change(Terminal(endpoint(namesrv, context), yes, output, dry_run),
+                   send.SendChange(out, params(ctx)))
 
 
 @app.command("checkMsgSendRT", rich_help_panel=PANEL)

@@ -9,7 +9,7 @@ import typer
 from engine.protocol.trace import TRACE_TOPIC
 from mqadmin import render
 from mqadmin.commands import endpoint, guarded, with_admin
-from mqadmin.operations import trace as ops
+from mqadmin.operations.messages import trace as ops
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
 from mqadmin.render import OutputFormat
 

@@ -13,7 +13,9 @@ started, exactly one audit record is written (`audit`, the only writer; the hist
 masks secrets), whatever happens; a change not confirmed (or a dry run, or a plan with
 nothing to do) changes and records nothing.  No front-end code lives here: no printing, no
 widgets.  The changes themselves live with their operations (`MutationChange` here,
-`ha.SwitchChange`, `dlq_resend.ResendChange` / `ResumeChange`, `dlq_discard.DiscardChange`).
+`ha.replication.SwitchChange`, `dlq.resend.ResendChange` / `ResumeChange`,
+`dlq.discard.DiscardChange`, `dlq.transfer.ImportChange`, `messages.send.SendChange`,
+`messages.redeliver`'s `ConsumeDirectlyChange`, `ResendToGroupChange`, `SendAgainChange`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
-from mqadmin.operations.lag_retention import offset_at_phys
-from mqadmin.operations.lag_sample import Errors, list_groups
+from mqadmin.operations.lag.retention import offset_at_phys
+from mqadmin.operations.lag.sample import Errors, list_groups
 from mqadmin.operations.targets import DLQ_PREFIX, dlq_topic
 
 CONCURRENCY = 16

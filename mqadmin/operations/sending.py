@@ -3,7 +3,9 @@
 How this works: sendMessage, checkMsgSendRT, queryMsgById's resend and the dead-letter
 commands all send through `engine.client`'s producer, which refreshes routes, picks queues
 and retries on another broker as Java's does (`retries` extra attempts; the dead-letter
-resend asks for none, because its ledger retries after checking the target instead).
+resend asks for none, because its ledger retries after checking the target instead).  A
+change that sends proves it with `stored_as_sent`: the message read back where the answer
+says it was stored.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from engine.client.admin import MQAdmin
+from engine.client.broker_admin import split_offset_msg_id
 from engine.client.client_config import ClientConfig
-from engine.client.errors import TopicNotExistError
+from engine.client.errors import ClientError, TopicNotExistError
 from engine.client.producer import Producer, ProducerOptions
+from engine.client.results import SendResult
 from engine.protocol.perm import is_writeable
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.targets import unwritable
@@ -84,3 +88,14 @@ def send_row(sent: Any) -> dict[str, Any]:
     return {"brokerName": sent.message_queue.broker_name, "queueId": sent.message_queue.queue_id,
             "sendResult": sent.status.name, "msgId": sent.msg_id,
             "offsetMsgId": sent.offset_msg_id, "queueOffset": sent.queue_offset}
+
+
+async def stored_as_sent(admin: MQAdmin, sent: SendResult, topic: str) -> bool:
+    """Whether the message `sent` is stored in `topic` where the answer says (read back at
+    its offset message id, under its message id)."""
+    try:
+        addr, offset = split_offset_msg_id(sent.offset_msg_id)
+        record = await admin.broker.view_message_at(addr, offset)
+    except (ValueError, ClientError):
+        return False
+    return record.topic == topic and record.msg_id == sent.msg_id

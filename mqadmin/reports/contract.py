@@ -1,10 +1,10 @@
-"""The lag contract: the history's columns and the verdicts (names, severity order, rules).
+"""The lag contract: the verdicts (names, severity order, rules) and where the history is.
 
-How this works: the lag monitor writes the history with these columns and judges queues
-with `judge`; the report job reads the same columns and recomputes the same rules with
-window functions (episodes.py); the dashboard shows the same names.  This module imports
-only the standard library (pyarrow only inside `arrow_schema`), so the report job ships it
-in its bundle and the monitor imports it from here.  tests/reports/test_rules.py runs one
+How this works: the lag monitor writes the history with the columns of the lag sample's
+schema (schema.py) and judges queues with `judge`; the report job reads the same columns
+and recomputes the same rules with window functions (episodes.py); the dashboard shows the
+same names.  This module imports only the standard library, so the report job ships it in
+its bundle and the monitor imports it from here.  tests/reports/test_rules.py runs one
 table of rule cases against both implementations.
 
 The rules, judged on a queue's last N samples (its window) in this order:
@@ -41,62 +41,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 #: The history's folder under the monitor's data directory.
 DIR_NAME = "lag-history"
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One column of a lag-history file: its name, Spark type name, and whether it may be
-    null (gap rows leave the measured values null)."""
-
-    name: str
-    kind: str  # Spark's type name; `arrow_schema` maps it to the Arrow type
-    nullable: bool = False
-
-
-#: The columns in file order (the ``date`` partition is the folder, ``date=YYYY-MM-DD``).
-#: A gap row (a group x broker that could not be sampled) has ``ok = false``, queue -1, an
-#: empty topic and nulls in the measured columns.
-COLUMNS = (
-    Column("ts", "timestamp"),  # the cycle's sample time, UTC, milliseconds
-    Column("cluster", "string"),
-    Column("group", "string"),
-    Column("topic", "string"),
-    Column("broker", "string"),
-    Column("queue_id", "int"),
-    Column("broker_offset", "bigint", True),
-    Column("consumer_offset", "bigint", True),
-    Column("lag", "bigint", True),
-    Column("lag_ms", "bigint", True),
-    Column("produce_rate", "double", True),
-    Column("consume_rate", "double", True),
-    Column("interval_ms", "int"),
-    Column("ok", "boolean"),
-    Column("retention_risk", "boolean"),
-    Column("risk_messages", "bigint"),
-    Column("in_flight", "bigint", True),  # POP: taken, not acked yet (absent: 0)
-)
-#: Columns a file written before them may lack: a reader fills them with these values.
-DEFAULTS = {"in_flight": 0}
-NAMES = tuple(c.name for c in COLUMNS)
-
-
-def arrow_schema() -> Any:
-    """The pyarrow schema of one lag-history file (pyarrow is imported here, on use)."""
-    import pyarrow as pa
-
-    types = {"timestamp": pa.timestamp("ms", tz="UTC"), "string": pa.string(),
-             "int": pa.int32(), "bigint": pa.int64(), "double": pa.float64(),
-             "boolean": pa.bool_()}
-    return pa.schema([pa.field(c.name, types[c.kind], nullable=c.nullable) for c in COLUMNS])
-
-
-def spark_ddl() -> str:
-    """The columns plus the ``date`` partition as a Spark DDL string."""
-    return ", ".join([f"`{c.name}` {c.kind}" for c in COLUMNS] + ["`date` string"])
 
 
 class Status(StrEnum):

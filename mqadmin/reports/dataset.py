@@ -7,7 +7,7 @@ so Spark lists and opens only the period's directories (the physical plan shows 
 ``PartitionFilters``), then on ``ts``.  A cycle of a group (or of a topic) is the sum of
 its queues' lag in messages and the maximum of their lag in time; rows with ``ok = false``
 are gaps, kept apart, and never count as samples nor as breaches.  Files written before a
-column of the contract existed read it as the contract's default (``in_flight``: 0).
+column of the schema existed read it as its default (schema.py: ``in_flight`` 0).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import contract
+from . import schema as sample_schema
 from .period import Period
 
-#: The columns a reader relies on: the lag contract's, in its order.
-COLUMNS = contract.NAMES
+#: The columns a reader relies on: the lag sample schema's history columns, in their order.
+COLUMNS = sample_schema.NAMES
 QUEUE_KEY = ("cluster", "group", "topic", "broker", "queue_id")
 
 
@@ -28,9 +28,9 @@ class DatasetError(ValueError):
 
 
 def schema() -> str:
-    """The contract's columns plus the ``date`` partition, as a Spark DDL string: given
+    """The history's columns plus the ``date`` partition, as a Spark DDL string: given
     explicitly, so Spark opens no file outside the period to infer it."""
-    return contract.spark_ddl()
+    return sample_schema.spark_ddl()
 
 
 def read(spark: SparkSession, path: str, periods: list[Period]) -> DataFrame:
@@ -56,8 +56,8 @@ def read(spark: SparkSession, path: str, periods: list[Period]) -> DataFrame:
         in_time = cond if in_time is None else in_time | cond
     assert in_time is not None
     return df.filter(F.col("date").isin(dates)).filter(in_time).select(*(
-        F.coalesce(F.col(c), F.lit(contract.DEFAULTS[c])).alias(c)
-        if c in contract.DEFAULTS else F.col(c) for c in COLUMNS))
+        F.coalesce(F.col(c), F.lit(sample_schema.DEFAULTS[c])).alias(c)
+        if c in sample_schema.DEFAULTS else F.col(c) for c in COLUMNS))
 
 
 def in_period(df: DataFrame, period: Period) -> DataFrame:

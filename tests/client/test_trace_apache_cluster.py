@@ -29,9 +29,9 @@ from engine.client.push_consumer import PushConsumer
 from engine.client.results import ConsumeConcurrentlyStatus
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from engine.protocol.trace import TRACE_TOPIC
-from mqadmin.operations.message_id import find_by_id
-from mqadmin.operations.message_scan import print_msg
-from mqadmin.operations.trace import query_trace
+from mqadmin.operations.messages.ids import find_by_id
+from mqadmin.operations.messages.scan import print_msg
+from mqadmin.operations.messages.trace import query_trace
 from tests.ports import free_port
 
 HOME = os.environ.get("APACHE_RMQ_HOME", "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from mqadmin.operations.lag_alerts import Webhooks
+from mqadmin.operations.lag.alerts import Webhooks
 from tests.conftest import closed_port_addr
 from tests.lag.webhook_server import WebhookServer
 

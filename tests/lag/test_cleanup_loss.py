@@ -16,9 +16,9 @@ from engine.client.results import PullStatus
 from engine.protocol.body.message_queue import MessageQueue
 from mqadmin import history
 from mqadmin.exit_codes import ExitCode
-from mqadmin.operations.lag_model import Series
-from mqadmin.operations.lag_retention import RetentionForecaster, Risk
-from mqadmin.operations.lag_sample import Sampler
+from mqadmin.operations.lag.model import Series
+from mqadmin.operations.lag.retention import RetentionForecaster, Risk
+from mqadmin.operations.lag.sample import Sampler
 from tests.mqadmin.cli import invoke
 from tests.mqadmin.conftest import BackgroundCluster, start_cluster
 

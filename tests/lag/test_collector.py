@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 
 from engine.broker.controller import BrokerController
 from engine.namesrv.controller import NamesrvController
-from mqadmin.operations import lag_window as win
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_model import Cycle
-from mqadmin.reports.contract import arrow_schema
+from mqadmin.operations.lag import window as win
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.model import Cycle
+from mqadmin.reports.schema import arrow_schema
 from tests.broker.conftest import broker_configs
 from tests.conftest import namesrv_config
 from tests.lag.conftest import Lab

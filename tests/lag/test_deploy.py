@@ -17,8 +17,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_metrics import MetricsServer
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.metrics import MetricsServer
 from tests.lag.conftest import Lab
 
 Served = dict[str, str]  # metric name as queries name it -> its family's type

@@ -12,8 +12,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_metrics import EXPORTER, FAMILIES, OURS, MetricsServer
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.metrics import EXPORTER, FAMILIES, OURS, MetricsServer
 from tests.lag.conftest import Lab
 
 Scrape = dict[str, list[Sample]]

@@ -22,13 +22,13 @@ from engine.client.pop_calls import AckStatus
 from engine.client.pop_consumer import PopConsumer
 from engine.protocol.body.heartbeat import ConsumeFromWhere
 from mqadmin.commands import lag_watch
-from mqadmin.operations import lag_status as st
-from mqadmin.operations import lag_window as win
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_metrics import MetricsServer
-from mqadmin.operations.lag_model import QueueSample, Series
-from mqadmin.operations.lag_sample import Sampler
-from mqadmin.operations.lag_verdict import queue_verdict
+from mqadmin.operations.lag import status as st
+from mqadmin.operations.lag import window as win
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.metrics import MetricsServer
+from mqadmin.operations.lag.model import QueueSample, Series
+from mqadmin.operations.lag.sample import Sampler
+from mqadmin.operations.lag.verdict import queue_verdict
 from mqadmin.reports.contract import Rule, Status
 from tests.lag.conftest import Lab
 from tests.lag.test_metrics import one, scrape

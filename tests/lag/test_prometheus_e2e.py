@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.lag_metrics import MetricsServer
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.lag.metrics import MetricsServer
 from tests.lag.conftest import Lab
 from tests.lag.test_deploy import RULES, check_served, scrape_text, served
 from tests.prometheus import PrometheusLauncher, Result

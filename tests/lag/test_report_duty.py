@@ -8,8 +8,8 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from mqadmin.operations.lag_collector import CollectorConfig, LagCollector
-from mqadmin.operations.report_schedule import ReportDuty
+from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
+from mqadmin.operations.report.schedule import ReportDuty
 from tests.lag.conftest import Lab
 from tests.lag.webhook_server import WebhookServer
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mqadmin.operations.lag_model import QueueSample, Series
-from mqadmin.operations.lag_verdict import (
+from mqadmin.operations.lag.model import QueueSample, Series
+from mqadmin.operations.lag.verdict import (
     COMMIT_INTERVAL_MS,
     GroupStatus,
     Status,

@@ -20,9 +20,9 @@ from engine.client.push_consumer import PushConsumer
 from engine.client.results import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
 from mqadmin.operations import mutation as mut
 from mqadmin.operations.group import reset_offset
-from mqadmin.operations.lag_model import QueueKey, QueueSample, Series
-from mqadmin.operations.lag_sample import Sampler
-from mqadmin.operations.lag_verdict import GroupStatus, Status, group_verdict, queue_verdict
+from mqadmin.operations.lag.model import QueueKey, QueueSample, Series
+from mqadmin.operations.lag.sample import Sampler
+from mqadmin.operations.lag.verdict import GroupStatus, Status, group_verdict, queue_verdict
 from tests.lag.conftest import Lab
 
 OK = ConsumeConcurrentlyStatus.CONSUME_SUCCESS

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from mqadmin.operations import lag_window as win
-from mqadmin.operations.lag_model import Cycle, Gap, QueueSample
+from mqadmin.operations.lag import window as win
+from mqadmin.operations.lag.model import Cycle, Gap, QueueSample
 
 
 def cycle(ts: int, lag: int) -> Cycle:
@@ -32,7 +32,7 @@ def test_window_round_trip_and_prune() -> None:
 
 
 def test_status_judges_with_the_collectors_allowed_lag() -> None:
-    from mqadmin.operations.lag_status import report_from_window
+    from mqadmin.operations.lag.status import report_from_window
 
     db = win.open_db()
     for i in range(3):

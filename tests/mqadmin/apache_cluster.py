@@ -63,7 +63,7 @@ def _first_message(ns: str) -> None:
     SYSTEM_ERROR (NoSuchElementException from StoreStatsService's empty sample list)."""
     made = invoke("updateTopic", "-c", CLUSTER, "-t", "Check", "-n", ns, "--yes")
     assert made.exit_code == 0, made.stderr
-    sent = invoke("sendMessage", "-t", "Check", "-p", "first", "-n", ns)
+    sent = invoke("sendMessage", "-t", "Check", "-p", "first", "-n", ns, "--yes")
     assert sent.exit_code == 0, sent.stderr
 
 

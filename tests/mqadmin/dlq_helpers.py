@@ -23,7 +23,7 @@ from engine.client.client_api import ClientAPI
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.perm import PERM_RW
-from mqadmin.operations.dlq_model import LINK_PROPERTY
+from mqadmin.operations.dlq.model import LINK_PROPERTY
 from tests.mqadmin.conftest import BackgroundCluster
 
 TAGS = ("TagA", "TagB")

@@ -7,7 +7,7 @@ import asyncio
 
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import ExitCode
-from mqadmin.operations import ha_legacy
+from mqadmin.operations.ha import legacy as ha_legacy
 from mqadmin.tui.data.access import ACL_V1_ONLY, AccessView, read_access
 from mqadmin.tui.data.cluster import read_cluster
 from tests.mqadmin.apache_cluster import BROKER, ApacheCluster, apache, needs_apache

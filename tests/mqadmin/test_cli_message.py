@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from engine.client.admin import MQAdmin
 from mqadmin import history
 from mqadmin.exit_codes import ExitCode
+from mqadmin.operations.sending import stored_as_sent
 
 from .cli import invoke, json_rows, rows_of
 from .conftest import BackgroundCluster
@@ -20,19 +24,54 @@ def orders(cluster: BackgroundCluster) -> None:
 
 def test_send_message_then_find_it_by_unique_key(cluster: BackgroundCluster) -> None:
     cluster.create_topic("Orders", queues=2)
-    result = invoke("sendMessage", "-t", "Orders", "-p", "héllo", "-k", "k1", "-c", "TagZ",
-                    "-b", "broker-a", "-i", "1", "-n", cluster.ns, "-o", "json")
+    args = ("-t", "Orders", "-p", "héllo", "-k", "k1", "-c", "TagZ", "-b", "broker-a", "-i",
+            "1", "-n", cluster.ns, "-o", "json")
+    [plan] = json_rows("sendMessage", *args, "--dry-run")
+    assert plan == {"topic": "Orders", "brokerName": "broker-a", "queueId": 1, "tags": "TagZ",
+                    "keys": "k1", "bodyBytes": 6}
+    unasked = invoke("sendMessage", *args)  # no terminal to ask on, no --yes
+    assert unasked.exit_code == ExitCode.USAGE and "--yes" in unasked.stderr
+    assert history.records() == []  # nothing sent, nothing recorded
+    result = invoke("sendMessage", *args, "--yes")
     assert result.exit_code == 0, result.stderr
     [sent] = rows_of(result)
-    assert (sent["brokerName"], sent["queueId"], sent["sendResult"], sent["queueOffset"]) == (
-        "broker-a", 1, "SEND_OK", 0)
+    assert (sent["brokerName"], sent["queueId"], sent["sendResult"], sent["queueOffset"],
+            sent["verified"]) == ("broker-a", 1, "SEND_OK", 0, True)
     [found] = json_rows("queryMsgByUniqueKey", "-i", sent["msgId"], "-t", "Orders",
                         "-n", cluster.ns)
     assert (found["body"], found["tags"], found["keys"], found["queueId"]) == (
         "héllo", "TagZ", "k1", 1)
     assert found["offsetMsgId"] == sent["offsetMsgId"]
     assert found["properties"]["UNIQ_KEY"] == sent["msgId"]
-    assert history.records()[0]["command"] == "sendMessage"
+    [record] = history.records(detail=True)
+    assert (record["command"], record["outcome"], record["target"]) == (
+        "sendMessage", "applied", "Orders")
+    assert record["plan"] == [plan] and record["result"] == [sent]
+
+
+def test_a_send_is_verified_only_when_read_back_where_it_was_stored(
+        cluster: BackgroundCluster) -> None:
+    cluster.create_topic("Orders", queues=1)
+    sent = cluster.send("Orders", b"x")
+    other = cluster.send("Orders", b"y")
+
+    async def check(admin: MQAdmin) -> list[bool]:
+        return [await stored_as_sent(admin, sent, "Orders"),
+                await stored_as_sent(admin, sent, "Elsewhere"),  # not in that topic
+                await stored_as_sent(admin, dataclasses.replace(  # another message there
+                    sent, offset_msg_id=other.offset_msg_id), "Orders"),
+                await stored_as_sent(admin, dataclasses.replace(  # not an offset id
+                    sent, offset_msg_id="nowhere"), "Orders")]
+    assert cluster.admin_call(check) == [True, False, False, False]
+
+
+def test_send_message_to_a_queue_the_topic_lacks_is_refused_at_the_plan(
+        cluster: BackgroundCluster) -> None:
+    cluster.create_topic("Orders", queues=2)
+    result = invoke("sendMessage", "-t", "Orders", "-p", "x", "-b", "broker-a", "-i", "7",
+                    "--yes", "-n", cluster.ns)
+    assert result.exit_code == ExitCode.NOT_FOUND and "topicRoute" in result.stderr
+    assert history.records() == []
 
 
 def test_send_message_refusals(cluster: BackgroundCluster) -> None:
@@ -75,12 +114,24 @@ def test_query_msg_by_id_not_found_or_ambiguous(cluster: BackgroundCluster) -> N
 def test_query_msg_by_id_resends_and_consumes_again(cluster: BackgroundCluster) -> None:
     orders(cluster)
     [first] = json_rows("queryMsgByKey", "-t", "Orders", "-k", "order-1", "-n", cluster.ns)
-    resent = invoke("queryMsgById", "-i", first["msgId"], "-t", "Orders", "-s", "true",
-                    "-n", cluster.ns, "-o", "json")
+    again = ("queryMsgById", "-i", first["msgId"], "-t", "Orders", "-s", "true",
+             "-n", cluster.ns, "-o", "json")
+    [plan] = json_rows(*again, "--dry-run")
+    assert (plan["msgId"], plan["topic"], plan["tags"], plan["keys"]) == (
+        first["msgId"], "Orders", "TagB", "order-1")
+    unasked = invoke(*again)
+    assert unasked.exit_code == ExitCode.USAGE and "--yes" in unasked.stderr
+    assert len(json_rows("queryMsgByKey", "-t", "Orders", "-k", "order-1",
+                         "-n", cluster.ns)) == 1  # nothing sent
+    resent = invoke(*again, "--yes")
     assert resent.exit_code == 0, resent.stderr
-    assert rows_of(resent)[0]["msgId"] != first["msgId"]
+    [copy] = rows_of(resent)
+    assert copy["msgId"] != first["msgId"] and copy["verified"] is True
     copies = json_rows("queryMsgByKey", "-t", "Orders", "-k", "order-1", "-n", cluster.ns)
     assert len(copies) == 2 and {c["tags"] for c in copies} == {"TagB"}
+    [record] = history.records(detail=True)
+    assert (record["command"], record["outcome"], record["plan"], record["result"]) == (
+        "queryMsgById", "applied", [plan], [copy])
     cluster.consumer_online("Readers", ("Orders",), client_id="127.0.0.1@direct")
     direct = invoke("queryMsgById", "-i", first["msgId"], "-t", "Orders", "-g", "Readers",
                     "-d", "127.0.0.1@direct", "-n", cluster.ns, "-o", "json")

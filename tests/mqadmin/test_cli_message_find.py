@@ -11,7 +11,7 @@ from engine.client.ids import UniqIdGenerator
 from engine.client.results import SendResult
 from engine.protocol.message import create_offset_msg_id
 from mqadmin.exit_codes import ExitCode
-from mqadmin.operations.message_id import decode_unique_key
+from mqadmin.operations.messages.ids import decode_unique_key
 
 from .cli import invoke, json_rows, rows_of
 from .conftest import BackgroundCluster

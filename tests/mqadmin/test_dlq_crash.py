@@ -13,8 +13,8 @@ from collections import Counter
 
 from engine.client.admin import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
-from mqadmin.operations.dlq_ledger import SENT, Ledger
-from mqadmin.operations.dlq_model import LINK_PROPERTY
+from mqadmin.operations.dlq.ledger import SENT, Ledger
+from mqadmin.operations.dlq.model import LINK_PROPERTY
 from tests.mqadmin.conftest import BackgroundCluster
 from tests.mqadmin.dlq_helpers import setup_group, stuff
 

@@ -12,8 +12,9 @@ from engine.client.admin import MQAdmin
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import PERM_READ, PERM_RW, PERM_WRITE
+from mqadmin import history
 from mqadmin.exit_codes import ExitCode
-from mqadmin.operations.dlq_model import BATCH_PROPERTY, LINK_PROPERTY
+from mqadmin.operations.dlq.model import BATCH_PROPERTY, LINK_PROPERTY
 from tests.mqadmin.cli import invoke, json_rows, rows_of
 from tests.mqadmin.conftest import BackgroundCluster
 from tests.mqadmin.dlq_helpers import bury, consume, setup_group, stop
@@ -103,9 +104,23 @@ def test_export_import_round_trip(cluster: BackgroundCluster, tmp_path: Path) ->
     assert len(lines) == 3
     assert base64.b64decode(lines[2]["body"]) == bytes(range(256)) and "bodyText" not in lines[2]
     assert lines[0]["bodyText"] == '{"order": 0, "reason": "bad-price"}'
-    imported = rows_of(invoke("dlq", "import", "-n", cluster.ns, "-f", str(file),
-                              "--to-topic", "Replay", "--yes", "-o", "json"))
-    assert imported == [{"topic": "Replay", "total": 3, "sent": 3, "failed": 0}]
+    to_replay = ("dlq", "import", "-n", cluster.ns, "-f", str(file), "--to-topic", "Replay",
+                 "-o", "json")
+    assert json_rows(*to_replay, "--dry-run") == [
+        {"file": str(file), "topic": "Replay", "messages": 3,
+         "bodyBytes": sum(len(base64.b64decode(line["body"])) for line in lines)}]
+    unasked = invoke(*to_replay)  # no terminal to ask on, no --yes: nothing sent
+    assert unasked.exit_code == ExitCode.USAGE and "--yes" in unasked.stderr
+    assert json_rows("printMsg", "-n", cluster.ns, "-t", "Replay") == []
+    nowhere = invoke("dlq", "import", "-n", cluster.ns, "-f", str(file), "--to-topic",
+                     "NoSuchTopic", "--yes")
+    assert nowhere.exit_code == ExitCode.NOT_FOUND and "updateTopic" in nowhere.stderr
+    assert history.records(command="dlq import") == []  # refused at the plan: no record
+    imported = rows_of(invoke(*to_replay, "--yes"))
+    assert imported == [{"topic": "Replay", "total": 3, "sent": 3, "failed": 0, "verified": 3}]
+    [record] = history.records(command="dlq import", detail=True)
+    assert (record["outcome"], record["target"], record["result"]) == (
+        "applied", "Replay", imported)
     replayed = json_rows("printMsg", "-n", cluster.ns, "-t", "Replay")
     assert [r["keys"] for r in replayed] == ["order-0", "order-1", "order-2"]
 
@@ -129,6 +144,25 @@ def test_export_import_round_trip(cluster: BackgroundCluster, tmp_path: Path) ->
     bad = invoke("dlq", "import", "-n", cluster.ns, "-f", str(tmp_path / "bad.jsonl"),
                  "--to-topic", "Replay", "--yes")
     assert bad.exit_code == 2 and "line 4" in bad.stderr
+
+
+def test_an_import_with_a_message_the_producer_refuses_is_partial_and_audited(
+        cluster: BackgroundCluster, tmp_path: Path) -> None:
+    cluster.create_topic("Replay", queues=1)
+    file = tmp_path / "dead.jsonl"
+    lines = [{"body": base64.b64encode(body).decode("ascii"), "keys": [key]}
+             for key, body in (("small", b"ok"), ("huge", b"x" * (4 * 1024 * 1024 + 1)))]
+    file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = invoke("dlq", "import", "-n", cluster.ns, "-f", str(file), "--to-topic",
+                    "Replay", "--yes", "-o", "json")
+    assert result.exit_code == ExitCode.PARTIAL, result.stderr
+    assert rows_of(result) == [{"topic": "Replay", "total": 2, "sent": 1, "failed": 1,
+                                "verified": 1}]
+    assert "not sent or not read back" in result.stderr and "line" in result.stderr
+    [record] = history.records(command="dlq import", detail=True)
+    assert (record["outcome"], record["exitCode"]) == ("partial", ExitCode.PARTIAL)
+    assert [r["keys"] for r in json_rows("printMsg", "-n", cluster.ns, "-t", "Replay")] == [
+        "small"]
 
 
 def test_resend_by_ids_file(cluster: BackgroundCluster, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from mqadmin.operations.consumer import (
     allocate_averagely,
     progress_rows,
 )
-from mqadmin.operations.dlq_ledger import ledger_of
+from mqadmin.operations.dlq.ledger import ledger_of
 from mqadmin.operations.store import CommitLog, Segment, human
 from mqadmin.operations.targets import consumer_groups
 from mqadmin.operations.times import format_time, parse_timestamp

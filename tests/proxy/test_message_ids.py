@@ -8,7 +8,7 @@ import pytest
 from engine.client.admin import MQAdmin
 from engine.namesrv.controller import NamesrvController
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations.message_id import NotAMessageId, describe_v5_id, find_by_id, is_v5_id
+from mqadmin.operations.messages.ids import NotAMessageId, describe_v5_id, find_by_id, is_v5_id
 from tests.conftest import addr_of
 from tests.proxy.conftest import Stack, in_thread, stored
 from tests.proxy.official import ClientConfiguration, Credentials, Message, Producer

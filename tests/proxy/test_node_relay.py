@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from engine.namesrv.controller import NamesrvController
 from mqadmin.operations import consumer as ops
-from mqadmin.operations.message_redeliver import consume_directly
+from mqadmin.operations.messages.redeliver import consume_directly
 from tests.proxy.conftest import Stack
 from tests.proxy.nodejs import NodeClient
 from tests.proxy.test_relay import GROUP, TOPIC, operator, stored_message

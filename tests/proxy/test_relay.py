@@ -22,8 +22,8 @@ from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from mqadmin.operations import consumer as ops
-from mqadmin.operations.message_id import StoredMessage, find_by_id
-from mqadmin.operations.message_redeliver import consume_directly
+from mqadmin.operations.messages.ids import StoredMessage, find_by_id
+from mqadmin.operations.messages.redeliver import consume_directly
 from tests.conftest import addr_of
 from tests.proxy.conftest import TEST_PROXY, Stack, in_thread, running_stack, stored
 from tests.proxy.official import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer

@@ -1,5 +1,5 @@
 """Small lag histories for the report tests: rows as dicts, written in the monitor's
-Parquet layout (date partitions, the contract's Arrow types)."""
+Parquet layout (date partitions, the lag sample schema's Arrow types)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mqadmin.reports.contract import arrow_schema
+from mqadmin.reports.schema import arrow_schema
 
 Row = dict[str, Any]
 DAY = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)

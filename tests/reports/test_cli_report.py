@@ -88,7 +88,7 @@ def test_schedule_prints_crontab_and_systemd_units(report_home: Path, tmp_path: 
 def test_cron_next_times(expr: str) -> None:
     import datetime as dt
 
-    from mqadmin.operations.report_schedule import next_times
+    from mqadmin.operations.report.schedule import next_times
 
     after = dt.datetime(2026, 11, 24, 5, 59, tzinfo=dt.UTC)
     first, second = next_times(expr, after, 2)

@@ -1,5 +1,5 @@
-"""The job reads exactly what the lag monitor writes: one schema (the lag contract's), and a
-file from the monitor's own writer (HistoryWriter) read through the job's reader."""
+"""The job reads exactly what the lag monitor writes: one schema (the lag sample schema's), and
+a file from the monitor's own writer (HistoryWriter) read through the job's reader."""
 
 from __future__ import annotations
 
@@ -8,25 +8,25 @@ from typing import Any
 
 import pytest
 
-from mqadmin.operations.lag_history import HistoryWriter
-from mqadmin.operations.lag_model import Cycle, Gap, QueueSample
-from mqadmin.reports import contract, dataset, period
+from mqadmin.operations.lag.history import HistoryWriter
+from mqadmin.operations.lag.model import Cycle, Gap, QueueSample
+from mqadmin.reports import dataset, period, schema
 from tests.reports import lagdata
 
 pytestmark = pytest.mark.timeout(900)
 
 
-def test_writer_and_reader_use_the_contract(tmp_path: Path) -> None:
+def test_writer_and_reader_use_the_schema(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
-    assert dataset.COLUMNS == contract.NAMES
+    assert dataset.COLUMNS == schema.NAMES
     assert dataset.schema().startswith("`ts` timestamp, `cluster` string")
     writer = HistoryWriter(tmp_path, started_ms=lagdata.ms(lagdata.DAY))
     ts = lagdata.ms(lagdata.DAY)
     sample = QueueSample(ts, "g", "T", "broker-a", 0, 5, 4, 1, 100, None, None, ts)
     assert writer.add(Cycle(ts, "dev", 10_000, (sample,))) != []
     [written] = writer.files
-    assert pq.read_schema(written).equals(contract.arrow_schema())
+    assert pq.read_schema(written).equals(schema.arrow_schema())
 
 
 def test_the_first_cycle_is_written_at_once_then_every_flush_cycles(tmp_path: Path) -> None:

@@ -15,11 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from mqadmin.app import app
-from mqadmin.operations.lag_history import HistoryWriter
-from mqadmin.operations.lag_model import Cycle, QueueSample
+from mqadmin.operations.lag.history import HistoryWriter
+from mqadmin.operations.lag.model import Cycle, QueueSample
 from mqadmin.reports import dataset
-from mqadmin.reports.contract import arrow_schema
 from mqadmin.reports.period import Period
+from mqadmin.reports.schema import arrow_schema
 from tests.reports import lagdata
 
 pytestmark = pytest.mark.timeout(900)

@@ -1,5 +1,5 @@
 """One table of rule cases (a group's queues over time -> the verdict and the rule that gave
-it), run against the monitor's verdicts (Python, lag_verdict) and the report's (Spark window
+it), run against the monitor's verdicts (Python, lag/verdict.py) and the report's (Spark window
 functions, episodes): both implement the lag contract's rules (mqadmin/reports/contract.py).
 
 A case's queues are sampled once a minute, every queue every cycle; a commit is a cycle in
@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from mqadmin.operations.lag_model import QueueSample, Series
-from mqadmin.operations.lag_verdict import group_verdict, queue_verdict
+from mqadmin.operations.lag.model import QueueSample, Series
+from mqadmin.operations.lag.verdict import group_verdict, queue_verdict
 from mqadmin.reports.contract import SEVERITY, Rule, Status
 
 #: Spark is slow to start on a busy machine: the session fixture counts here.

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mqadmin.operations import report_schedule as sched
+from mqadmin.operations.report import schedule as sched
 
 T0 = dt.datetime(2026, 11, 24, 5, 59, tzinfo=dt.UTC)
 

@@ -33,7 +33,8 @@ def test_the_job_imports_nothing_of_engine_or_the_cli() -> None:
 def test_the_bundle_imports_from_its_zip_alone(tmp_path: Path) -> None:
     archive, entry = bundle.bundle(tmp_path)
     names = set(zipfile.ZipFile(archive).namelist())
-    assert {"mqadmin/__init__.py", "mqadmin/reports/job.py", "mqadmin/reports/submit.py"} <= names
+    assert {"mqadmin/__init__.py", "mqadmin/reports/job.py", "mqadmin/reports/submit.py",
+            "mqadmin/reports/schema.py"} <= names
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import mqadmin.reports.job as j; "
             "assert j.__file__.startswith(sys.argv[1]), j.__file__; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "

@@ -10,7 +10,7 @@ from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import RequestCodeNotSupportedError
-from mqadmin.operations import acl
+from mqadmin.operations.acl import v2 as acl
 
 Row = dict[str, Any]
 #: Why a broker without ACL 2.0's requests has no users and rules to show.

@@ -12,10 +12,10 @@ The change dialog is the runner's front-end.
 from __future__ import annotations
 
 from mqadmin.operations.change import MutationChange
-from mqadmin.operations.dlq_discard import DiscardChange
-from mqadmin.operations.dlq_resend import ResendChange
-from mqadmin.operations.ha import SwitchChange
-from mqadmin.operations.message_redeliver import ConsumeDirectlyChange, ResendToGroupChange
+from mqadmin.operations.dlq.discard import DiscardChange
+from mqadmin.operations.dlq.resend import ResendChange
+from mqadmin.operations.ha.replication import SwitchChange
+from mqadmin.operations.messages.redeliver import ConsumeDirectlyChange, ResendToGroupChange
 
 __all__ = ["ConsumeDirectlyChange", "DiscardChange", "MutationChange", "ResendChange",
            "ResendToGroupChange", "SwitchChange"]

@@ -11,7 +11,7 @@ from typing import Any
 from engine.client.admin import MQAdmin
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.operations import cluster as cluster_ops
-from mqadmin.operations import ha
+from mqadmin.operations.ha import replication as ha
 
 Row = dict[str, Any]
 

@@ -15,9 +15,12 @@ from typing import Any
 from engine.client.admin import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError
-from mqadmin.operations import dlq_list, dlq_show, dlq_status, dlq_transfer
-from mqadmin.operations.dlq_ledger import ledger_of
-from mqadmin.operations.dlq_model import Filters
+from mqadmin.operations.dlq import list as dlq_list
+from mqadmin.operations.dlq import show as dlq_show
+from mqadmin.operations.dlq import status as dlq_status
+from mqadmin.operations.dlq import transfer as dlq_transfer
+from mqadmin.operations.dlq.ledger import ledger_of
+from mqadmin.operations.dlq.model import Filters
 
 Row = dict[str, Any]
 #: Dead letters read for the group screen (the newest are at the end of each queue).

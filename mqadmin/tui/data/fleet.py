@@ -23,7 +23,7 @@ from engine.client.admin import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import message_for
 from mqadmin.operations import cluster as cluster_ops
-from mqadmin.operations.dlq_ledger import ledger_of
+from mqadmin.operations.dlq.ledger import ledger_of
 from mqadmin.tui.backend import TIMEOUT
 from mqadmin.tui.data.health import ExtraHealth, Health, read_extra, read_health
 from mqadmin.tui.data.lag import collector_report

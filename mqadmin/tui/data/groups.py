@@ -16,8 +16,8 @@ from engine.protocol.body.admin import ConsumerConnection
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.config import Endpoint
 from mqadmin.operations import consumer as consumer_ops
-from mqadmin.operations import lag_status as st
-from mqadmin.operations.lag_sample import now_ms
+from mqadmin.operations.lag import status as st
+from mqadmin.operations.lag.sample import now_ms
 from mqadmin.operations.times import format_time
 from mqadmin.tui.data.consume import masters, read_lags
 from mqadmin.tui.data.lag import lag_report

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from engine.client.admin import MQAdmin
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.config import Endpoint
-from mqadmin.operations import dlq_list, ha
-from mqadmin.operations.dlq_ledger import ledger_of
+from mqadmin.operations.dlq import list as dlq_list
+from mqadmin.operations.dlq.ledger import ledger_of
+from mqadmin.operations.ha import replication as ha
 from mqadmin.tui.data.lag import collector_report
 
 

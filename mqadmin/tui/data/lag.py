@@ -7,8 +7,8 @@ import asyncio
 
 from engine.client.admin import MQAdmin
 from mqadmin.config import Endpoint
-from mqadmin.operations import lag_status as st
-from mqadmin.operations.lag_verdict import COMMIT_INTERVAL_MS
+from mqadmin.operations.lag import status as st
+from mqadmin.operations.lag.verdict import COMMIT_INTERVAL_MS
 
 #: Without a collector: samples taken, and seconds between them, on each refresh.
 SAMPLES = 2

@@ -2,8 +2,8 @@
 kind, saying which it was), one message's detail, the clients a message can be handed to,
 its trace as a timeline (timeline.py), its export.
 
-How this works: everything reads through the message operations (message.py, message_id.py,
-message_scan.py) and returns values; nothing here draws.  A topic page is newest first
+How this works: everything reads through the message operations (messages/query.py, ids.py,
+scan.py) and returns values; nothing here draws.  A topic page is newest first
 across every queue: each queue of the topic is read backwards from its end of the time range
 in small chunks, and the chunks are merged by store time (then commit-log offset: the order
 within a millisecond on one broker), so a page reads about what it shows (plus one chunk per
@@ -26,10 +26,10 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import CliError
-from mqadmin.operations import message as message_ops
-from mqadmin.operations.message import MessageDetail
-from mqadmin.operations.message_id import StoredMessage, find_by_id
-from mqadmin.operations.message_scan import queue_bounds, read_queue, readable_queues
+from mqadmin.operations.messages import query as message_ops
+from mqadmin.operations.messages.ids import StoredMessage, find_by_id
+from mqadmin.operations.messages.query import MessageDetail
+from mqadmin.operations.messages.scan import queue_bounds, read_queue, readable_queues
 from mqadmin.operations.times import format_time
 from mqadmin.tui.data.timeline import Timeline, read_timeline
 

@@ -1,12 +1,12 @@
 """The Replication screen's data: every master/slave link, as `haStatus` reads it
-(operations/ha.py), each keyed by its two ends."""
+(operations/ha/replication.py), each keyed by its two ends."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from engine.client.admin import MQAdmin
-from mqadmin.operations import ha
+from mqadmin.operations.ha import replication as ha
 
 Row = dict[str, Any]
 

@@ -17,7 +17,7 @@ from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
 from engine.protocol.message import MessageRecord
 from mqadmin.exit_codes import CliError, TargetNotFound, message_for
-from mqadmin.operations.trace import query_trace
+from mqadmin.operations.messages.trace import query_trace
 
 Row = dict[str, Any]
 #: What each trace record's type is called on the timeline.

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
-from mqadmin.operations import acl
+from mqadmin.operations.acl import v2 as acl
 from mqadmin.tui.data.access import AccessView, read_access
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.table import Col, RowTable, plain

@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import message_for
-from mqadmin.operations.dlq_model import Filters
+from mqadmin.operations.dlq.model import Filters
 from mqadmin.tui.data.changes import DiscardChange, ResendChange
 from mqadmin.tui.data.dlq import export_letters, read_letters
 from mqadmin.tui.screens.base import DashScreen

@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import message_for
-from mqadmin.operations.message_id import StoredMessage
+from mqadmin.operations.messages.ids import StoredMessage
 from mqadmin.operations.times import format_time
 from mqadmin.tui.data.changes import ConsumeDirectlyChange, ResendToGroupChange
 from mqadmin.tui.data.messages import (

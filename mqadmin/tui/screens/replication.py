@@ -1,5 +1,5 @@
 """Replication: every master/slave link (bytes, messages and seconds behind, epochs); the
-switchover wizard and failover with its loss estimate (operations/ha.py, as the CLI)."""
+switchover wizard and failover with its loss estimate (operations/ha/replication.py, as the CLI)."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from textual.pilot import Pilot
 
 from engine.protocol.message import MessageRecord, properties_to_string
 from mqadmin.config import Endpoint
-from mqadmin.operations.message import MessageDetail, Track
-from mqadmin.operations.message_id import StoredMessage
+from mqadmin.operations.messages.ids import StoredMessage
+from mqadmin.operations.messages.query import MessageDetail, Track
 from mqadmin.tui.app import Dashboard
 from mqadmin.tui.data.access import AccessView
 from mqadmin.tui.data.cluster import ClusterView

@@ -13,7 +13,7 @@ from typer.testing import Result
 
 from mqadmin import history
 from mqadmin.config import resolve
-from mqadmin.operations import acl
+from mqadmin.operations.acl import v2 as acl
 from mqadmin.operations.change import MutationChange
 from mqadmin.tui.app import Dashboard
 from mqadmin.tui.screens.access import AccessScreen

@@ -13,7 +13,7 @@ from textual.widgets import Input
 from engine.client.admin import MQAdmin
 from engine.client.results import SendResult
 from mqadmin import history
-from mqadmin.operations.message_id import find_by_id
+from mqadmin.operations.messages.ids import find_by_id
 from mqadmin.tui.screens.message import MessageScreen
 from mqadmin.tui.screens.messages import MessagesScreen
 from mqadmin.tui.screens.producers import ProducerForm, ProducersScreen

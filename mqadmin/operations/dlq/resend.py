@@ -41,7 +41,7 @@ from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, TargetNotFound, UsageProblem
 from mqadmin.history import who
 from mqadmin.operations import change
-from mqadmin.operations.dlq_ledger import (
+from mqadmin.operations.dlq.ledger import (
     FAILED,
     PENDING,
     SENDING,
@@ -52,8 +52,8 @@ from mqadmin.operations.dlq_ledger import (
     new_batch_id,
     now_iso,
 )
-from mqadmin.operations.dlq_model import BATCH_PROPERTY, LINK_PROPERTY, DeadLetter, Filters, Row
-from mqadmin.operations.dlq_read import read_all
+from mqadmin.operations.dlq.model import BATCH_PROPERTY, LINK_PROPERTY, DeadLetter, Filters, Row
+from mqadmin.operations.dlq.read import read_all
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.sending import producer
 from mqadmin.operations.targets import retry_topic, route_brokers

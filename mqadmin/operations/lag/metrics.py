@@ -26,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from engine.protocol.body.heartbeat import MessageModel
-from mqadmin.operations.lag_extras import MASTER_ID, Latest
+from mqadmin.operations.lag.extras import MASTER_ID, Latest
 from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
 from mqadmin.reports.contract import SEVERITY, Status
 

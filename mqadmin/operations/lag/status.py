@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from engine.client.admin import MQAdmin, select_addr
-from mqadmin.operations import lag_window as win
-from mqadmin.operations.lag_model import QueueKey, Series
-from mqadmin.operations.lag_retention import RetentionForecaster, Risk
-from mqadmin.operations.lag_sample import Errors, Sampler, now_ms
-from mqadmin.operations.lag_verdict import (
+from mqadmin.operations.lag import window as win
+from mqadmin.operations.lag.model import QueueKey, Series
+from mqadmin.operations.lag.retention import RetentionForecaster, Risk
+from mqadmin.operations.lag.sample import Errors, Sampler, now_ms
+from mqadmin.operations.lag.verdict import (
     DEFAULT_ALLOWED_LAG,
     DEFAULT_WINDOW,
     GroupVerdict,

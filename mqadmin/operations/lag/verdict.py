@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mqadmin.operations.lag_model import QueueKey, QueueSample, Series
+from mqadmin.operations.lag.model import QueueKey, QueueSample, Series
 from mqadmin.reports import contract
 from mqadmin.reports.contract import (
     GROUP_SEVERITY,

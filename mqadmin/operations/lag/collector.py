@@ -1,13 +1,13 @@
 """The lag collector: a Service that samples a cluster every interval and keeps the results.
 
-How this works: each cycle samples every group (lag_sample), forecasts retention risks for
-the lagging queues (lag_retention), stores the cycle in the admin database's window
-(lag_window) and in the Parquet history (lag_history), judges every group (lag_verdict)
+How this works: each cycle samples every group (sample), forecasts retention risks for
+the lagging queues (retention), stores the cycle in the admin database's window
+(window) and in the Parquet history (history), judges every group (verdict)
 and posts an event to the webhooks when a group's verdict changes or a retention risk
-appears (lag_alerts).  Then it starts its extra duties (`add_duty`: e.g. a scheduled
+appears (alerts).  Then it starts its extra duties (`add_duty`: e.g. a scheduled
 report), each in its own task so a slow one never delays sampling.  With /metrics served
-(`exporter`), each cycle is kept as `latest`, which the scrape reads (lag_metrics), and a
-duty reads the brokers, the groups' consumers and the dead letters (lag_extras) after each
+(`exporter`), each cycle is kept as `latest`, which the scrape reads (metrics), and a
+duty reads the brokers, the groups' consumers and the dead letters (extras) after each
 cycle: `latest` carries the last of those reads.  Cycles keep their
 cadence: the wait after a cycle is the interval minus the time it took.  Nothing that goes
 wrong in a cycle stops the loop: name servers or brokers that do not answer are gaps, and
@@ -31,15 +31,15 @@ from typing import Any
 from engine.client.admin import MQAdmin, select_addr
 from engine.common.service import Service
 from engine.protocol.signature import Credentials
-from mqadmin.operations import lag_window as win
-from mqadmin.operations.lag_alerts import Webhooks
-from mqadmin.operations.lag_extras import Extras, Latest, read_extras
-from mqadmin.operations.lag_history import HistoryWriter
-from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
-from mqadmin.operations.lag_retention import RetentionForecaster, Risk
-from mqadmin.operations.lag_sample import CONCURRENCY, Errors, Sampler, now_ms
-from mqadmin.operations.lag_status import LagReport, build_report
-from mqadmin.operations.lag_verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW, eta_text
+from mqadmin.operations.lag import window as win
+from mqadmin.operations.lag.alerts import Webhooks
+from mqadmin.operations.lag.extras import Extras, Latest, read_extras
+from mqadmin.operations.lag.history import HistoryWriter
+from mqadmin.operations.lag.model import Cycle, QueueKey, QueueSample, Series
+from mqadmin.operations.lag.retention import RetentionForecaster, Risk
+from mqadmin.operations.lag.sample import CONCURRENCY, Errors, Sampler, now_ms
+from mqadmin.operations.lag.status import LagReport, build_report
+from mqadmin.operations.lag.verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW, eta_text
 from mqadmin.reports.contract import DIR_NAME, GroupStatus
 
 log = logging.getLogger("mqadmin.lag")

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from engine.client.admin import MQAdmin, select_addr
 from engine.client.errors import ClientError, QueryNotFoundError
 from mqadmin.exit_codes import TargetNotFound
-from mqadmin.operations.dlq_ledger import DISCARDED, FAILED, PENDING, SENDING, SENT, Batch, Ledger
-from mqadmin.operations.dlq_model import BATCH_PROPERTY, Filters, Row
-from mqadmin.operations.dlq_read import read_all
+from mqadmin.operations.dlq.ledger import DISCARDED, FAILED, PENDING, SENDING, SENT, Batch, Ledger
+from mqadmin.operations.dlq.model import BATCH_PROPERTY, Filters, Row
+from mqadmin.operations.dlq.read import read_all
 from mqadmin.operations.times import format_time
 
 STATUS_COLUMNS = ("batch", "group", "action", "target", "at", "who", "total", "sent",

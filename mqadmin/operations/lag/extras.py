@@ -24,10 +24,10 @@ from engine.client.admin import MQAdmin
 from engine.client.errors import ConsumerNotOnlineError
 from engine.protocol.body.heartbeat import MessageModel
 from engine.protocol.body.route import ClusterInfo
-from mqadmin.operations.dlq_ledger import Ledger
-from mqadmin.operations.lag_model import Cycle
-from mqadmin.operations.lag_sample import Errors
-from mqadmin.operations.lag_status import LagReport
+from mqadmin.operations.dlq.ledger import Ledger
+from mqadmin.operations.lag.model import Cycle
+from mqadmin.operations.lag.sample import Errors
+from mqadmin.operations.lag.status import LagReport
 from mqadmin.operations.targets import DLQ_PREFIX
 
 T = TypeVar("T")

@@ -19,9 +19,9 @@ from engine.client.admin import MQAdmin, select_addr
 from engine.client.errors import ClientError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.perm import is_readable
-from mqadmin.operations.dlq_ledger import Ledger
-from mqadmin.operations.dlq_model import DeadLetter, Row, counts_by
-from mqadmin.operations.dlq_read import DlqQueue, read_chunk
+from mqadmin.operations.dlq.ledger import Ledger
+from mqadmin.operations.dlq.model import DeadLetter, Row, counts_by
+from mqadmin.operations.dlq.read import DlqQueue, read_chunk
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.targets import DLQ_PREFIX
 from mqadmin.operations.times import format_time

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqadmin import config, report_runs
+from mqadmin import report_runs
 from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
+from mqadmin.home import home as mqadmin_home
 from mqadmin.reports.contract import DIR_NAME
 
 SLO_FILE = "report-slo.toml"
@@ -41,7 +42,7 @@ def default_input() -> str:
     cluster of the current folder (its collector writes under the dev data dir)."""
     from mqadmin.dev.cluster import DEFAULT_DATA_DIR
 
-    home = config.home() / HISTORY_DIR
+    home = mqadmin_home() / HISTORY_DIR
     dev = Path(DEFAULT_DATA_DIR).resolve() / HISTORY_DIR
     return str(dev if not home.exists() and dev.exists() else home)
 
@@ -64,8 +65,8 @@ def run_lag_report(req: ReportRequest, progress: Callable[[str], None]) -> dict[
     try:
         span = period.resolve(req.period, date=req.date, start=req.start, end=req.end)
         slo_path = req.slo
-        if slo_path is None and (config.home() / SLO_FILE).exists():
-            slo_path = config.home() / SLO_FILE
+        if slo_path is None and (mqadmin_home() / SLO_FILE).exists():
+            slo_path = mqadmin_home() / SLO_FILE
         slos = slo.load(slo_path)
     except (period.PeriodError, slo.SloError) as exc:
         raise UsageProblem(f"{exc}.") from None

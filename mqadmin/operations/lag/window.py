@@ -8,6 +8,9 @@ cluster.  `read_window` gives the CLI and the dashboard each queue's last N samp
 verdict each group was last alerted with is kept in ``lag_state``, so a restarted
 collector does not alert twice; the latest retention forecasts in ``lag_risks``.  WAL
 mode and a busy timeout let the collector, the CLI and the dashboard share the file.
+The samples' columns, the rows written and the samples read back come from the lag sample
+schema (mqadmin/reports/schema.py, `WINDOW`); a window made by an earlier version gets the
+columns it lacks added, and its old rows read as the field's default.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mqadmin import history
-from mqadmin.operations.lag_model import Cycle, QueueKey, QueueSample, Series
-from mqadmin.operations.lag_retention import Risk
+from mqadmin.operations.lag.model import Cycle, QueueKey, QueueSample, Series
+from mqadmin.operations.lag.retention import Risk
+from mqadmin.reports.schema import CYCLE, SQLITE_TYPES, WINDOW
 
 if TYPE_CHECKING:
     from sqlite_utils import Database
@@ -32,12 +36,9 @@ RISKS = "lag_risks"
 #: Cycles kept per cluster (the default window is 10; sparklines show up to this many).
 KEEP_CYCLES = 60
 
-_SAMPLE_COLUMNS: dict[str, type] = {
-    "cluster": str, "ts": int, "consumer_group": str, "topic": str, "broker": str,
-    "queue_id": int, "broker_offset": int, "consumer_offset": int, "lag": int,
-    "lag_ms": int, "produce_rate": float, "consume_rate": float, "commit_ts": int,
-    "oldest_phys": int, "retention_risk": int, "risk_messages": int, "in_flight": int,
-}
+_SAMPLE_COLUMNS: dict[str, type] = {f.column: SQLITE_TYPES[f.kind] for f in WINDOW}
+#: The fields a `QueueSample` holds (the cluster is the cycle's).
+_SAMPLE_FIELDS = tuple(f for f in WINDOW if f.source != CYCLE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +72,11 @@ def open_db(path: Path | None = None) -> Database:
         db.table(SAMPLES).create(_SAMPLE_COLUMNS)
         db.table(SAMPLES).create_index(["cluster", "ts"])
         db.table(SAMPLES).create_index(["cluster", "consumer_group", "ts"])
-    elif "in_flight" not in db.table(SAMPLES).columns_dict:  # a window of an earlier version
-        db.table(SAMPLES).add_column("in_flight", int)
+    else:  # a window of an earlier version lacks the fields added since
+        have = db.table(SAMPLES).columns_dict
+        for column, kind in _SAMPLE_COLUMNS.items():
+            if column not in have:
+                db.table(SAMPLES).add_column(column, kind)
     if CYCLES not in names:
         db.table(CYCLES).create({"cluster": str, "ts": int, "interval_ms": int, "groups": int,
                                  "queues": int, "gaps": int, "duration_ms": float,
@@ -96,29 +100,29 @@ def open_db(path: Path | None = None) -> Database:
     return db
 
 
-def _sample_row(cluster: str, s: QueueSample) -> dict[str, Any]:
-    return {"cluster": cluster, "ts": s.ts, "consumer_group": s.group, "topic": s.topic,
-            "broker": s.broker, "queue_id": s.queue_id, "broker_offset": s.broker_offset,
-            "consumer_offset": s.consumer_offset, "lag": s.lag, "lag_ms": s.lag_ms,
-            "produce_rate": s.produce_rate, "consume_rate": s.consume_rate,
-            "commit_ts": s.commit_ts, "oldest_phys": s.oldest_phys,
-            "retention_risk": int(s.retention_risk), "risk_messages": s.risk_messages,
-            "in_flight": s.in_flight}
+def _sample_row(cycle: Cycle, s: QueueSample) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for f in WINDOW:
+        value = getattr(cycle if f.source == CYCLE else s, f.name)
+        row[f.column] = int(value) if f.kind == "boolean" else value
+    return row
 
 
 def _sample(row: Mapping[str, Any]) -> QueueSample:
-    return QueueSample(row["ts"], row["consumer_group"], row["topic"], row["broker"],
-                       row["queue_id"], row["broker_offset"], row["consumer_offset"],
-                       row["lag"], row["lag_ms"], row["produce_rate"], row["consume_rate"],
-                       row["commit_ts"], row["oldest_phys"], bool(row["retention_risk"]),
-                       row["risk_messages"] or 0, row["in_flight"] or 0)
+    values: dict[str, Any] = {}
+    for f in _SAMPLE_FIELDS:
+        value = row[f.column]
+        if value is None and f.default is not None:  # a row from before the field
+            value = f.default
+        values[f.name] = bool(value) if f.kind == "boolean" else value
+    return QueueSample(**values)
 
 
 def save_cycle(db: Database, cycle: Cycle, *, pid: int = 0, keep: int = KEEP_CYCLES,
                allowed_lag: int = 0) -> None:
     """Append one cycle and drop the cluster's cycles older than the newest `keep`."""
     with db.conn:
-        db.table(SAMPLES).insert_all((_sample_row(cycle.cluster, s) for s in cycle.samples),
+        db.table(SAMPLES).insert_all((_sample_row(cycle, s) for s in cycle.samples),
                                      batch_size=2000)
         db.table(GAPS).insert_all({"cluster": cycle.cluster, "ts": g.ts,
                                    "consumer_group": g.group, "broker": g.broker,

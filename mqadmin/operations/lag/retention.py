@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin
-from mqadmin.operations.lag_model import QueueKey, Series
-from mqadmin.operations.lag_sample import Errors
+from mqadmin.operations.lag.model import QueueKey, Series
+from mqadmin.operations.lag.sample import Errors
 from mqadmin.reports.contract import format_duration
 
 HOUR_MS = 3_600_000

@@ -35,7 +35,7 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.codes import RequestCode
 from engine.protocol.header.broker import GetConsumeStatsRequestHeader
 from engine.protocol.wire import to_ext
-from mqadmin.operations.lag_model import Cycle, Gap, QueueKey, QueueSample
+from mqadmin.operations.lag.model import Cycle, Gap, QueueKey, QueueSample
 from mqadmin.operations.targets import consumer_groups
 
 #: Requests in flight at once, by default.

@@ -7,10 +7,10 @@ buffer is written as one file per date, ``<dir>/date=YYYY-MM-DD/part-<start>-<pi
 .parquet``, in row groups of up to `row_group_rows` rows.  A file is written under a dot
 name and renamed into place, so readers (Spark skips dot files) never see half a file and
 a crash loses only the unflushed buffer (the SQLite window still holds the last cycles).
-The columns are the lag contract's (mqadmin/reports/contract.py, which the report job reads
-them by): column order, types (``in_flight`` last: files written before it lack it, and
-readers take it as 0), and gap rows (``ok = false``, queue -1, empty topic, nulls)
-for group x broker pairs that could not be sampled.  pyarrow is imported on the first
+The columns are the history's of the lag sample schema (mqadmin/reports/schema.py, which the
+report job reads them by): column order, types, where each value comes from (the sample or
+the cycle), and gap rows (``ok = false``, queue -1, empty topic, nulls) for group x broker
+pairs that could not be sampled.  pyarrow is imported on the first
 flush, not with the module: every mqadmin command imports this one.
 """
 
@@ -21,12 +21,24 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mqadmin.operations.lag_model import Cycle
-from mqadmin.reports.contract import NAMES, arrow_schema
+from mqadmin.operations.lag.model import Cycle, Gap, QueueSample
+from mqadmin.reports.schema import CYCLE, HISTORY, NAMES, OK_ROW, SAMPLE, Field, arrow_schema
 
 FLUSH_CYCLES = 30
 MAX_ROWS = 200_000
 ROW_GROUP_ROWS = 100_000
+
+
+def _sample_value(f: Field, cycle: Cycle, s: QueueSample) -> Any:
+    if f.source == SAMPLE:
+        return getattr(s, f.name)
+    return getattr(cycle, f.name) if f.source == CYCLE else OK_ROW
+
+
+def _gap_value(f: Field, cycle: Cycle, g: Gap) -> Any:
+    if f.gap_own:
+        return getattr(g, f.name)
+    return getattr(cycle, f.name) if f.source == CYCLE else f.gap
 
 
 def day_of(ts_ms: int) -> str:
@@ -58,26 +70,10 @@ class HistoryWriter:
 
     def add(self, cycle: Cycle) -> list[Path]:
         """Buffer one cycle; returns the files written when that made a flush due."""
-        c = self._cols
-        for s in cycle.samples:
-            for name, value in (
-                    ("ts", cycle.ts), ("cluster", cycle.cluster), ("group", s.group),
-                    ("topic", s.topic), ("broker", s.broker), ("queue_id", s.queue_id),
-                    ("broker_offset", s.broker_offset), ("consumer_offset", s.consumer_offset),
-                    ("lag", s.lag), ("lag_ms", s.lag_ms), ("produce_rate", s.produce_rate),
-                    ("consume_rate", s.consume_rate), ("interval_ms", cycle.interval_ms),
-                    ("ok", True), ("retention_risk", s.retention_risk),
-                    ("risk_messages", s.risk_messages), ("in_flight", s.in_flight)):
-                c[name].append(value)
-        for g in cycle.gaps:
-            for name, value in (
-                    ("ts", cycle.ts), ("cluster", cycle.cluster), ("group", g.group),
-                    ("topic", ""), ("broker", g.broker), ("queue_id", -1),
-                    ("broker_offset", None), ("consumer_offset", None), ("lag", None),
-                    ("lag_ms", None), ("produce_rate", None), ("consume_rate", None),
-                    ("interval_ms", cycle.interval_ms), ("ok", False),
-                    ("retention_risk", False), ("risk_messages", 0), ("in_flight", None)):
-                c[name].append(value)
+        for f in HISTORY:
+            column = self._cols[f.name]
+            column.extend(_sample_value(f, cycle, s) for s in cycle.samples)
+            column.extend(_gap_value(f, cycle, g) for g in cycle.gaps)
         self.cycles += 1
         self.added += 1
         if self.added == 1 or self.cycles >= self.flush_cycles \

@@ -1,8 +1,8 @@
 """Delivering a stored message again: to one online consumer (consumeMessageDirectly), to a
-group's retry topic (resendMessage), or to its own topic (queryMsgById -s); the first two as
-changes for the change runner (plan, confirm, apply, verify, audit).
+group's retry topic (resendMessage), or to its own topic (queryMsgById -s); each as a change
+for the change runner (plan, confirm, apply, verify, audit).
 
-How this works: the message is found by any id (message_id.py).  Consuming directly is
+How this works: the message is found by any id (ids.py).  Consuming directly is
 CONSUME_MESSAGE_DIRECTLY to the broker that stored the message, which hands it to the named
 client of the group; the client's listener consumes it and the client answers how it went
 (CR_SUCCESS, CR_LATER, ...), which is the change's verification: anything but CR_SUCCESS is
@@ -11,7 +11,9 @@ sends a copy to ``%RETRY%<group>`` with RETRY_TOPIC = the original topic and
 ORIGIN_MESSAGE_ID = its id, as the broker stores a message a consumer sent back: only that
 group receives it, at once (no delay level), and its listener sees the original topic.  The
 copy keeps body, keys, tags, flag and user properties; reconsume times start at 0.  It is
-verified by reading the copy back at its offset message id.
+verified by reading the copy back at its offset message id.  Sending again to its own topic
+sends such a copy (no retry properties) to the topic the message is in, so every group of
+the topic receives it; each copy is read back where it was stored.
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ from engine.protocol.message import PROPERTY_ORIGIN_MESSAGE_ID, PROPERTY_RETRY_T
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, ExitCode, NotVerified, TargetNotFound
 from mqadmin.operations.change import Outcome, Planned, Progress
-from mqadmin.operations.message_id import StoredMessage, find_by_id
-from mqadmin.operations.message_send import SEND_COLUMNS
-from mqadmin.operations.sending import SYSTEM_PROPERTIES, producer, send_row
+from mqadmin.operations.messages.ids import StoredMessage, find_by_id
+from mqadmin.operations.messages.send import SEND_COLUMNS
+from mqadmin.operations.sending import SYSTEM_PROPERTIES, producer, send_row, stored_as_sent
 from mqadmin.operations.targets import retry_topic
 
 Row = dict[str, Any]
@@ -42,6 +44,7 @@ DIRECT_PLAN_COLUMNS = ("msgId", "offsetMsgId", "topic", "group", "clientId", "cl
 RESEND_PLAN_COLUMNS = ("msgId", "offsetMsgId", "topic", "group", "target", "consumersOnline",
                        "note")
 RESEND_COLUMNS = (*SEND_COLUMNS, "verified")
+AGAIN_PLAN_COLUMNS = ("msgId", "offsetMsgId", "topic", "tags", "keys", "bodyBytes")
 
 
 class NotConsumed(CliError):
@@ -166,11 +169,43 @@ def copy_of(m: StoredMessage, topic: str, *, retry_of: str | None = None) -> Mes
                    properties=props, system_properties=system if retry_of else None)
 
 
-async def resend(admin: MQAdmin, msg_id: str, topic: str | None = None) -> Row:
-    """Send a stored message again to its own topic (queryMsgById -s true)."""
-    found = (await find_by_id(admin, msg_id, topic))[0]
-    async with producer(admin) as p:
-        return send_row(await p.send(copy_of(found, found.record.topic)))
+class SendAgainChange:
+    """queryMsgById -s true: each message sent again, as a copy, to its own topic."""
+
+    def __init__(self, msg_ids: list[str], topic: str | None, args: dict[str, Any]) -> None:
+        self.msg_ids = msg_ids
+        self.topic = topic
+        self.args = args
+
+    async def plan(self, admin: MQAdmin, where: Endpoint,
+                   progress: Progress) -> Planned[tuple[StoredMessage, ...]]:
+        """Raises: TargetNotFound (an id that finds no message), as `find_by_id`."""
+        found = tuple([(await find_by_id(admin, i, self.topic))[0] for i in self.msg_ids])
+        rows = [{"msgId": m.record.msg_id, "offsetMsgId": m.record.offset_msg_id,
+                 "topic": m.record.topic, "tags": m.record.tags,
+                 "keys": " ".join(m.record.keys) or None, "bodyBytes": len(m.record.body)}
+                for m in found]
+        return Planned(found, "queryMsgById", ",".join(self.msg_ids), self.args, rows,
+                       AGAIN_PLAN_COLUMNS, noun="topics", counted="messages sent")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint,
+                    planned: Planned[tuple[StoredMessage, ...]],
+                    progress: Progress) -> Outcome:
+        rows: list[Row] = []
+        async with producer(admin) as p:
+            for i, m in enumerate(planned.plan):
+                sent = await p.send(copy_of(m, m.record.topic))
+                verified = await stored_as_sent(admin, sent, m.record.topic)
+                rows.append({**send_row(sent), "verified": verified})
+                progress.count(i + 1, len(planned.plan))
+        unseen = [r for r in rows if not r["verified"]]
+        if not unseen:
+            return Outcome(rows, RESEND_COLUMNS)
+        first = unseen[0]
+        return Outcome(rows, RESEND_COLUMNS, "unverified", NotVerified(
+            f"{len(unseen)} of {len(rows)} copies were acknowledged but are not readable where "
+            f"they were stored; look for {first['msgId']} with `mqadmin queryMsgById -i "
+            f"{first['msgId']}`."))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from mqadmin.config import Endpoint
 from mqadmin.exit_codes import UsageProblem
 from mqadmin.history import who
 from mqadmin.operations import change
-from mqadmin.operations.dlq_ledger import DISCARDED, Batch, Ledger, ledger_of, new_batch_id, now_iso
-from mqadmin.operations.dlq_model import DeadLetter, Filters, Row, counts_by
-from mqadmin.operations.dlq_read import read_all
+from mqadmin.operations.dlq.ledger import DISCARDED, Batch, Ledger, ledger_of, new_batch_id, now_iso
+from mqadmin.operations.dlq.model import DeadLetter, Filters, Row, counts_by
+from mqadmin.operations.dlq.read import read_all
 from mqadmin.operations.mutation import Progress
 
 PLAN_COLUMNS = ("group", "deadLetters", "alreadyHandled", "originTopics", "reason")

@@ -1,8 +1,8 @@
 """`dlq show`: a group's dead letters one by one, or summarised by a pattern.
 
-How this works: the dead letters come from `dlq_read.scan` with the filters given; each
+How this works: the dead letters come from `read.scan` with the filters given; each
 becomes a row with its ids, original topic and id, keys, tags, times, time spent in the DLQ,
-triage state from the ledger, and a body preview (`dlq_model.body_preview`).  A summary
+triage state from the ledger, and a body preview (`model.body_preview`).  A summary
 groups them by one or more of: original topic, tag, key prefix (the key up to its last
 ``-``, ``_``, ``:``, ``.`` or ``/``), store hour, or a top-level field of a JSON body
 (``field:NAME``), with counts and the first and last store time of each group.
@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations.dlq_ledger import TRIAGE, Ledger
-from mqadmin.operations.dlq_model import DeadLetter, Filters, Row, age_text, body_preview
-from mqadmin.operations.dlq_read import read_all
+from mqadmin.operations.dlq.ledger import TRIAGE, Ledger
+from mqadmin.operations.dlq.model import DeadLetter, Filters, Row, age_text, body_preview
+from mqadmin.operations.dlq.read import read_all
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.times import format_time
 

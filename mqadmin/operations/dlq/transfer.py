@@ -2,10 +2,11 @@
 
 How this works: a line holds every field of the dead letter, every property as stored, and
 the body exactly: ``body`` is base64, ``bodyText`` the same bytes as text when they are
-UTF-8.  Import checks every line before it sends anything, then sends each message to the
-topic given with its body, keys, tags, flag and user properties (system properties are the
-broker's and the client's to set), so export followed by import reproduces them byte for
-byte.
+UTF-8.  Import checks every line before it sends anything, then, as a change for the
+change runner (`ImportChange`: plan, confirm, apply, verify, audit), sends each message to
+the topic given with its body, keys, tags, flag and user properties (system properties are
+the broker's and the client's to set), so export followed by import reproduces them byte
+for byte; each message sent is read back where the broker stored it.
 """
 
 from __future__ import annotations
@@ -24,14 +25,20 @@ import orjson
 from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError, MessageValidationError
 from engine.client.message import Message
-from engine.client.results import SendStatus
-from mqadmin.exit_codes import UsageProblem
-from mqadmin.operations.dlq_model import SYSTEM_PROPERTIES, DeadLetter, Filters, Row
-from mqadmin.operations.dlq_read import scan
+from engine.client.results import SendResult, SendStatus
+from mqadmin.config import Endpoint
+from mqadmin.exit_codes import CliError, ExitCode, NotVerified, UsageProblem
+from mqadmin.operations import change
+from mqadmin.operations.dlq.model import SYSTEM_PROPERTIES, DeadLetter, Filters, Row
+from mqadmin.operations.dlq.read import scan
 from mqadmin.operations.mutation import Progress
-from mqadmin.operations.sending import producer, require_topic
+from mqadmin.operations.sending import producer, require_topic, stored_as_sent
 
 IMPORT_CHUNK = 256
+IMPORT_PLAN_COLUMNS = ("file", "topic", "messages", "bodyBytes")
+IMPORT_COLUMNS = ("topic", "total", "sent", "failed", "verified")
+#: The messages not sent, or sent and not read back: their line in the file, why.
+IMPORT_FAILURE_COLUMNS = ("line", "msgId", "status")
 
 
 def _doc(d: DeadLetter) -> dict[str, Any]:
@@ -120,6 +127,8 @@ class ImportOutcome:
     total: int
     sent: int = 0
     failed: list[Row] = field(default_factory=list)
+    #: Each message sent (SEND_OK) and the broker's answer, for reading it back.
+    stored: list[tuple[Imported, SendResult]] = field(default_factory=list)
 
 
 async def import_messages(admin: MQAdmin, messages: list[Imported], topic: str, *,
@@ -140,6 +149,7 @@ async def import_messages(admin: MQAdmin, messages: list[Imported], topic: str, 
             return
         if sent.status is SendStatus.SEND_OK:
             outcome.sent += 1
+            outcome.stored.append((m, sent))
         else:
             outcome.failed.append({"line": m.line, "msgId": m.msg_id,
                                    "status": sent.status.name})
@@ -150,6 +160,72 @@ async def import_messages(admin: MQAdmin, messages: list[Imported], topic: str, 
             if on_progress is not None:
                 on_progress(min(i + IMPORT_CHUNK, len(messages)), len(messages))
     return outcome
+
+
+async def unverified(admin: MQAdmin, outcome: ImportOutcome, topic: str) -> list[Row]:
+    """The messages sent that cannot be read back where the broker stored them."""
+    missing: list[Row] = []
+    for i in range(0, len(outcome.stored), IMPORT_CHUNK):
+        chunk = outcome.stored[i:i + IMPORT_CHUNK]
+        found = await asyncio.gather(*(stored_as_sent(admin, s, topic) for _, s in chunk))
+        missing += [{"line": m.line, "msgId": s.msg_id,
+                     "status": f"sent, not readable at {s.offset_msg_id}"}
+                    for (m, s), ok in zip(chunk, found, strict=True) if not ok]
+    return missing
+
+
+class ImportIncomplete(CliError):
+    """Some messages of an import were not sent (SEND_OK)."""
+
+    code = ExitCode.PARTIAL
+
+
+@dataclass(frozen=True, slots=True)
+class ImportPlan:
+    source: str
+    topic: str
+    messages: tuple[Imported, ...]
+
+
+class ImportChange:
+    """dlq import: the checked lines of an export file sent to a topic, each read back."""
+
+    def __init__(self, source: str, messages: list[Imported], topic: str,
+                 args: dict[str, Any]) -> None:
+        self.import_plan = ImportPlan(source, topic, tuple(messages))
+        self.args = args
+
+    async def plan(self, admin: MQAdmin, where: Endpoint,
+                   progress: change.Progress) -> change.Planned[ImportPlan]:
+        """Raises: as `require_topic` (no such topic, or not writable)."""
+        plan = self.import_plan
+        await require_topic(admin, plan.topic)
+        row = {"file": plan.source, "topic": plan.topic, "messages": len(plan.messages),
+               "bodyBytes": sum(len(m.body) for m in plan.messages)}
+        return change.Planned(plan, "dlq import", plan.topic, self.args, [row],
+                              IMPORT_PLAN_COLUMNS, noun="cluster", counted="sent")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint, planned: change.Planned[ImportPlan],
+                    progress: change.Progress) -> change.Outcome:
+        plan = planned.plan
+        outcome = await import_messages(admin, list(plan.messages), plan.topic,
+                                        on_progress=progress.count)
+        missing = await unverified(admin, outcome, plan.topic)
+        rows = [{"topic": plan.topic, "total": outcome.total, "sent": outcome.sent,
+                 "failed": len(outcome.failed), "verified": outcome.sent - len(missing)}]
+        details = outcome.failed + missing
+        if outcome.failed:
+            return change.Outcome(rows, IMPORT_COLUMNS, "partial", ImportIncomplete(
+                f"{len(outcome.failed)} of {outcome.total} messages were not sent (their lines "
+                f"are listed). Import those lines again into {plan.topic} once it takes "
+                "writes."), details=details, detail_columns=IMPORT_FAILURE_COLUMNS)
+        if missing:
+            return change.Outcome(rows, IMPORT_COLUMNS, "unverified", NotVerified(
+                f"{len(missing)} of {outcome.sent} messages were acknowledged but are not "
+                f"readable where they were stored; look for them with `mqadmin queryMsgById "
+                f"-i {missing[0]['msgId']} -t {plan.topic}`."), details=details,
+                detail_columns=IMPORT_FAILURE_COLUMNS)
+        return change.Outcome(rows, IMPORT_COLUMNS)
 
 
 def read_file(path: Path) -> list[Imported]:

@@ -44,8 +44,8 @@ from engine.protocol.header.ha import (
 from engine.protocol.wire import to_ext
 from mqadmin.config import Endpoint
 from mqadmin.exit_codes import CliError, TargetNotFound, UsageProblem
-from mqadmin.operations import ha_legacy
 from mqadmin.operations.change import Outcome, Planned, Progress
+from mqadmin.operations.ha import legacy as ha_legacy
 
 Row = dict[str, Any]
 

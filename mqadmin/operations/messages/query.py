@@ -4,9 +4,9 @@ snapshots; and the rows every message command prints, made here and only here.
 How this works: a message is found through the brokers' indexes (QUERY_MESSAGE by key or
 unique key, on every broker of the topic's route), by its offset message id (which holds
 the storing broker's address and commit-log offset: VIEW_MESSAGE_BY_ID), or by reading a
-queue (message_scan.py).  Any id is resolved by message_id.py.  A lookup returns frozen
+queue (scan.py).  Any id is resolved by ids.py.  A lookup returns frozen
 snapshots (`StoredMessage`, `MessageDetail` with the message's `Track` in each consuming
-group; message_scan.py's `MessagePage` and `TagCount`); the CLI and the dashboard turn them
+group; scan.py's `MessagePage` and `TagCount`); the CLI and the dashboard turn them
 into rows with `message_row`, `detail_rows`, `list_rows` and `tag_count_rows`, so a message
 printed by any command looks the same and ``-o json`` carries every field.
 """
@@ -28,8 +28,8 @@ from engine.client.errors import (
 from engine.protocol.body.heartbeat import ConsumeType
 from engine.protocol.body.message_queue import MessageQueue
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
-from mqadmin.operations.message_id import StoredMessage, find_by_id
-from mqadmin.operations.message_scan import TagCount, read_queue
+from mqadmin.operations.messages.ids import StoredMessage, find_by_id
+from mqadmin.operations.messages.scan import TagCount, read_queue
 from mqadmin.operations.targets import broker_addr_by_name, check_queue_id, route_brokers
 from mqadmin.operations.times import format_time
 
@@ -181,7 +181,7 @@ async def detail(admin: MQAdmin, found: StoredMessage) -> MessageDetail:
 
 async def query_by_id(admin: MQAdmin, msg_ids: list[str], *, topic: str | None = None,
                       show_all: bool = True) -> list[MessageDetail]:
-    """Each message by its id (offset message id or unique key: message_id.py) with its
+    """Each message by its id (offset message id or unique key: ids.py) with its
     tracks; every stored copy of a unique key with `show_all`, else the first.
 
     Raises:

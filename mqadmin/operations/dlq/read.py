@@ -21,7 +21,7 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.perm import is_readable
 from mqadmin.exit_codes import TargetNotFound
-from mqadmin.operations.dlq_model import DeadLetter, Filters
+from mqadmin.operations.dlq.model import DeadLetter, Filters
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.targets import dlq_topic, route_brokers
 

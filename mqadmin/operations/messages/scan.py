@@ -27,7 +27,7 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.message import MessageRecord
 from engine.protocol.perm import is_readable
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
-from mqadmin.operations.message_id import StoredMessage
+from mqadmin.operations.messages.ids import StoredMessage
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.targets import broker_addr_by_name, check_queue_id, route_brokers
 

@@ -1,0 +1,1 @@
+"""Dead letters: reading, listing, the ledger, resend, discard, export and import."""

@@ -1,0 +1,1 @@
+"""The lag monitor: sampling, the recent window, verdicts, history, alerts and metrics."""

@@ -1,0 +1,1 @@
+"""Messages: finding them by id or key, reading queues, sending, redelivery, traces."""
