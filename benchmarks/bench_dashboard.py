@@ -37,7 +37,7 @@ from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from mqadmin.config import Endpoint
 from mqadmin.tui.app import Dashboard
-from mqadmin.tui.messages import Loaded
+from mqadmin.tui.events import Loaded
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.table import RowTable
 

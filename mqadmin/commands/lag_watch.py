@@ -13,13 +13,14 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin import MQAdmin
 from mqadmin import render
 from mqadmin.config import Endpoint
 from mqadmin.operations.lag import status as st
 from mqadmin.operations.lag.model import QueueKey, QueueSample, Series
 from mqadmin.operations.lag.retention import RetentionForecaster
 from mqadmin.operations.lag.sample import Errors, Sampler
+from mqadmin.operations.targets import masters
 from mqadmin.render import OutputFormat
 from mqadmin.reports.contract import format_duration
 
@@ -61,9 +62,7 @@ class LocalSampling:
         series = [Series(k, tuple(v)) for k, v in self.series.items()]
         risks = []
         try:
-            info = await admin.namesrv.cluster_info()
-            brokers = {n: a for n, d in info.broker_addr_table.items()
-                       if (a := select_addr(d)) is not None}
+            brokers = await masters(admin, or_slave=True)
             risks = list((await self.forecaster.forecast(admin, series, brokers,
                                                          cycle.ts)).values())
         except Errors:

@@ -25,6 +25,7 @@ from engine.client.namesrv import ServerOutcome
 from engine.protocol.body.admin import BrokerStatsData
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.route import ClusterInfo
+from mqadmin.operations.consume_stats import queue_lags
 from mqadmin.operations.mutation import (
     Gathered,
     Mutation,
@@ -261,19 +262,13 @@ async def broker_consume_stats(admin: MQAdmin, broker_addr: str, *, order: bool 
     broker's total diff."""
     broker = BrokerAdmin(admin.client, timeout_ms / 1000 / RELAYED_TIMEOUT_FACTOR)
     stats = await broker.broker_consume_stats(broker_addr, order_only=order)
-    rows: list[Row] = []
-    for entry in stats.consume_stats_list:
-        for group, per_topic in entry.items():
-            for consume in per_topic:
-                for mq, w in sorted(consume.offset_table.items()):
-                    diff = w.broker_offset - w.consumer_offset
-                    if diff < level or w.last_timestamp <= 0:
-                        continue
-                    rows.append({"topic": mq.topic, "group": group,
-                                 "brokerName": mq.broker_name, "queueId": mq.queue_id,
-                                 "brokerOffset": w.broker_offset,
-                                 "consumerOffset": w.consumer_offset, "diff": diff,
-                                 "lastTime": format_time(w.last_timestamp)})
+    rows = [{"topic": q.topic, "group": q.group, "brokerName": q.broker_name,
+             "queueId": q.queue_id, "brokerOffset": q.broker_offset,
+             "consumerOffset": q.consumer_offset,
+             "diff": q.broker_offset - q.consumer_offset,
+             "lastTime": format_time(q.last_timestamp)}
+            for q in queue_lags(stats)
+            if q.broker_offset - q.consumer_offset >= level and q.last_timestamp > 0]
     return rows, stats.total_diff
 
 

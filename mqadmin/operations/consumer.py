@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +31,7 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.mutation import Progress
-from mqadmin.operations.targets import consumer_groups, retry_topic, route_brokers
+from mqadmin.operations.targets import consumer_groups, masters, retry_topic, route_brokers
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]
@@ -211,9 +211,7 @@ async def read_progress(admin: MQAdmin, group: str, topic: str | None = None
         if outcome.error is not None and all(o.error is not None for o in outcomes):
             raise outcome.error
     stats = merge_consume_stats(outcomes)
-    info = await admin.namesrv.cluster_info()
-    addr_of = {name: a for name, d in info.broker_addr_table.items()
-               if (a := d.master_addr() or next(iter(d.broker_addrs.values()), None))}
+    addr_of = await masters(admin, or_slave=True)
     gate = asyncio.Semaphore(CONCURRENCY)
     now = int(time.time() * 1000)
 
@@ -317,6 +315,26 @@ async def consumer_connection(admin: MQAdmin, group: str) -> ConsumerConnection:
     except TopicNotExistError:
         await check_group_known(admin, group)
         raise
+
+
+async def online_consumers(admin: MQAdmin, addrs: Sequence[str], groups: Sequence[str], *,
+                           concurrency: int = CONCURRENCY
+                           ) -> dict[str, ConsumerConnection | None]:
+    """Each group's online clients as the first broker of `addrs` that has any sees them
+    (None: no client online there, or no broker answered), `concurrency` groups at a time."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(group: str) -> ConsumerConnection | None:
+        async with gate:
+            for addr in addrs:
+                try:
+                    return await admin.broker.consumer_connections(addr, group)
+                except ClientError:  # not online there, or the broker is away
+                    continue
+        return None
+
+    found = await asyncio.gather(*(one(g) for g in groups))
+    return dict(zip(groups, found, strict=True))
 
 
 def protocol_of(c: Connection) -> str:

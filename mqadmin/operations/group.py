@@ -32,24 +32,41 @@ from mqadmin.operations.targets import (
     retry_topic,
     route_brokers,
 )
-from mqadmin.operations.topic_attributes import refuse_without_attributes
+from mqadmin.operations.topic_attributes import refuse_without_attributes, show_attributes
 
 # ---------------------------------------------------------------------------- groups
 
 
 def show_group(config: SubscriptionGroupConfig | None) -> str:
+    """A group's config as updateSubGroup sets it, in Apache's names (`consumeEnable=true
+    ... retryMaxTimes=16 ...`), "(absent)" when the broker keeps none: the CLI's plans and
+    the dashboard's group screen show it."""
     if config is None:
         return "(absent)"
-    return (f"consume={config.consume_enable} fromMin={config.consume_from_min_enable} "
-            f"broadcast={config.consume_broadcast_enable} retryQueues={config.retry_queue_nums}"
-            f" retryMax={config.retry_max_times} brokerId={config.broker_id} "
-            f"slowBrokerId={config.which_broker_when_consume_slowly} "
-            f"notify={config.notify_consumer_ids_changed_enable}"
-            + (" orderly=True" if config.orderly else ""))
+    fields = (("consumeEnable", config.consume_enable),
+              ("consumeFromMinEnable", config.consume_from_min_enable),
+              ("consumeBroadcastEnable", config.consume_broadcast_enable),
+              ("consumeMessageOrderly", config.orderly),
+              ("retryQueueNums", config.retry_queue_nums),
+              ("retryMaxTimes", config.retry_max_times), ("brokerId", config.broker_id),
+              ("whichBrokerWhenConsumeSlowly", config.which_broker_when_consume_slowly),
+              ("notifyConsumerIdsChangedEnable", config.notify_consumer_ids_changed_enable))
+    shown = " ".join(f"{name}={str(v).lower() if isinstance(v, bool) else v}"
+                     for name, v in fields)
+    attributes = show_attributes(config.attributes)
+    return shown + (f" attributes={attributes}" if attributes else "")
 
 
 async def broker_group(admin: MQAdmin, addr: str, group: str) -> SubscriptionGroupConfig | None:
     return (await admin.broker.all_group_config(addr)).subscription_group_table.get(group)
+
+
+async def group_configs(admin: MQAdmin, group: str) -> dict[str, SubscriptionGroupConfig | None]:
+    """The group's config on each broker (its master, else a slave), by the address of those
+    that answered (None: that broker keeps no config of the group)."""
+    addrs = list((await masters(admin, or_slave=True)).values())
+    outcomes = await admin.on_brokers(addrs, lambda addr: broker_group(admin, addr, group))
+    return {o.addr: o.value for o in outcomes if o.error is None}
 
 
 def update_sub_group(admin: MQAdmin, config: SubscriptionGroupConfig, *,

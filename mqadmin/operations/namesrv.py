@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from engine.client.errors import NotFoundError, TopicNotExistError
-from engine.client.namesrv import NamesrvAdmin
+from engine.client.namesrv import NamesrvAdmin, ServerOutcome
+from engine.protocol.body.route import ClusterInfo
 from engine.protocol.perm import is_writeable
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.mutation import Gathered, Mutation, failures_of
@@ -38,6 +39,23 @@ async def namesrv_config(admin: NamesrvAdmin) -> Gathered:
     rows = [{"nameServer": o.addr, "key": key, "value": value}
             for o in outcomes if o.value is not None for key, value in o.value.items()]
     return Gathered(rows, failures_of(outcomes), len(outcomes))
+
+
+async def cluster_listings(admin: NamesrvAdmin
+                           ) -> tuple[ClusterInfo, list[ServerOutcome[ClusterInfo]]]:
+    """The cluster as the first name server that answers lists it, and each name server's
+    answer (they do not share state: one may know brokers another lost).
+
+    Raises:
+        ClientError: no name server answered (the first one's error).
+    """
+    outcomes = await admin.on_each(lambda addr: admin.cluster_info(addr=addr))
+    for outcome in outcomes:
+        if outcome.value is not None:
+            return outcome.value, outcomes
+    error = outcomes[0].error
+    assert error is not None
+    raise error
 
 
 # ---------------------------------------------------------------------------- the mutations

@@ -48,16 +48,40 @@ def _unknown_cluster(cluster: str, info: ClusterInfo) -> TargetNotFound:
                           f"{known}). Check the name with `mqadmin clusterList`.")
 
 
-async def masters(admin: MQAdmin, cluster: str) -> dict[str, str]:
-    """The master of each broker of `cluster`, by broker name.
+async def masters(admin: MQAdmin, cluster: str | None = None, *,
+                  info: ClusterInfo | None = None, or_slave: bool = False) -> dict[str, str]:
+    """The master of each broker of `cluster` (of every cluster when None), by broker name,
+    as the name servers list them (`info`, when it was read already).  With `or_slave`, for
+    reads: a broker whose master is down is read on its lowest-numbered slave instead.
 
     Raises:
-        TargetNotFound: the cluster is unknown or has no master online.
+        TargetNotFound: `cluster` is named and unknown, or has no master (no broker with
+            `or_slave`) online.
+        UnreachableError: no name server answered.
     """
-    found = await admin.master_addrs(cluster)
-    if not found:
-        raise _unknown_cluster(cluster, await admin.namesrv.cluster_info())
+    if info is None:
+        info = await admin.namesrv.cluster_info()
+    names: Iterable[str] = (info.broker_addr_table if cluster is None
+                            else info.cluster_addr_table.get(cluster, ()))
+    found: dict[str, str] = {}
+    for name in sorted(names):
+        data = info.broker_addr_table.get(name)
+        addr = None if data is None else select_addr(data) if or_slave else data.master_addr()
+        if addr is not None:
+            found[name] = addr
+    if cluster is not None and not found:
+        raise _unknown_cluster(cluster, info)
     return found
+
+
+async def clusters(admin: MQAdmin) -> dict[str, list[str]]:
+    """Every cluster the name servers know, by name (sorted), with its broker names (sorted).
+
+    Raises:
+        UnreachableError: no name server answered.
+    """
+    info = await admin.namesrv.cluster_info()
+    return {c: sorted(names) for c, names in sorted(info.cluster_addr_table.items())}
 
 
 async def cluster_brokers(admin: MQAdmin, cluster: str) -> list[str]:

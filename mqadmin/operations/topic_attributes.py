@@ -12,23 +12,22 @@ show what the broker stores, so such a topic's messageType is empty.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from engine.client.admin import MQAdmin
 from engine.client.errors import (
-    ClientError,
     NotFoundError,
     RequestCodeNotSupportedError,
     TopicNotExistError,
 )
+from engine.client.namesrv import ServerOutcome
 from engine.protocol import attributes as attrs
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string
 from mqadmin.exit_codes import Forbidden, UsageProblem
 from mqadmin.operations.mutation import Gathered, failures_of
-from mqadmin.operations.targets import route_brokers
+from mqadmin.operations.targets import masters, route_brokers
 
 Row = dict[str, Any]
 
@@ -137,21 +136,23 @@ def config_row(topic: str, broker_name: str, addr: str, config: TopicConfig | No
             "attributes": show_attributes(config.attributes) if config else None}
 
 
+async def topic_tables(admin: MQAdmin, addrs: Sequence[str]
+                       ) -> list[ServerOutcome[dict[str, TopicConfig]]]:
+    """Every topic's config on each broker at `addrs` (one GET_ALL_TOPIC_CONFIG each), in
+    the order of `addrs`."""
+    async def table(addr: str) -> dict[str, TopicConfig]:
+        return dict((await admin.broker.all_topic_config(addr)).topic_config_table)
+
+    return await admin.on_brokers(addrs, table)
+
+
 async def attribute_index(admin: MQAdmin) -> dict[str, Row]:
     """Topic -> its messageType and attributes cells, from one GET_ALL_TOPIC_CONFIG per
     master broker; when brokers disagree the cell lists each value, `/`-separated."""
-    addrs = list((await admin.master_addrs()).values())
-
-    async def table(addr: str) -> dict[str, TopicConfig]:
-        try:
-            return dict((await admin.broker.all_topic_config(addr)).topic_config_table)
-        except ClientError:
-            return {}
-
-    tables = await asyncio.gather(*(table(a) for a in addrs))
+    outcomes = await topic_tables(admin, list((await masters(admin)).values()))
     found: dict[str, tuple[set[str], set[str]]] = {}
-    for configs in tables:
-        for name, config in configs.items():
+    for outcome in outcomes:
+        for name, config in (outcome.value or {}).items():
             types, texts = found.setdefault(name, (set(), set()))
             types.add(message_type_cell(config) or "")
             texts.add(show_attributes(config.attributes))

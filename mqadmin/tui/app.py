@@ -31,8 +31,8 @@ from mqadmin.exit_codes import message_for
 from mqadmin.tui.backend import Backend
 from mqadmin.tui.data.fleet import Fleet, label
 from mqadmin.tui.data.health import read_extra, read_health
+from mqadmin.tui.events import HealthChanged
 from mqadmin.tui.keys import key_sections
-from mqadmin.tui.messages import HealthChanged
 from mqadmin.tui.screens.access import AccessScreen
 from mqadmin.tui.screens.audit import AuditScreen
 from mqadmin.tui.screens.base import DashScreen
@@ -41,7 +41,7 @@ from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.fleet import FleetScreen
 from mqadmin.tui.screens.groups import GroupsScreen
-from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.message_search import MessageSearchScreen
 from mqadmin.tui.screens.producers import ProducersScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
@@ -75,7 +75,7 @@ class Dashboard(App[None]):
     MODES: ClassVar[dict[str, type[DashScreen]]] = {  # type: ignore[assignment]
         "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
         "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen,
-        "audit": AuditScreen, "access": AccessScreen, "messages": MessagesScreen,
+        "audit": AuditScreen, "access": AccessScreen, "messages": MessageSearchScreen,
         "producers": ProducersScreen, "fleet": FleetScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [

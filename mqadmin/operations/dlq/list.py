@@ -15,7 +15,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.perm import is_readable
@@ -23,7 +23,7 @@ from mqadmin.operations.dlq.ledger import Ledger
 from mqadmin.operations.dlq.model import DeadLetter, Row, counts_by
 from mqadmin.operations.dlq.read import DlqQueue, read_chunk
 from mqadmin.operations.mutation import Progress
-from mqadmin.operations.targets import DLQ_PREFIX
+from mqadmin.operations.targets import DLQ_PREFIX, masters
 from mqadmin.operations.times import format_time
 
 LIST_COLUMNS = ("group", "deadLetters", "unhandled", "oldest", "newest", "lastHour",
@@ -49,9 +49,7 @@ class _Group:
 
 
 async def _dlq_queues(admin: MQAdmin, group: str | None) -> dict[str, _Group]:
-    info = await admin.namesrv.cluster_info()
-    brokers = {name: a for name, d in sorted(info.broker_addr_table.items())
-               if (a := select_addr(d)) is not None}
+    brokers = await masters(admin, or_slave=True)
     tables = await asyncio.gather(*(admin.broker.all_topic_config(a) for a in brokers.values()),
                                   return_exceptions=True)
     groups: dict[str, _Group] = {}

@@ -13,12 +13,13 @@ import asyncio
 import datetime as dt
 from collections.abc import Sequence
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin import MQAdmin
 from engine.client.errors import ClientError, QueryNotFoundError
 from mqadmin.exit_codes import TargetNotFound
 from mqadmin.operations.dlq.ledger import DISCARDED, FAILED, PENDING, SENDING, SENT, Batch, Ledger
 from mqadmin.operations.dlq.model import BATCH_PROPERTY, Filters, Row
 from mqadmin.operations.dlq.read import read_all
+from mqadmin.operations.targets import masters
 from mqadmin.operations.times import format_time
 
 STATUS_COLUMNS = ("batch", "group", "action", "target", "at", "who", "total", "sent",
@@ -73,9 +74,7 @@ async def status(admin: MQAdmin, ledger: Ledger, batch: str | None = None, *,
         batches = [found]
     else:
         batches = ledger.batches(group, limit)
-    info = await admin.namesrv.cluster_info()
-    addrs = {name: a for name, d in info.broker_addr_table.items()
-             if (a := select_addr(d)) is not None}
+    addrs = await masters(admin, or_slave=True)
     out: list[Row] = []
     for b in batches:
         rows = ledger.rows(b.batch)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin import MQAdmin
 from engine.common.service import Service
 from engine.protocol.signature import Credentials
 from mqadmin.operations.lag import window as win
@@ -40,6 +40,7 @@ from mqadmin.operations.lag.retention import RetentionForecaster, Risk
 from mqadmin.operations.lag.sample import CONCURRENCY, Errors, Sampler, now_ms
 from mqadmin.operations.lag.status import LagReport, build_report
 from mqadmin.operations.lag.verdict import DEFAULT_ALLOWED_LAG, DEFAULT_WINDOW, eta_text
+from mqadmin.operations.targets import masters
 from mqadmin.reports.contract import DIR_NAME, GroupStatus
 
 log = logging.getLogger("mqadmin.lag")
@@ -227,9 +228,7 @@ class LagCollector(Service):
         if not lagging:
             return {}
         try:
-            info = await admin.namesrv.cluster_info()
-            brokers = {n: a for n, d in info.broker_addr_table.items()
-                       if (a := select_addr(d)) is not None}
+            brokers = await masters(admin, or_slave=True)
             return await self.forecaster.forecast(admin, lagging, brokers, cycle.ts)
         except Errors as exc:
             log.warning("retention forecast skipped: %s", exc)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin import MQAdmin
 from engine.client.broker_call import decode_body
 from engine.client.errors import ClientError, ServerSystemError
 from engine.client.results import PullStatus
@@ -36,7 +36,7 @@ from engine.protocol.codes import RequestCode
 from engine.protocol.header.broker import GetConsumeStatsRequestHeader
 from engine.protocol.wire import to_ext
 from mqadmin.operations.lag.model import Cycle, Gap, QueueKey, QueueSample
-from mqadmin.operations.targets import consumer_groups
+from mqadmin.operations.targets import consumer_groups, masters
 
 #: Requests in flight at once, by default.
 CONCURRENCY = 32
@@ -153,8 +153,7 @@ class Sampler:
             return Cycle(ts, self.cluster, self.interval_ms,
                          gaps=tuple(Gap(ts, g, b, reason) for g, b in self._known_pairs()),
                          error=reason, duration_ms=(time.perf_counter() - started) * 1000)
-        brokers = {name: addr for name, data in sorted(info.broker_addr_table.items())
-                   if (addr := select_addr(data)) is not None}
+        brokers = await masters(admin, info=info, or_slave=True)
         names = list(groups) if groups is not None else list_groups(topics.topic_list)
         gate = asyncio.Semaphore(self.concurrency)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.client.admin import MQAdmin, select_addr
+from engine.client.admin import MQAdmin
 from mqadmin.operations.lag import window as win
 from mqadmin.operations.lag.model import QueueKey, Series
 from mqadmin.operations.lag.retention import RetentionForecaster, Risk
@@ -30,6 +30,7 @@ from mqadmin.operations.lag.verdict import (
     eta_text,
     judge,
 )
+from mqadmin.operations.targets import masters
 from mqadmin.reports.contract import SEVERITY, format_duration
 from mqadmin.sparkline import sparkline
 
@@ -146,9 +147,7 @@ async def sample_report(admin: MQAdmin, cluster: str, *, group: str | None = Non
             found.setdefault(s.key, []).append(s)
     series = [Series(k, tuple(v)) for k, v in found.items()]
     try:
-        info = await admin.namesrv.cluster_info()
-        brokers = {n: a for n, d in info.broker_addr_table.items()
-                   if (a := select_addr(d)) is not None}
+        brokers = await masters(admin, or_slave=True)
         risks = list((await RetentionForecaster().forecast(admin, series, brokers,
                                                            now_ms())).values())
     except Errors:

@@ -26,7 +26,7 @@ from engine.client.broker_admin import split_offset_msg_id
 from engine.client.errors import ClientError, QueryNotFoundError, UnreachableError
 from engine.protocol.message import MessageRecord
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
-from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
+from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX, masters
 
 #: Id lengths in hex digits: IPv4 and IPv6 hosts.
 ID_LENGTHS = (32, 56)
@@ -119,9 +119,7 @@ async def _brokers(admin: MQAdmin) -> _Brokers:
     info = await admin.namesrv.cluster_info()
     names = {addr: data.broker_name for data in info.broker_addr_table.values()
              for addr in data.broker_addrs.values()}
-    readers = {data.broker_name: data.master_addr() or data.broker_addrs[min(data.broker_addrs)]
-               for data in info.broker_addr_table.values() if data.broker_addrs}
-    return _Brokers(names, readers)
+    return _Brokers(names, await masters(admin, info=info, or_slave=True))
 
 
 async def _as_offset_id(admin: MQAdmin, msg_id: str, brokers: _Brokers

@@ -11,6 +11,7 @@ from typing import Any
 from engine.client.admin import MQAdmin
 from engine.client.errors import RequestCodeNotSupportedError
 from mqadmin.operations.acl import v2 as acl
+from mqadmin.operations.targets import clusters
 
 Row = dict[str, Any]
 #: Why a broker without ACL 2.0's requests has no users and rules to show.
@@ -34,11 +35,10 @@ def _failure(addr: str, err: BaseException) -> str:
 
 async def read_access(admin: MQAdmin) -> AccessView:
     """listUser's and listAcl's rows of every cluster, each rule keyed by its position."""
-    clusters = sorted((await admin.namesrv.cluster_info()).cluster_addr_table)
     users: list[Row] = []
     rules: list[Row] = []
     failures: list[str] = []
-    for cluster in clusters:
+    for cluster in await clusters(admin):
         found_users, found_rules = await asyncio.gather(
             acl.user_rows(admin, cluster=cluster), acl.acl_rows(admin, cluster=cluster))
         users += found_users.rows

@@ -9,14 +9,14 @@ from typing import Any
 
 from engine.client.admin import MQAdmin
 from mqadmin.operations import cleanup_loss, store
+from mqadmin.operations.targets import masters
 from mqadmin.operations.times import format_time
-from mqadmin.tui.data.consume import masters
 
 Row = dict[str, Any]
 
 
 async def read_segments(admin: MQAdmin) -> list[Row]:
-    found = await masters(admin)
+    found = await masters(admin, or_slave=True)
     logs = await asyncio.gather(*(store.commit_log(admin, addr, with_losses=True)
                                   for addr in found.values()))
     rows: list[Row] = []

@@ -12,6 +12,7 @@ from engine.client.admin import MQAdmin
 from engine.protocol.body.route import ClusterInfo
 from mqadmin.operations import cluster as cluster_ops
 from mqadmin.operations.ha import replication as ha
+from mqadmin.operations.namesrv import cluster_listings
 
 Row = dict[str, Any]
 
@@ -30,17 +31,12 @@ async def _listing(admin: MQAdmin) -> tuple[ClusterInfo, list[Row]]:
     Raises:
         ClientError: no name server answers (the first one's error).
     """
-    outcomes = await admin.namesrv.on_each(lambda ns: admin.namesrv.cluster_info(addr=ns))
+    info, outcomes = await cluster_listings(admin.namesrv)
     rows = [{"addr": o.addr, "up": o.ok,
              "brokers": sum(len(d.broker_addrs) for d in o.value.broker_addr_table.values())
              if o.value is not None else None,
              "error": str(o.error).splitlines()[0] if o.error else ""} for o in outcomes]
-    for outcome in outcomes:
-        if outcome.value is not None:
-            return outcome.value, rows
-    error = outcomes[0].error
-    assert error is not None
-    raise error
+    return info, rows
 
 
 def _replication(found: dict[str, list[ha.Member]]) -> dict[str, Row]:

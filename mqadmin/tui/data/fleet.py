@@ -1,11 +1,11 @@
 """The fleet view's data: one row per cluster (context) with the header's health — brokers
-up, masters without a slave, groups in ERROR/STOP, unhandled dead letters — and the fullest
+up, masters without a slave, groups in ERROR, unhandled dead letters — and the fullest
 broker disk, each cluster read over a connection of its own, all clusters at once.
 
 How this works: a `Fleet` holds one `MQAdmin` per endpoint, opened on first use on the
 loop that reads (the dashboard's backend thread) and kept between refreshes.  A cluster
 that does not answer is a row saying why, never an error of the whole view.  The groups
-in ERROR/STOP come from the lag collector's window, as in the header: a sampling of a few
+in ERROR come from the lag collector's window, as in the header: a sampling of a few
 seconds cannot tell a stopped group from one that commits every few seconds, so without a
 collector the row says so.  The admin database's tables (the dead-letter ledger's, the
 lag window's) are made once before the first read: clusters read at once would otherwise
@@ -58,9 +58,8 @@ class ClusterHealth:
             "lonelyMasters": len(h.lonely) if h else None,
             "lonely": ", ".join(h.lonely) if h else "",
             "noMaster": ", ".join(h.no_master) if h else "",
-            "stopped": (len(e.stopped) if e.stopped is not None else None) if e else None,
-            "stoppedGroups": ", ".join(e.stopped) if e and e.stopped else "",
-            "collector": e is not None and e.stopped is not None,
+            "inError": (len(e.in_error) if e.in_error is not None else None) if e else None,
+            "errorGroups": ", ".join(e.in_error) if e and e.in_error else "",
             "deadLetters": e.dead_letters if e else None,
             "disk": round(self.disk * 100, 1) if self.disk is not None else None,
             "error": self.error,

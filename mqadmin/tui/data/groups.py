@@ -11,15 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.client.admin import MQAdmin
-from engine.client.errors import ClientError
 from engine.protocol.body.admin import ConsumerConnection
-from engine.protocol.body.subscription import SubscriptionGroupConfig
 from mqadmin.config import Endpoint
 from mqadmin.operations import consumer as consumer_ops
+from mqadmin.operations.consume_stats import read_lags
+from mqadmin.operations.group import group_configs, show_group
 from mqadmin.operations.lag import status as st
 from mqadmin.operations.lag.sample import now_ms
+from mqadmin.operations.targets import masters
 from mqadmin.operations.times import format_time
-from mqadmin.tui.data.consume import masters, read_lags
+from mqadmin.reports.contract import GROUP_SEVERITY, GroupStatus
 from mqadmin.tui.data.lag import lag_report
 
 Row = dict[str, Any]
@@ -48,20 +49,9 @@ def consumer_kind(cc: ConsumerConnection) -> str:
 async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]
                   ) -> dict[str, tuple[int, str]]:
     """Each group's online clients: how many, and how they consume."""
-    gate = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(group: str) -> tuple[int, str]:
-        async with gate:
-            for addr in addrs:
-                try:
-                    cc = await admin.broker.consumer_connections(addr, group)
-                except ClientError:  # not online there, or the broker is away
-                    continue
-                return len(cc.connection_set), consumer_kind(cc)
-        return 0, ""
-
-    counts = await asyncio.gather(*(one(g) for g in groups))
-    return dict(zip(groups, counts, strict=True))
+    found = await consumer_ops.online_consumers(admin, addrs, groups, concurrency=CONCURRENCY)
+    return {g: (len(cc.connection_set), consumer_kind(cc)) if cc is not None else (0, "")
+            for g, cc in found.items()}
 
 
 async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
@@ -69,7 +59,7 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
     """Every group with its lag, clients and state, and the lag monitor's verdict, rule,
     lag in time, drain ETA, retention risk and lag history; without `full` only the lag
     (a quicker first view)."""
-    addrs = list((await masters(admin)).values())
+    addrs = list((await masters(admin, or_slave=True)).values())
     empty = st.LagReport("", "", 0, 0, ())
 
     async def report_of() -> st.LagReport:
@@ -106,12 +96,19 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
                      "kind": kind,
                      "state": ("ONLINE" if clients else "OFFLINE") if full else None,
                      "lastConsumed": format_time(row["last"]) if row["last"] > 0 else None,
-                     "verdict": verdict.get("verdict"), "rule": verdict.get("rule"),
+                     "verdict": verdict.get("verdict"), "severity": _severity(verdict),
+                     "rule": verdict.get("rule"),
                      "lagTime": verdict.get("lagTime"), "eta": verdict.get("eta"),
                      "drainRate": verdict.get("drainRate"),
                      "risk": verdict.get("retentionRisk"),
                      "history": list(reports[group].lags) if group in reports else []})
     return GroupsView(rows, failures, report.source)
+
+
+def _severity(verdict: Row) -> int:
+    """The group's verdict ranked by the lag contract (worst highest; -1 before one)."""
+    found = verdict.get("verdict")
+    return GROUP_SEVERITY[GroupStatus(found)] if found else -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,20 +137,8 @@ async def read_group(admin: MQAdmin, group: str) -> GroupDetail:
 
 async def group_settings(admin: MQAdmin, group: str) -> str:
     """The group's config as each master keeps it (the same on all: said once), or why not."""
-    addrs = list((await masters(admin)).values())
-    outcomes = await admin.on_brokers(addrs, admin.broker.all_group_config)
-    shown = {show_settings(o.value.subscription_group_table.get(group))
-             for o in outcomes if o.value is not None}
-    shown.discard("")
+    shown = {show_group(c) for c in (await group_configs(admin, group)).values()
+             if c is not None}
     if not shown:
         return "no broker keeps a config of this group (it is created on first use)"
     return " | ".join(sorted(shown))
-
-
-def show_settings(config: SubscriptionGroupConfig | None) -> str:
-    if config is None:
-        return ""
-    return (f"consumeMessageOrderly={str(config.orderly).lower()}  "
-            f"consumeEnable={str(config.consume_enable).lower()}  "
-            f"broadcast={str(config.consume_broadcast_enable).lower()}  "
-            f"retryMaxTimes={config.retry_max_times}  retryQueueNums={config.retry_queue_nums}")

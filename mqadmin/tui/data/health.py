@@ -1,5 +1,5 @@
 """The header's cluster health: name servers and brokers up, masters without a slave,
-groups in ERROR/STOP and unhandled dead letters (read here, drawn by widgets/header.py)."""
+groups in ERROR and unhandled dead letters (read here, drawn by widgets/header.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import asyncio
 from dataclasses import dataclass
 
 from engine.client.admin import MQAdmin
-from engine.protocol.body.route import ClusterInfo
 from mqadmin.config import Endpoint
 from mqadmin.operations.dlq import list as dlq_list
 from mqadmin.operations.dlq.ledger import ledger_of
 from mqadmin.operations.ha import replication as ha
+from mqadmin.operations.namesrv import cluster_listings
+from mqadmin.reports.contract import GroupStatus
 from mqadmin.tui.data.lag import collector_report
 
 
@@ -29,22 +30,17 @@ class Health:
 
 @dataclass(frozen=True, slots=True)
 class ExtraHealth:
-    """The slower half: groups in ERROR/STOP (None when no lag collector runs for this
-    cluster) and the unhandled dead letters."""
+    """The slower half: groups whose verdict is ERROR (None when no lag collector runs for
+    this cluster) and the unhandled dead letters."""
 
-    stopped: tuple[str, ...] | None
+    in_error: tuple[str, ...] | None
     dead_letters: int
 
 
 async def read_health(admin: MQAdmin) -> Health:
     """Raises when no name server answers (the header says so)."""
-    outcomes = await admin.namesrv.on_each(lambda ns: admin.namesrv.cluster_info(addr=ns))
+    info, outcomes = await cluster_listings(admin.namesrv)
     answered = [o for o in outcomes if o.ok]
-    if not answered:
-        error = outcomes[0].error
-        assert error is not None
-        raise error
-    info: ClusterInfo = answered[0].value  # type: ignore[assignment]
     found = await ha.read_members(admin, info=info)
     members = [m for group in found.values() for m in group]
     up = [m for m in members if m.status is not None]
@@ -56,13 +52,13 @@ async def read_health(admin: MQAdmin) -> Health:
 
 
 async def read_extra(admin: MQAdmin, endpoint: Endpoint) -> ExtraHealth:
-    """Groups in ERROR/STOP (from the lag monitor's window, when a collector runs) and
+    """Groups in ERROR (from the lag monitor's window, when a collector runs) and
     unhandled dead letters (dlq list with the ledger)."""
     report, dead = await asyncio.gather(asyncio.to_thread(collector_report, endpoint),
                                         _unhandled(admin, endpoint))
-    stopped = None if report is None else tuple(sorted(
-        g.group for g in report.groups if g.verdict.status.value in ("ERROR", "STOP")))
-    return ExtraHealth(stopped, dead)
+    in_error = None if report is None else tuple(sorted(
+        g.group for g in report.groups if g.verdict.status is GroupStatus.ERROR))
+    return ExtraHealth(in_error, dead)
 
 
 async def _unhandled(admin: MQAdmin, endpoint: Endpoint) -> int:

@@ -2,9 +2,9 @@
 end, each group's delivery and consumption with status, client and cost.
 
 How this works: the trace records are the ones `mqadmin queryMsgTraceById` reads
-(`operations.trace.query_trace`, any writer: Apache's clients or ours); the message itself
-gives the step no trace records, its storing, and, when the message was not traced, its
-sending (born time and host, without status or cost).  A message without a trace still has a
+(`operations.messages.trace.query_trace`, any writer: Apache's clients or ours); the message
+itself gives the step no trace records, its storing, and, when the message was not traced,
+its sending (born time and host, without status or cost).  A message without a trace still has a
 timeline of those two steps, with the lookup's reason as its note.
 """
 

@@ -13,9 +13,9 @@ from engine.client.admin import MQAdmin
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.perm import perm_to_string
 from mqadmin.operations import topic as topic_ops
-from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX
-from mqadmin.operations.topic_attributes import message_type_cell, topic_config
-from mqadmin.tui.data.consume import Lags, masters, read_lags
+from mqadmin.operations.consume_stats import Lags, read_lags
+from mqadmin.operations.targets import DLQ_PREFIX, RETRY_PREFIX, clusters, masters
+from mqadmin.operations.topic_attributes import message_type_cell, topic_config, topic_tables
 
 Row = dict[str, Any]
 SYSTEM_TOPICS = ("TBW102", "SCHEDULE_TOPIC_XXXX", "RMQ_SYS_", "BenchmarkTest", "OFFSET_MOVED",
@@ -43,21 +43,20 @@ def kind_of(topic: str, broker_names: set[str], clusters: set[str]) -> str:
 
 async def read_topics(admin: MQAdmin, *, with_lag: bool = True) -> TopicsView:
     """Every topic; without `with_lag`, without groups and backlog (a quicker first view)."""
-    found = await masters(admin)
+    found = await masters(admin, or_slave=True)
     addrs = list(found.values())
     no_lag = Lags([], set(), [])
 
     async def lags_now() -> Lags:
         return await read_lags(admin, addrs) if with_lag else no_lag
 
-    info, listed, configs, found_lags = await asyncio.gather(
-        admin.namesrv.cluster_info(), topic_ops.topic_list(admin),
-        admin.on_brokers(addrs, admin.broker.all_topic_config), lags_now())
+    by_cluster, listed, configs, found_lags = await asyncio.gather(
+        clusters(admin), topic_ops.topic_list(admin), topic_tables(admin, addrs), lags_now())
     name_of = {addr: name for name, addr in found.items()}
     per_topic: dict[str, list[tuple[str, TopicConfig]]] = defaultdict(list)
     for outcome in configs:
         if outcome.value is not None:
-            for topic, config in outcome.value.topic_config_table.items():
+            for topic, config in outcome.value.items():
                 per_topic[topic].append((name_of[outcome.addr], config))
     lags, lag_failures = found_lags.rows, found_lags.failed
     backlog: dict[str, int] = defaultdict(int)
@@ -70,15 +69,14 @@ async def read_topics(admin: MQAdmin, *, with_lag: bool = True) -> TopicsView:
     produced: dict[str, int] = defaultdict(int)
     for (topic, _, _), offset in offsets.items():
         produced[topic] += offset
-    clusters = set(info.cluster_addr_table)
-    cluster_of = {b: c for c, names in info.cluster_addr_table.items() for b in names}
+    cluster_of = {b: c for c, names in by_cluster.items() for b in names}
     rows: list[Row] = []
     for topic in sorted({r["topic"] for r in listed} | set(per_topic)):
         on = sorted(per_topic.get(topic, []), key=lambda p: p[0])
         perms = {c.perm for _, c in on}
         types = {message_type_cell(c) or "" for _, c in on}
         rows.append({
-            "topic": topic, "kind": kind_of(topic, set(found), clusters),
+            "topic": topic, "kind": kind_of(topic, set(found), set(by_cluster)),
             "type": "/".join(sorted(t or "(none)" for t in types)) if types - {""} else None,
             "read": sum(c.read_queue_nums for _, c in on) if on else None,
             "write": sum(c.write_queue_nums for _, c in on) if on else None,
@@ -92,7 +90,7 @@ async def read_topics(admin: MQAdmin, *, with_lag: bool = True) -> TopicsView:
             "produced": produced.get(topic),
         })
     failures = [f"{o.addr}: {str(o.error).splitlines()[0]}" for o in configs if o.error]
-    return TopicsView(rows, sorted(clusters), found, failures + lag_failures)
+    return TopicsView(rows, list(by_cluster), found, failures + lag_failures)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +108,7 @@ async def read_topic(admin: MQAdmin, topic: str) -> TopicDetail:
     read of its route), its groups' lag and its attributes (topicConfig's rows)."""
     read, found, configs = await asyncio.gather(
         topic_ops.read_status(admin, topic),
-        read_lags(admin, list((await masters(admin)).values())),
+        read_lags(admin, list((await masters(admin, or_slave=True)).values())),
         topic_config(admin, topic))
     routes, status = topic_ops.route_rows(topic, read.route), topic_ops.status_rows(read)
     lags = [lag for lag in found.rows if lag.topic == topic]

@@ -24,7 +24,7 @@ from textual.widgets import Footer, Input, Static
 
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import message_for
-from mqadmin.tui.messages import Failed, Loaded
+from mqadmin.tui.events import Failed, Loaded
 from mqadmin.tui.widgets.header import StatusHeader
 from mqadmin.tui.widgets.table import RowTable
 

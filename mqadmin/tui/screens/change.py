@@ -31,7 +31,7 @@ from mqadmin.exit_codes import message_for
 from mqadmin.operations import change
 from mqadmin.operations.change import Change, Outcome, Planned, Progress, Unseen, Work
 from mqadmin.tui.backend import Backend
-from mqadmin.tui.messages import Step
+from mqadmin.tui.events import Step
 from mqadmin.tui.widgets.table import Row, plain
 
 T = TypeVar("T")

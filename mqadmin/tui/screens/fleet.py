@@ -1,5 +1,5 @@
 """Fleet: one row per cluster (context) — state, name servers and brokers up, masters
-without a slave, groups in ERROR/STOP, unhandled dead letters, the fullest disk; Enter opens
+without a slave, groups in ERROR, unhandled dead letters, the fullest disk; Enter opens
 that cluster's screens."""
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ def lonely(row: dict[str, Any]) -> Text | str:
     return Text(text, style="bold yellow") if n else text
 
 
-def stopped(row: dict[str, Any]) -> Text | str:
-    if row.get("stopped") is None:
+def in_error(row: dict[str, Any]) -> Text | str:
+    if row.get("inError") is None:
         return Text("no collector", style="dim") if row.get("brokersUp") else ""
-    n = row["stopped"]
-    shown = row["stoppedGroups"]
+    n = row["inError"]
+    shown = row["errorGroups"]
     text = str(n) + (f" ({shown[:40]}{'…' if len(shown) > 40 else ''})" if n else "")
     return Text(text, style="bold red") if n else text
 
@@ -65,7 +65,7 @@ class FleetScreen(DashScreen):
             Col("cluster", "cluster"), Col("state", "state", state),
             Col("namesrvUp", "name servers"), Col("brokersUp", "brokers up"),
             Col("lonelyMasters", "masters without a slave", of_row=lonely),
-            Col("stopped", "groups ERROR/STOP", of_row=stopped),
+            Col("inError", "groups in ERROR", of_row=in_error),
             Col("deadLetters", "unhandled DLQ", count), Col("disk", "disk used", disk),
             Col("namesrv", "name server addresses"), Col("error", "error"),
         ], key=lambda r: str(r["cluster"]), sort_by="cluster", id="fleet")
@@ -81,7 +81,7 @@ class FleetScreen(DashScreen):
         text = (f"{len(rows)} clusters, {len(down)} down"
                 + (f" ({', '.join(down)})" if down else "")
                 + ".  Enter: open the cluster's screens (the header names it) · / filter "
-                  "· s sort.  Groups in ERROR/STOP come from `mqadmin lag collect`.")
+                  "· s sort.  Groups in ERROR come from `mqadmin lag collect`.")
         self.show_summary(text)
 
     def action_open(self) -> None:

@@ -3,6 +3,7 @@ state; a group's queues with lag in time and its online clients; reset offsets w
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import ClassVar
 
 from rich.text import Text
@@ -13,6 +14,7 @@ from textual.widgets import Static
 from engine.client.admin import MQAdmin
 from engine.client.broker_admin import RESET_TO_MAX
 from mqadmin.operations import group as group_ops
+from mqadmin.reports.contract import GROUP_SEVERITY, GroupStatus
 from mqadmin.tui.data.changes import MutationChange
 from mqadmin.tui.data.groups import GroupDetail, GroupsView, read_group, read_groups
 from mqadmin.tui.screens.base import DashScreen
@@ -21,9 +23,6 @@ from mqadmin.tui.screens.reset_form import ResetForm, ResetRequest
 from mqadmin.tui.widgets.cells import count, verdict
 from mqadmin.tui.widgets.spark import History, spark
 from mqadmin.tui.widgets.table import Col, Row, RowTable
-
-#: Sorting by verdict puts the worst first.
-SEVERITY = {"STOP": 5, "ERROR": 4, "REWIND": 3, "STALL": 3, "WARNING": 2, "OK": 1}
 
 
 def _clients(row: Row) -> Text | str:
@@ -85,14 +84,17 @@ class GroupsScreen(DashScreen):
     def present(self, data: GroupsView) -> None:
         for row in data.rows:
             self.lag_history.add(row["group"], row["lag"])
-            row["severity"] = SEVERITY.get(str(row.get("verdict")), 0)
         self.lag_history.keep(r["group"] for r in data.rows)
         self.query_one(RowTable).show(data.rows)
-        bad = sum(1 for r in data.rows if r.get("verdict") in ("ERROR", "STOP", "WARNING"))
+        counts = Counter(str(r["verdict"]) for r in data.rows if r.get("verdict"))
+        worst_first = sorted(GroupStatus, key=GROUP_SEVERITY.__getitem__, reverse=True)
+        verdicts = ", ".join(f"{counts[s]} {s}" for s in worst_first
+                             if s is not GroupStatus.OK and counts[s]) or (
+            "all OK" if counts else "not judged yet")
         source = {"collector": "the lag monitor's window",
                   "sampled": "a quick sampling (no `mqadmin lag collect` runs for this "
                              "cluster)"}.get(data.source, "the lag monitor (reading…)")
-        text = (f"{len(data.rows)} groups, {bad} not OK; verdicts from {source}.  Enter: "
+        text = (f"{len(data.rows)} groups: {verdicts}; verdicts from {source}.  Enter: "
                 "queues, lag in time and clients · r reset offsets · / filter · s sort")
         self.show_summary(text, data.failures)
 

@@ -14,7 +14,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
 from engine.client.admin import MQAdmin
-from mqadmin.tui.data.messages import topic_names
+from mqadmin.tui.data.message_search import topic_names
 from mqadmin.tui.data.producers import ProducersView, read_producers
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.table import Col, RowTable

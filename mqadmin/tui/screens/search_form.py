@@ -17,7 +17,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from mqadmin.exit_codes import CliError
 from mqadmin.operations.times import parse_timestamp
-from mqadmin.tui.data.messages import IdSearch, KeySearch, Search, TopicSearch
+from mqadmin.tui.data.message_search import IdSearch, KeySearch, Search, TopicSearch
 
 TIME_FORMS = "empty, now, 15m / 2h / 1d (that long ago), 2026-05-01T12:00:00, " \
              "yyyy-MM-dd#HH:mm:ss:SSS or ms since the epoch"

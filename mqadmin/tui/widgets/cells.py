@@ -8,9 +8,8 @@ from rich.text import Text
 
 ROLE_STYLES = {"MASTER": "bold green", "ASYNC_MASTER": "bold green",
                "SYNC_MASTER": "bold green", "SLAVE": "cyan", "DOWN": "bold white on red"}
-VERDICT_STYLES = {"OK": "green", "WARNING": "bold yellow", "ERROR": "bold red",
-                  "STOP": "bold white on red", "STALL": "bold red", "REWIND": "bold magenta",
-                  "OFFLINE": "dim", "ONLINE": "green"}
+#: A group's verdict (the lag contract's GroupStatus).
+VERDICT_STYLES = {"OK": "green", "UNKNOWN": "dim", "WARNING": "bold yellow", "ERROR": "bold red"}
 
 
 def styled(value: Any, styles: dict[str, str]) -> Text | str:

@@ -33,14 +33,14 @@ def health_line(health: Health) -> Text:
 
 
 def extra_line(extra: ExtraHealth) -> Text:
-    """Groups in ERROR/STOP (or that no collector runs) and unhandled dead letters."""
+    """Groups in ERROR (or that no collector runs) and unhandled dead letters."""
     text = Text()
-    bad = extra.stopped
+    bad = extra.in_error
     if bad is None:
         text.append("  ·  ", style="dim")
         text.append("lag verdicts: no `mqadmin lag collect` for this cluster", style="dim")
     else:
-        _part(text, "groups in ERROR/STOP", str(len(bad)) + (
+        _part(text, "groups in ERROR", str(len(bad)) + (
             f" ({', '.join(bad[:3])}{'…' if len(bad) > 3 else ''})" if bad else ""), bool(bad))
     _part(text, "unhandled dead letters", f"{extra.dead_letters:,}", extra.dead_letters > 0)
     return text

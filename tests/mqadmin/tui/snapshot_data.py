@@ -18,7 +18,7 @@ from mqadmin.tui.data.access import AccessView
 from mqadmin.tui.data.cluster import ClusterView
 from mqadmin.tui.data.dlq import DlqView
 from mqadmin.tui.data.groups import GroupsView
-from mqadmin.tui.data.messages import MessageView
+from mqadmin.tui.data.message_detail import MessageView
 from mqadmin.tui.data.timeline import timeline
 from mqadmin.tui.data.topics import TopicsView
 from mqadmin.tui.screens.access import AccessScreen
@@ -28,8 +28,8 @@ from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupsScreen
-from mqadmin.tui.screens.message import MessageScreen
-from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.message_detail import MessageDetailScreen
+from mqadmin.tui.screens.message_search import MessageSearchScreen
 from mqadmin.tui.screens.producers import ProducersScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicsScreen
@@ -50,9 +50,9 @@ MESSAGE = StoredMessage(MessageRecord(
         "CLUSTER": "C"}).encode()), M, "broker-a")
 
 FIXED: dict[type[DashScreen], Any] = {
-    MessagesScreen: ["Orders"],
+    MessageSearchScreen: ["Orders"],
     ProducersScreen: ["Orders"],
-    MessageScreen: MessageView(
+    MessageDetailScreen: MessageView(
         MessageDetail(MESSAGE, (Track("billing", "NOT_CONSUME_YET"),
                                 Track("shipping", "CONSUMED"))),
         timeline(MESSAGE.record, [
@@ -82,17 +82,19 @@ FIXED: dict[type[DashScreen], Any] = {
           "order": False, "cluster": "C", "brokers": "broker-a", "groups": 0,
           "backlog": None, "produced": None}], ["C"], {"broker-a": M}),
     GroupsScreen: GroupsView(
-        [{"group": "billing", "verdict": "STOP", "clients": 0, "lag": 1523,
+        [{"group": "billing", "verdict": "ERROR", "severity": 3, "clients": 0, "lag": 1523,
           "lagTime": "2 h 5 min", "eta": "never at the current rate", "tps": 0.0,
           "topics": "Orders", "risk": "loses ≈ 1,240 messages in 5 h 12 min unless it "
                                       "consumes 2.3× faster",
           "rule": "STOP: no commit for 2 h", "history": [100, 400, 900, 1523], "state": "OFFLINE",
           "kind": ""},
-         {"group": "notify", "verdict": "OK", "clients": 3, "lag": 40, "lagTime": "0.2 s",
-          "eta": "caught up", "tps": 210.0, "topics": "Orders", "risk": None, "rule": "",
+         {"group": "notify", "verdict": "OK", "severity": 0, "clients": 3, "lag": 40,
+          "lagTime": "0.2 s", "eta": "caught up", "tps": 210.0, "topics": "Orders", "risk": None,
+          "rule": "",
           "history": [30, 52, 41, 40], "state": "ONLINE", "kind": "PUSH · gRPC"},
-         {"group": "shipping", "verdict": "OK", "clients": 2, "lag": 3, "lagTime": "0.4 s",
-          "eta": "caught up", "tps": 50.0, "topics": "Orders", "risk": None, "rule": "",
+         {"group": "shipping", "verdict": "OK", "severity": 0, "clients": 2, "lag": 3,
+          "lagTime": "0.4 s", "eta": "caught up", "tps": 50.0, "topics": "Orders", "risk": None,
+          "rule": "",
           "history": [5, 2, 4, 3], "state": "ONLINE", "kind": "POP · remoting"}],
         source="collector"),
     DlqScreen: DlqView(
@@ -154,7 +156,7 @@ class SnapshotDashboard(Dashboard):
 
     def health_loop(self) -> None:  # type: ignore[override]
         self.health = Text("name servers 1/1 up  ·  brokers 2/2 up  ·  masters without a "
-                           "slave 0  ·  groups in ERROR/STOP 1 (billing)  ·  unhandled "
+                           "slave 0  ·  groups in ERROR 1 (billing)  ·  unhandled "
                            "dead letters 400")
 
     def refreshed(self) -> None:

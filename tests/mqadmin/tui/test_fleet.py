@@ -58,7 +58,7 @@ async def test_fleet_rows_and_enter_opens_the_cluster(
             row = rows[name]
             assert (row["state"], row["namesrvUp"], row["brokersUp"]) == ("UP", "1/1", "1/1")
             assert (row["lonelyMasters"], row["lonely"]) == (1, "broker-a")
-            assert row["stopped"] is None and row["disk"] is not None  # no collector runs
+            assert row["inError"] is None and row["disk"] is not None  # no collector runs
         assert (rows["east"]["deadLetters"], rows["west"]["deadLetters"]) == (0, 1)
         assert rows["gone"]["state"] == "DOWN" and rows["gone"]["error"]
 

@@ -14,8 +14,8 @@ from engine.client.admin import MQAdmin
 from engine.client.results import SendResult
 from mqadmin import history
 from mqadmin.operations.messages.ids import find_by_id
-from mqadmin.tui.screens.message import MessageScreen
-from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.message_detail import MessageDetailScreen
+from mqadmin.tui.screens.message_search import MessageSearchScreen
 from mqadmin.tui.screens.producers import ProducerForm, ProducersScreen
 from mqadmin.tui.screens.search_form import SearchForm
 from mqadmin.tui.widgets.dialogs import Pick, Prompt
@@ -50,7 +50,7 @@ async def fill(pilot: object, **values: str) -> None:
 
 async def test_a_topic_over_a_time_range_newest_first_in_pages(
         cluster: BackgroundCluster, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(MessagesScreen, "PAGE_SIZE", 3)
+    monkeypatch.setattr(MessageSearchScreen, "PAGE_SIZE", 3)
     cluster.create_topic("Orders", queues=2)
     sent = [cluster.send("Orders", f'{{"n": {i}}}'.encode(), queue_id=i % 2)
             for i in range(9)]
@@ -62,8 +62,8 @@ async def test_a_topic_over_a_time_range_newest_first_in_pages(
                     reverse=True)
     app = dashboard(cluster.ns, start="messages")
     async with app.run_test(size=SIZE) as pilot:
-        screen = await loaded(pilot, MessagesScreen)
-        assert isinstance(screen, MessagesScreen)
+        screen = await loaded(pilot, MessageSearchScreen)
+        assert isinstance(screen, MessageSearchScreen)
         await pilot.press("t")
         await fill(pilot, topic="Orders", **{"from": str(begin)})
         await pilot.press("enter")
@@ -99,15 +99,15 @@ async def test_by_key_and_by_either_id_into_the_detail(cluster: BackgroundCluste
                         tags="paid")
     app = dashboard(cluster.ns, start="messages")
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, MessagesScreen)
+        await loaded(pilot, MessageSearchScreen)
         await pilot.press("k")
         assert isinstance(app.screen, SearchForm)
         await type_text(pilot, "Orders")  # as a user types it: the topic, Tab, the key
         await pilot.press("tab")
         await type_text(pilot, "order-9")
         await pilot.press("enter")  # one message has the key: its detail opens
-        detail = await loaded(pilot, MessageScreen)
-        assert isinstance(detail, MessageScreen)
+        detail = await loaded(pilot, MessageDetailScreen)
+        assert isinstance(detail, MessageDetailScreen)
         assert detail.found.record.offset_msg_id == sent.offset_msg_id
         body = text_of(detail, "#body-text")
         assert '"order": 9,\n  "items": [\n    "tea"' in body  # JSON pretty-printed
@@ -137,14 +137,14 @@ async def test_by_key_and_by_either_id_into_the_detail(cluster: BackgroundCluste
         for msg_id, kind in ((sent.msg_id, "message id"),
                              (sent.offset_msg_id, "offset message id")):
             await pilot.press("escape")
-            await loaded(pilot, MessagesScreen)
+            await loaded(pilot, MessageSearchScreen)
             await pilot.press("i")
             await fill(pilot, id=msg_id, topic="")
             await pilot.press("enter")
-            await until(pilot, lambda: isinstance(app.screen, MessageScreen),
+            await until(pilot, lambda: isinstance(app.screen, MessageDetailScreen),
                         what=f"the message by its {kind}")
-            detail = await loaded(pilot, MessageScreen)
-            assert isinstance(detail, MessageScreen)
+            detail = await loaded(pilot, MessageDetailScreen)
+            assert isinstance(detail, MessageDetailScreen)
             assert detail.id_kind == kind
             assert detail.found.record.offset_msg_id == sent.offset_msg_id
             assert f"Found by its {kind}." in text_of(detail, "#summary")
@@ -155,7 +155,7 @@ async def test_an_unknown_id_says_why(cluster: BackgroundCluster) -> None:
     cluster.create_topic("Orders")
     app = dashboard(cluster.ns, start="messages")
     async with app.run_test(size=SIZE) as pilot:
-        screen = await loaded(pilot, MessagesScreen)
+        screen = await loaded(pilot, MessageSearchScreen)
         await pilot.press("i")
         await fill(pilot, id="0A0000050000" + "0" * 20)
         await pilot.press("enter")
@@ -171,12 +171,12 @@ async def test_resend_to_a_group_and_consume_directly_are_audited(
     consumer = cluster.consumer_online("g1", ("Orders",))
     app = dashboard(cluster.ns, start="messages")
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, MessagesScreen)
+        await loaded(pilot, MessageSearchScreen)
         await pilot.press("i")
         await fill(pilot, id=sent.msg_id, topic="Orders")
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, MessageScreen), what="the message")
-        detail = await loaded(pilot, MessageScreen)
+        await until(pilot, lambda: isinstance(app.screen, MessageDetailScreen), what="the message")
+        detail = await loaded(pilot, MessageDetailScreen)
         assert [r["group"] for r in table(pilot, "#tracks").all_rows] == ["g1"]
 
         await pilot.press("r")
@@ -230,12 +230,12 @@ async def test_a_traced_message_shows_its_timeline(traced: BackgroundCluster) ->
     untraced = traced.send(TOPIC, b"not traced")
     app = dashboard(traced.ns, start="messages")
     async with app.run_test(size=SIZE) as pilot:
-        await loaded(pilot, MessagesScreen)
+        await loaded(pilot, MessageSearchScreen)
         await pilot.press("i")
         await fill(pilot, id=sent.msg_id, topic=TOPIC)
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, MessageScreen), what="the message")
-        detail = await loaded(pilot, MessageScreen)
+        await until(pilot, lambda: isinstance(app.screen, MessageDetailScreen), what="the message")
+        detail = await loaded(pilot, MessageDetailScreen)
         await until(pilot, lambda: len(table(pilot, "#timeline").all_rows) == 4,
                     what="the timeline")
         steps = table(pilot, "#timeline").shown_rows()
@@ -251,9 +251,9 @@ async def test_a_traced_message_shows_its_timeline(traced: BackgroundCluster) ->
         await pilot.press("i")
         await fill(pilot, id=untraced.msg_id, topic=TOPIC)
         await pilot.press("enter")
-        await until(pilot, lambda: isinstance(app.screen, MessageScreen)
+        await until(pilot, lambda: isinstance(app.screen, MessageDetailScreen)
                     and app.screen is not detail, what="the untraced message")
-        await loaded(pilot, MessageScreen)
+        await loaded(pilot, MessageDetailScreen)
         await until(pilot, lambda: len(table(pilot, "#timeline").all_rows) == 2,
                     what="its own steps")
         assert [s["step"] for s in table(pilot, "#timeline").shown_rows()] == ["sent",

@@ -13,7 +13,7 @@ from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
 from mqadmin.tui.screens.groups import GroupScreen, GroupsScreen
-from mqadmin.tui.screens.messages import MessagesScreen
+from mqadmin.tui.screens.message_search import MessageSearchScreen
 from mqadmin.tui.screens.producers import ProducersScreen
 from mqadmin.tui.screens.replication import ReplicationScreen
 from mqadmin.tui.screens.topics import TopicScreen, TopicsScreen
@@ -33,7 +33,7 @@ from tests.mqadmin.tui.pilot import (
 
 SCREEN_KEYS = [("1", ClusterScreen), ("2", TopicsScreen), ("3", GroupsScreen),
                ("4", DlqScreen), ("5", ReplicationScreen), ("6", CleanupScreen),
-               ("7", AuditScreen), ("8", AccessScreen), ("9", MessagesScreen),
+               ("7", AuditScreen), ("8", AccessScreen), ("9", MessageSearchScreen),
                ("0", ProducersScreen)]
 
 
@@ -54,7 +54,7 @@ async def test_every_screen_by_key_and_by_command(cluster: BackgroundCluster) ->
         for word, kind in [("topics", TopicsScreen), ("cg", GroupsScreen),
                            ("ha", ReplicationScreen), ("cleanup", CleanupScreen),
                            ("audit", AuditScreen), ("dlq", DlqScreen),
-                           ("msg", MessagesScreen), ("producers", ProducersScreen),
+                           ("msg", MessageSearchScreen), ("producers", ProducersScreen),
                            ("acl", AccessScreen), ("cluster", ClusterScreen)]:
             await pilot.press("colon")
             assert isinstance(app.screen, CommandLine)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mqadmin.tui.screens.message import MessageScreen
+from mqadmin.tui.screens.message_detail import MessageDetailScreen
 from tests.mqadmin.tui.snapshot_data import MESSAGE, SnapshotDashboard, fixed, shown
 
 SIZE = (150, 30)
@@ -68,7 +68,7 @@ async def test_message_detail(monkeypatch: pytest.MonkeyPatch) -> None:
         app = SnapshotDashboard("messages")
         async with app.run_test(size=SIZE) as pilot:
             await shown(pilot)
-            await app.push_screen(fixed(MessageScreen)(MESSAGE, "message id"))
+            await app.push_screen(fixed(MessageDetailScreen)(MESSAGE, "message id"))
             await shown(pilot)
             svg = app.export_screenshot(title="mqadmin dashboard: a message")
     finally:

@@ -1,4 +1,4 @@
-"""The messages workers post to screens: small dataclasses, never widgets."""
+"""The events workers post to screens (textual messages): small dataclasses, never widgets."""
 
 from __future__ import annotations
 
@@ -38,16 +38,6 @@ class Step(Message):
     """One step of a running change (a switchover's timeline, a progress tick)."""
 
     text: str
-
-
-@dataclass
-class Done(Message):
-    """A change finished: its result rows, how it ended, and an error message if any."""
-
-    rows: list[dict[str, Any]]
-    columns: tuple[str, ...]
-    outcome: str
-    error: str = ""
 
 
 @dataclass

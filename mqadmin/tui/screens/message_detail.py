@@ -20,7 +20,7 @@ from mqadmin.exit_codes import message_for
 from mqadmin.operations.messages.ids import StoredMessage
 from mqadmin.operations.times import format_time
 from mqadmin.tui.data.changes import ConsumeDirectlyChange, ResendToGroupChange
-from mqadmin.tui.data.messages import (
+from mqadmin.tui.data.message_detail import (
     Body,
     Client,
     MessageView,
@@ -30,7 +30,7 @@ from mqadmin.tui.data.messages import (
     read_detail,
     where_stored,
 )
-from mqadmin.tui.messages import Searched
+from mqadmin.tui.events import Searched
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.change import ChangeScreen
 from mqadmin.tui.widgets.cells import styled
@@ -54,7 +54,7 @@ def _grid(pairs: list[tuple[str, str]]) -> Text:
     return text
 
 
-class MessageScreen(DashScreen):
+class MessageDetailScreen(DashScreen):
     """A message's detail; the tracks are read again every `REFRESH_EVERY` seconds."""
 
     REFRESH_EVERY: ClassVar[float] = 10.0

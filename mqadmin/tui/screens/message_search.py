@@ -20,7 +20,7 @@ from textual.widgets import Static
 from engine.client.admin import MQAdmin
 from mqadmin.exit_codes import message_for
 from mqadmin.operations.times import format_time
-from mqadmin.tui.data.messages import (
+from mqadmin.tui.data.message_search import (
     PAGE,
     IdSearch,
     KeySearch,
@@ -32,9 +32,9 @@ from mqadmin.tui.data.messages import (
     search,
     topic_names,
 )
-from mqadmin.tui.messages import Searched
+from mqadmin.tui.events import Searched
 from mqadmin.tui.screens.base import DashScreen
-from mqadmin.tui.screens.message import MessageScreen
+from mqadmin.tui.screens.message_detail import MessageDetailScreen
 from mqadmin.tui.screens.search_form import SearchForm
 from mqadmin.tui.widgets.table import Col, RowTable
 
@@ -49,7 +49,7 @@ class _Result:
     found: MessageList
 
 
-class MessagesScreen(DashScreen):
+class MessageSearchScreen(DashScreen):
     TITLE: ClassVar[str] = "Messages"
     REFRESH_EVERY: ClassVar[float] = 30.0
     #: Messages a topic page shows.
@@ -172,7 +172,7 @@ class MessagesScreen(DashScreen):
         messages = result.found.messages
         if messages and (isinstance(result.what, IdSearch) or (
                 isinstance(result.what, KeySearch) and len(messages) == 1)):
-            self.app.push_screen(MessageScreen(messages[0], result.found.id_kind))
+            self.app.push_screen(MessageDetailScreen(messages[0], result.found.id_kind))
 
     def _heading(self, result: _Result) -> str:
         found = result.found
@@ -206,7 +206,7 @@ class MessagesScreen(DashScreen):
                       if m.record.offset_msg_id == row["key"]), None)
         if found is not None:
             kind = self.result.id_kind
-            self.app.push_screen(MessageScreen(found, kind))
+            self.app.push_screen(MessageDetailScreen(found, kind))
 
     def on_data_table_row_selected(self) -> None:
         self.action_open()
