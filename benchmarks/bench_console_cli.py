@@ -41,8 +41,12 @@ def _groups_ok(rows: Any) -> str | None:
     names = {r["group"] for r in rows}
     missing = [g for g in (big.group_name(i) for i in range(big.GROUPS)) if g not in names]
     online = sum(1 for r in rows if r["group"].startswith("big-group-") and r["count"] > 0)
+    wrong = [r["group"] for r in rows if r["group"].startswith("big-group-")
+             and r["diffTotal"] != len(big.BROKER_SETS)]  # one message behind on each
     if missing:
         return f"{len(missing)} groups missing, e.g. {missing[0]}"
+    if wrong:
+        return f"{len(wrong)} groups with a wrong diffTotal, e.g. {wrong[0]}"
     if online != big.ONLINE:
         return f"{online} groups online, expected {big.ONLINE}"
     return None
