@@ -11,6 +11,8 @@ first BENCH_DLQ groups have a dead-letter topic holding two messages.  `Heartbea
 BENCH_ONLINE groups' consumers online: ten client ids, each on a connection of its own,
 send HEART_BEAT for their share of the groups every 20 s from a thread of their own, so the
 brokers see them as Apache's clients would be seen.
+
+    python -m benchmarks.big_cluster     # fill one and keep it; the benchmarks take -n ADDR
 """
 
 from __future__ import annotations
@@ -213,3 +215,19 @@ async def existing(namesrv: str) -> Cluster:
     """Another cluster (Apache's, say) to fill: its masters, by broker set."""
     async with MQAdmin(namesrv) as admin:
         return Cluster(namesrv, await admin.master_addrs())
+
+
+def main() -> None:
+    """Start and fill the cluster, print its name server, keep it until interrupted (then
+    ``python -m benchmarks.bench_dashboard -n ADDR`` and the others measure it)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with big_cluster() as cluster:
+        print(f"namesrv {cluster.namesrv}  brokers {cluster.brokers}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
