@@ -9,7 +9,8 @@ the CPU time says more than the wall time, and both are printed with the load av
 Against this engine (default): the cluster of `benchmarks.big_cluster` (10,000 topics of 8
 queues on two broker sets, 3,000 groups; BENCH_* in the environment change it) is started
 and filled.  Against any other cluster, e.g. Apache's brokers filled by this module with
-``--fill``: ``python -m benchmarks.bench_console_cli -n HOST:PORT [--fill]``.
+``--fill``: ``python -m benchmarks.bench_console_cli -n HOST:PORT [--fill]``; ``--big`` for
+one that ``python -m benchmarks.big_cluster`` filled and keeps.
 
     python -m benchmarks.bench_console_cli                  # ROUNDS runs of each command
 """
@@ -34,6 +35,8 @@ from benchmarks.machine import machine, percentile
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 
+#: Broker sets of the cluster measured (each group is one message behind on each).
+BROKERS = [len(big.BROKER_SETS)]
 Check = Callable[[Any], str | None]  # the parsed output -> what is wrong with it, or None
 
 
@@ -42,7 +45,7 @@ def _groups_ok(rows: Any) -> str | None:
     missing = [g for g in (big.group_name(i) for i in range(big.GROUPS)) if g not in names]
     online = sum(1 for r in rows if r["group"].startswith("big-group-") and r["count"] > 0)
     wrong = [r["group"] for r in rows if r["group"].startswith("big-group-")
-             and r["diffTotal"] != len(big.BROKER_SETS)]  # one message behind on each
+             and r["diffTotal"] != BROKERS[0]]  # one message behind on each broker set
     if missing:
         return f"{len(missing)} groups missing, e.g. {missing[0]}"
     if wrong:
@@ -111,6 +114,9 @@ def main() -> None:
     parser.add_argument("-n", "--namesrv", help="an existing cluster's name server")
     parser.add_argument("--fill", action="store_true",
                         help="with -n: fill that cluster first (its brokers' masters)")
+    parser.add_argument("--big", action="store_true",
+                        help="with -n: a cluster benchmarks.big_cluster filled (the output "
+                             "is checked)")
     opts = parser.parse_args()
     print(f"bench_console_cli | {machine()}", flush=True)
     if opts.namesrv is None:
@@ -119,6 +125,7 @@ def main() -> None:
         return
     if opts.fill:
         cluster = asyncio.run(big.existing(opts.namesrv))
+        BROKERS[0] = len(cluster.brokers)
         asyncio.run(big.populate(cluster))
         heartbeats = big.Heartbeats(cluster)
         heartbeats.start()
@@ -128,7 +135,9 @@ def main() -> None:
         finally:
             heartbeats.stop()
         return
-    measure(opts.namesrv, False)
+    if opts.big:
+        BROKERS[0] = len(asyncio.run(big.existing(opts.namesrv)).brokers)
+    measure(opts.namesrv, opts.big)
 
 
 if __name__ == "__main__":

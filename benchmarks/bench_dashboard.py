@@ -11,11 +11,11 @@ The name server and brokers run as processes; the dashboard runs headless (Textu
 - key latency while a refresh runs: a key event posted to the app until the table's cursor
   has moved, with a refresh started just before each key.
 
-Run: ``python -m benchmarks.bench_dashboard`` (BENCH_TOPICS / BENCH_GROUPS / BENCH_ONLINE /
-BENCH_ROUNDS in the environment change the size), or ``-n ADDR`` to measure a cluster that
-``python -m benchmarks.big_cluster`` filled and keeps.  Medians, 95th percentiles and maxima
-are printed with the machine and the load average (the CPU times say more than the wall
-times on a busy machine).
+Run: ``python -m benchmarks.bench_dashboard`` (BENCH_TOPICS / BENCH_GROUPS / BENCH_ONLINE
+change the size, BENCH_ROUNDS / BENCH_PAINTS the repetitions), or ``-n ADDR`` to measure a
+cluster that ``python -m benchmarks.big_cluster`` filled and keeps.  Medians, 95th
+percentiles and maxima are printed with the machine and the load average (the CPU times
+say more than the wall times on a busy machine).
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.table import RowTable
 
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
+PAINTS = int(os.environ.get("BENCH_PAINTS", "5"))
 
 
 def summary(name: str, values: list[float], unit: str = "ms", scale: float = 1000) -> str:
@@ -57,12 +58,14 @@ async def until(check: Callable[[], bool], timeout: float = 60) -> None:
         await asyncio.sleep(0.001)
 
 
-async def first_paint(ns: str, start: str) -> float:
-    began = time.perf_counter()
+async def first_paint(ns: str, start: str) -> tuple[float, float]:
+    """Seconds to the first screen with its data, and the CPU seconds this process (UI and
+    backend threads) spent on it."""
+    began, used = time.perf_counter(), time.process_time()
     app = Dashboard(Endpoint([ns]), start=start)
     async with app.run_test(size=(160, 48)):
         await until(lambda: isinstance(app.screen, DashScreen) and app.screen.loads >= 1)
-        return time.perf_counter() - began
+        return time.perf_counter() - began, time.process_time() - used
 
 
 async def refreshes(ns: str, start: str) -> tuple[list[float], list[float], list[float]]:
@@ -107,8 +110,10 @@ async def refreshes(ns: str, start: str) -> tuple[list[float], list[float], list
 
 async def measure(ns: str) -> None:
     for start in ("topics", "groups", "cluster"):
-        paints = [await first_paint(ns, start) for _ in range(5)]
-        print(summary(f"first paint, {start}", paints), flush=True)
+        paints = [await first_paint(ns, start) for _ in range(PAINTS)]
+        print(summary(f"first paint, {start}", [p[0] for p in paints]))
+        print(summary(f"CPU of this process per first paint, {start}", [p[1] for p in paints]),
+              flush=True)
         elapsed, cpu, keys = await refreshes(ns, start)
         print(summary(f"full refresh, {start}", elapsed))
         print(summary(f"CPU of this process per refresh, {start}", cpu))

@@ -143,7 +143,8 @@ async def populate(cluster: Cluster) -> None:
         # two in each dead-letter topic
         topics = sorted({topic_of(i) for i in range(GROUPS)})
         await asyncio.gather(*(send(t, b) for t in topics for b in cluster.brokers))
-        await asyncio.gather(*(send(f"%DLQ%{group_name(i)}", BROKER_SETS[0])
+        first = next(iter(cluster.brokers))
+        await asyncio.gather(*(send(f"%DLQ%{group_name(i)}", first)
                                for i in range(DLQ_GROUPS) for _ in range(2)))
     finally:
         await producer.shutdown()
