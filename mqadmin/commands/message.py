@@ -10,8 +10,7 @@ import typer
 from mqadmin import render
 from mqadmin.commands import Terminal, endpoint, guarded, params, run_change, with_admin
 from mqadmin.operations.messages import query as ops
-from mqadmin.operations.messages import redeliver as redeliver
-from mqadmin.operations.messages import scan as scan
+from mqadmin.operations.messages import redeliver, scan
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,

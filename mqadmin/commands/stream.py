@@ -10,8 +10,7 @@ import typer
 from mqadmin import render
 from mqadmin.commands import Terminal, endpoint, guarded, params, run, run_change
 from mqadmin.operations.messages import query as ops
-from mqadmin.operations.messages import scan as scan
-from mqadmin.operations.messages import send as send
+from mqadmin.operations.messages import scan, send
 from mqadmin.options import (
     ContextOpt,
     DebugOpt,
