@@ -84,7 +84,14 @@ def run_once(args: tuple[str, ...], namesrv: str, home: str) -> tuple[float, flo
     if done.returncode != 0:
         raise SystemExit(f"mqadmin {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, json.loads(done.stdout)
+    try:
+        return wall, cpu, json.loads(done.stdout)
+    except json.JSONDecodeError:  # counted and reported by `measure`, never hidden
+        return wall, cpu, Truncated(len(done.stdout))
+
+
+class Truncated(int):
+    """The length of an output that ended early (exit code 0, JSON cut short)."""
 
 
 def measure(namesrv: str, checked: bool) -> None:
@@ -93,14 +100,24 @@ def measure(namesrv: str, checked: bool) -> None:
             walls: list[float] = []
             cpus: list[float] = []
             loads: list[float] = []
-            for _ in range(ROUNDS):
+            cut: list[int] = []
+            while len(walls) < ROUNDS:
                 wall, cpu, rows = run_once(args, namesrv, home)
+                if isinstance(rows, Truncated):
+                    cut.append(rows)
+                    if len(cut) > 3 * ROUNDS:
+                        raise SystemExit(f"{label}: output cut short {len(cut)} times")
+                    continue
                 walls.append(wall)
                 cpus.append(cpu)
                 loads.append(os.getloadavg()[0])
                 wrong = check(rows) if checked else None
                 if wrong:
                     raise SystemExit(f"{label}: {wrong}")
+            if cut:
+                print(f"  {label}: {len(cut)} more run(s) exited 0 with their JSON output cut "
+                      f"short (at {', '.join(map(str, cut))} characters), not counted above",
+                      flush=True)
             median = statistics.median(walls)
             print(f"{label:<32} wall median {median:6.2f} s  p90 "
                   f"{percentile(walls, 90):6.2f} s  | CPU median {statistics.median(cpus):5.2f} s"
