@@ -6,7 +6,9 @@ current filter text (any cell containing it, case-insensitively), sorts them by 
 column, and formats their cells as `Text` (never markup: a topic may be called "[x]"); an
 unstyled cell stays a `PlainCell`, its string, until DataTable draws it (it draws only the
 rows on screen): making a `Text` of each of 13,000 topics x 12 columns on every refresh
-took most of a big cluster's first paint.
+took most of a big cluster's first paint; and a row equal to the one drawn last time keeps
+its cells (but those drawn from more than the row), so a refresh of 13,000 unchanged topics
+makes no cell at all.
 When the keys come out in the same order as last time only the cells that changed are
 updated, so a refresh neither flickers nor moves the cursor; otherwise the rows are rebuilt
 and the cursor put back on the row it was on.  Column widths come from the cells' plain
@@ -120,6 +122,7 @@ class RowTable(DataTable[Drawn]):
         self._shown: list[str] = []
         self._cells_drawn: dict[str, tuple[Drawn, ...]] = {}
         self._by_key: dict[str, Row] = {}
+        self._rows_drawn: dict[str, Row] = {}
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -170,8 +173,12 @@ class RowTable(DataTable[Drawn]):
         keep = self.selected_key
         rows = self.shown_rows()
         keys = [self.key_of(r) for r in rows]
-        cells = {k: tuple(c.cell(r) for c in self.spec) for k, r in zip(keys, rows, strict=True)}
+        before, drawn = self._rows_drawn, self._cells_drawn
+        cells = {k: self._cells(r, drawn.get(k) if before.get(k) == r else None)
+                 for k, r in zip(keys, rows, strict=True)}
         self._by_key = dict(zip(keys, rows, strict=True))
+        # copies: a screen may change a row it showed (as it was drawn is what counts)
+        self._rows_drawn = {k: dict(r) for k, r in self._by_key.items()}
         if keys == self._shown and not columns_changed:
             for k in keys:
                 old, new = self._cells_drawn.get(k), cells[k]
@@ -194,6 +201,14 @@ class RowTable(DataTable[Drawn]):
                 self.move_cursor(row=keys.index(keep), animate=False)
         self._shown = keys
         self._cells_drawn = cells
+
+    def _cells(self, row: Row, same: tuple[Drawn, ...] | None) -> tuple[Drawn, ...]:
+        """The row's cells; `same`: its cells of the last draw, when the row has not changed
+        since (kept, but for the cells drawn from more than the row, e.g. a sparkline)."""
+        if same is None:
+            return tuple(c.cell(row) for c in self.spec)
+        return tuple(old if c.of_row is None else c.cell(row)
+                     for c, old in zip(self.spec, same, strict=True))
 
     def _widen(self, index: int, cell: Drawn) -> None:
         column = self.ordered_columns[index]
