@@ -1,6 +1,7 @@
-"""Dashboard responsiveness on a cluster of 1,000 topics and 300 consumer groups.
+"""Dashboard responsiveness on a big cluster: 10,000 topics of 8 queues on two broker sets,
+3,000 consumer groups, consumers online for 300 of them (`benchmarks.big_cluster`).
 
-A name server and a broker run as processes; the dashboard runs headless (Textual's
+The name server and brokers run as processes; the dashboard runs headless (Textual's
 `run_test`) in this process, as it would on a terminal.  Measured:
 
 - first paint: from creating the app to the first screen showing its data (Topics, Consumer
@@ -10,15 +11,17 @@ A name server and a broker run as processes; the dashboard runs headless (Textua
 - key latency while a refresh runs: a key event posted to the app until the table's cursor
   has moved, with a refresh started just before each key.
 
-Run: ``python -m benchmarks.bench_dashboard`` (BENCH_TOPICS / BENCH_GROUPS / BENCH_ROUNDS in
-the environment change the size).  Medians, 95th percentiles and maxima are printed with
-the machine.
+Run: ``python -m benchmarks.bench_dashboard`` (BENCH_TOPICS / BENCH_GROUPS / BENCH_ONLINE
+change the size, BENCH_ROUNDS / BENCH_PAINTS the repetitions), or ``-n ADDR`` to measure a
+cluster that ``python -m benchmarks.big_cluster`` filled and keeps.  Medians, 95th
+percentiles and maxima are printed with the machine and the load average (the CPU times
+say more than the wall times on a busy machine).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import contextlib
 import os
 import statistics
 import time
@@ -27,61 +30,16 @@ from collections.abc import Callable
 from textual import events
 from textual.message import Message as UIMessage
 
-from benchmarks.bench_client import namesrv_process
+from benchmarks import big_cluster as big
 from benchmarks.machine import machine
-from benchmarks.processes import broker_process
-from engine.client import ClientConfig, Message, Producer
-from engine.client.admin.cluster import MQAdmin
-from engine.client.core.errors import ClientError
-from engine.protocol.body.subscription import SubscriptionGroupConfig
-from engine.protocol.body.topic import TopicConfig
 from mqadmin.config import Endpoint
 from mqadmin.tui.app import Dashboard
 from mqadmin.tui.events import Loaded
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.widgets.table import RowTable
 
-TOPICS = int(os.environ.get("BENCH_TOPICS", "1000"))
-GROUPS = int(os.environ.get("BENCH_GROUPS", "300"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "10"))
-CONCURRENCY = 32
-
-
-async def populate(ns: str, broker: str) -> None:
-    """TOPICS topics of 4 queues, GROUPS groups each committed on one topic with a backlog."""
-    async with MQAdmin(ns) as admin:
-        gate = asyncio.Semaphore(CONCURRENCY)
-
-        async def topic(i: int) -> None:
-            async with gate:
-                await admin.broker.create_topic(broker, TopicConfig(f"BenchTopic{i:04d}", 4, 4))
-
-        async def group(i: int) -> None:
-            async with gate:
-                name, t = f"bench-group-{i:03d}", f"BenchTopic{i % TOPICS:04d}"
-                await admin.broker.create_group(broker, SubscriptionGroupConfig(name))
-                await admin.broker.update_consumer_offset(broker, name, t, 0, 0)
-
-        await asyncio.gather(*(topic(i) for i in range(TOPICS)))
-        await asyncio.gather(*(group(i) for i in range(GROUPS)))
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # the broker re-registers its topics
-            with contextlib.suppress(ClientError):
-                listed = (await admin.namesrv.all_topics()).topic_list
-                if sum(1 for t in listed if t.startswith("BenchTopic")) >= TOPICS:
-                    break
-            await asyncio.sleep(0.5)
-        else:
-            raise SystemExit("the name server never listed every topic")
-    producer = Producer("BENCH_PG", ClientConfig(namesrv_addr=ns))
-    await producer.start()
-    try:  # a backlog of 3 messages for each group
-        for i in range(GROUPS):
-            topic_name = f"BenchTopic{i % TOPICS:04d}"
-            for _ in range(3):
-                await producer.send(Message(topic_name, b"x" * 100))
-    finally:
-        await producer.shutdown()
+PAINTS = int(os.environ.get("BENCH_PAINTS", "5"))
 
 
 def summary(name: str, values: list[float], unit: str = "ms", scale: float = 1000) -> str:
@@ -100,12 +58,14 @@ async def until(check: Callable[[], bool], timeout: float = 60) -> None:
         await asyncio.sleep(0.001)
 
 
-async def first_paint(ns: str, start: str) -> float:
-    began = time.perf_counter()
+async def first_paint(ns: str, start: str) -> tuple[float, float]:
+    """Seconds to the first screen with its data, and the CPU seconds this process (UI and
+    backend threads) spent on it."""
+    began, used = time.perf_counter(), time.process_time()
     app = Dashboard(Endpoint([ns]), start=start)
     async with app.run_test(size=(160, 48)):
         await until(lambda: isinstance(app.screen, DashScreen) and app.screen.loads >= 1)
-        return time.perf_counter() - began
+        return time.perf_counter() - began, time.process_time() - used
 
 
 async def refreshes(ns: str, start: str) -> tuple[list[float], list[float], list[float]]:
@@ -150,23 +110,29 @@ async def refreshes(ns: str, start: str) -> tuple[list[float], list[float], list
 
 async def measure(ns: str) -> None:
     for start in ("topics", "groups", "cluster"):
-        paints = [await first_paint(ns, start) for _ in range(5)]
-        print(summary(f"first paint, {start}", paints))
+        paints = [await first_paint(ns, start) for _ in range(PAINTS)]
+        print(summary(f"first paint, {start}", [p[0] for p in paints]))
+        print(summary(f"CPU of this process per first paint, {start}", [p[1] for p in paints]),
+              flush=True)
         elapsed, cpu, keys = await refreshes(ns, start)
         print(summary(f"full refresh, {start}", elapsed))
         print(summary(f"CPU of this process per refresh, {start}", cpu))
         if keys:
             print(summary(f"key latency during a refresh, {start}", keys))
+        print(f"  (load average {os.getloadavg()[0]:.1f})", flush=True)
 
 
 def main() -> None:
-    print(f"bench_dashboard: {TOPICS} topics, {GROUPS} groups | {machine()}")
-    with namesrv_process() as ns, broker_process(namesrvAddr=ns) as broker:
-        began = time.perf_counter()
-        asyncio.run(populate(ns, broker))
-        print(f"populated in {time.perf_counter() - began:.1f} s; load average "
-              f"{os.getloadavg()[0]:.1f}")
-        asyncio.run(measure(ns))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", "--namesrv", help="a cluster benchmarks.big_cluster filled")
+    opts = parser.parse_args()
+    print(f"bench_dashboard | {machine()}", flush=True)
+    if opts.namesrv:
+        print(f"on {opts.namesrv}; load average {os.getloadavg()[0]:.1f}", flush=True)
+        asyncio.run(measure(opts.namesrv))
+        return
+    with big.big_cluster() as cluster:
+        asyncio.run(measure(cluster.namesrv))
 
 
 if __name__ == "__main__":

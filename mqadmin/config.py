@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,6 +167,29 @@ def resolve(namesrv: str | None, context: str | None) -> Endpoint:
     """
     found = _resolve(namesrv, context)
     return Endpoint(found.addrs, found.context, credentials.for_context(found.context))
+
+
+def resolve_many(namesrv: str | None, contexts: Sequence[str],
+                 all_contexts: bool) -> list[Endpoint]:
+    """The clusters of a command that reads several: every saved context with
+    `all_contexts`, else each of `contexts`, else the one `resolve` finds.
+
+    Raises:
+        UsageProblem: `all_contexts` with no context saved, or with ``-n`` or ``--context``.
+        TargetNotFound: a context is not saved.
+    """
+    if all_contexts:
+        if namesrv or contexts:
+            raise UsageProblem("--all-contexts reads every saved context: leave out -n and "
+                               "--context, or name the contexts with --context (repeated).")
+        names = sorted(load().contexts)
+        if not names:
+            raise UsageProblem("no context saved: add them with `mqadmin context add NAME -n "
+                               "host:port`, or pass --context NAME for each cluster.")
+        return [resolve(None, name) for name in names]
+    if namesrv or len(contexts) < 2:
+        return [resolve(namesrv, contexts[0] if contexts else None)]
+    return [resolve(None, name) for name in dict.fromkeys(contexts)]
 
 
 def _resolve(namesrv: str | None, context: str | None) -> Endpoint:

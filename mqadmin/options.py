@@ -32,6 +32,16 @@ ContextOpt = Annotated[
     typer.Option("--context", metavar="NAME", envvar="MQADMIN_CONTEXT",
                  help="Use the name servers of a saved context (see `mqadmin context`)."),
 ]
+ContextsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--context", metavar="NAME", envvar="MQADMIN_CONTEXT",
+                 help="A saved context (see `mqadmin context`); repeat it for several "
+                      "clusters at once."),
+]
+AllContextsOpt = Annotated[
+    bool,
+    typer.Option("--all-contexts", help="Every saved context (`mqadmin context list`)."),
+]
 OutputOpt = Annotated[
     OutputFormat,
     typer.Option("-o", "--output", case_sensitive=False,

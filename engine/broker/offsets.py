@@ -5,6 +5,9 @@ Keys are ``"<topic>@<group>"`` and values ``{queueId: offset}``, the file shape 
 controller and at shutdown.  Only Java-sized numbers (int queue ids, long offsets) get in:
 requests are refused at decode, and anything else (a hand-edited file, a master's table) is
 dropped with a log line, so one bad entry never stops the others from being saved.
+The topics of each group and the groups of each topic come from an index built from the
+table's keys when first asked after the key set changed (consume stats ask for every group
+on every request: a scan of the table per group made them quadratic in the groups).
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class ConsumerOffsetManager:
     def __init__(self, files: ConfigFiles) -> None:
         self.table: dict[str, dict[int, int]] = {}
         self.files = files
+        self._by_group: dict[str, set[str]] = {}
+        self._by_topic: dict[str, set[str]] = {}
+        self._indexed: int | None = None  # len(table) when indexed; None: rebuild
         self._persister = Persister(lambda: {k: valid_offsets(k, v) for k, v in self.table.items()},
                                     files.save_consumer_offsets, "consumerOffset.json")
 
@@ -78,10 +84,23 @@ class ConsumerOffsetManager:
         return dict(self.table.get(offset_key(topic, group), {}))
 
     def topics_of_group(self, group: str) -> set[str]:
-        return {t for t, g in map(split_key, self.table) if g == group}
+        self._index()
+        return set(self._by_group.get(group, ()))
 
     def groups_of_topic(self, topic: str) -> set[str]:
-        return {g for t, g in map(split_key, self.table) if t == topic}
+        self._index()
+        return set(self._by_topic.get(topic, ()))
+
+    def _index(self) -> None:
+        """Rebuild the indexes when keys were added (the table only grows between the
+        removals, which reset `_indexed`) or removed."""
+        if self._indexed == len(self.table):
+            return
+        self._by_group, self._by_topic = {}, {}
+        for topic, group in map(split_key, self.table):
+            self._by_group.setdefault(group, set()).add(topic)
+            self._by_topic.setdefault(topic, set()).add(group)
+        self._indexed = len(self.table)
 
     def entries(self) -> Iterator[tuple[str, str, dict[int, int]]]:
         for key, queues in self.table.items():
@@ -110,17 +129,24 @@ class ConsumerOffsetManager:
         return True
 
     def remove_group(self, group: str) -> int:
-        keys = [k for k in self.table if split_key(k)[1] == group]
+        keys = [offset_key(t, group) for t in self.topics_of_group(group)]
         for key in keys:
             del self.table[key]
+        self._indexed = None
         return len(keys)
 
     def remove_topic(self, topic: str) -> int:
-        keys = [k for k in self.table if split_key(k)[0] == topic]
+        keys = [offset_key(topic, g) for g in self.groups_of_topic(topic)]
         for key in keys:
             del self.table[key]
+        self._indexed = None
         return len(keys)
 
     def replace_all(self, table: dict[str, dict[int, int]]) -> None:
         """A slave's copy of its master's table (metadata sync)."""
         self.table = {k: valid_offsets(k, v) for k, v in table.items()}
+        self._indexed = None
+
+    def merge(self, table: Mapping[str, dict[int, int]]) -> None:
+        """Entries of a master's table over ours (a slave's sync, keeping its own keys)."""
+        self.table.update(table)

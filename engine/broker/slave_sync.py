@@ -158,7 +158,7 @@ class SlaveSyncService(Service):
                 await self._call(master, RequestCode.UPDATE_CONSUMER_OFFSET, to_ext(header))
                 table.setdefault(key, {})[queue_id] = offset
             del st.slave_commits[(group, topic, queue_id)]
-        st.offsets.table.update(table)
+        st.offsets.merge(table)
         st.offsets.persist()
 
     async def _delay_offsets(self, master: str) -> None:

@@ -16,7 +16,7 @@ consumers give a POP group ``%RETRY%<group>`` too; Apache 5.3 does not).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Container, Iterable
 from dataclasses import dataclass
 
 from engine.protocol.message import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
@@ -74,8 +74,8 @@ class RetryTopic:
         return self.topic is not None
 
 
-def parse_retry_topic(name: str, groups: Collection[str] = (),
-                      topics: Collection[str] = ()) -> RetryTopic | None:
+def parse_retry_topic(name: str, groups: Container[str] = (),
+                      topics: Container[str] = ()) -> RetryTopic | None:
     """Whose retry topic `name` is (None when it is no retry topic), the V1 spelling decided
     by the known `groups` and `topics` as the module docstring says."""
     if not name.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -102,11 +102,24 @@ def groups_of_topics(names: Iterable[str], groups: Collection[str] = ()) -> set[
     prefix = len(RETRY_GROUP_TOPIC_PREFIX)
     hinted = {t[prefix:] for t in listed
               if t.startswith(RETRY_GROUP_TOPIC_PREFIX) and POP_RETRY_SEPARATOR_V2 not in t}
+    others = set(groups) | hinted
     found: set[str] = set()
     for name in listed:
         own = name[prefix:]
-        known = groups if own in groups else set(groups) | (hinted - {own})
+        known: Container[str] = groups if own in groups else _Except(others, own)
         parsed = parse_retry_topic(name, known, topics)
         if parsed is not None:
             found.add(parsed.group)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Except:
+    """The groups of `within` but `left_out`, without copying `within` (one lookup per retry
+    topic: a copy each made listing groups quadratic in the topics)."""
+
+    within: Container[str]
+    left_out: str
+
+    def __contains__(self, name: object) -> bool:
+        return name != self.left_out and name in self.within

@@ -37,12 +37,18 @@ DiskUsageProbe = Callable[[str], float]
 
 
 def default_disk_usage(path: str) -> float:
-    """Used fraction (0..1) of the partition holding `path`."""
+    """Used fraction (0..1) of the partition holding `path`, as Apache's
+    `UtilAll.getDiskPartitionSpaceUsedPercent` and ``df`` count it: used over used plus
+    what is still usable (blocks reserved for root left out), rounded up to a percent.
+    Used over the whole partition read far less than Apache's brokers on the same disk."""
     try:
         u = shutil.disk_usage(path)
     except OSError:
         return 0.0
-    return u.used / u.total if u.total else 0.0
+    entire = u.used + u.free  # shutil's free: the blocks usable by this user
+    if not entire:
+        return 0.0
+    return -(-u.used * 100 // entire) / 100
 
 
 @dataclass(frozen=True, slots=True)

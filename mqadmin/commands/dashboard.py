@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from mqadmin.commands import endpoint, guarded
+from mqadmin.commands import guarded
+from mqadmin.config import resolve_many
 from mqadmin.exit_codes import UsageProblem
-from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt
+from mqadmin.options import AllContextsOpt, ContextsOpt, DebugOpt, NamesrvOpt
 
 app = typer.Typer()
 
@@ -17,7 +18,8 @@ app = typer.Typer()
 @app.command("dashboard", rich_help_panel="mqadmin itself")
 def dashboard(
     namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    context: ContextsOpt = None,
+    all_contexts: AllContextsOpt = False,
     readonly: Annotated[bool, typer.Option(
         "--readonly", help="Show everything, change nothing (every change is refused).")
     ] = False,
@@ -25,12 +27,14 @@ def dashboard(
 ) -> None:
     """Open the terminal dashboard: cluster, topics, consumer groups, replication, cleanup
     and the audit log, with the CLI's plan / confirm / apply / verify for every change.
-    Press ? in it for the keys; q quits (the cluster keeps running)."""
+    Press ? in it for the keys; q quits (the cluster keeps running).  With several
+    clusters (--context repeated, or --all-contexts) it opens on the fleet view: one row per
+    cluster, Enter opens that cluster's screens."""
     with guarded(debug):
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise UsageProblem("the dashboard needs a terminal (stdin and stdout): run it in "
                                "one, over SSH with `ssh -t`; scripts use the other commands.")
-        where = endpoint(namesrv, context)
+        where = resolve_many(namesrv, context or [], all_contexts)
         from mqadmin.tui.app import Dashboard  # textual loads only for this command
 
-        Dashboard(where, readonly=readonly).run()
+        Dashboard(where[0], readonly=readonly, fleet=where if len(where) > 1 else ()).run()

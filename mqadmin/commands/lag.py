@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from engine.client.admin.cluster import MQAdmin
+from engine.client.core.errors import ClientError
 from engine.remoting import loop
-from mqadmin import render
-from mqadmin.commands import endpoint, guarded, with_admin
-from mqadmin.exit_codes import UsageProblem
+from mqadmin import config, render
+from mqadmin.commands import endpoint, guarded
+from mqadmin.exit_codes import ServersFailed, UsageProblem
 from mqadmin.home import home as mqadmin_home
 from mqadmin.operations.lag import status as st
 from mqadmin.operations.lag.collector import CollectorConfig, LagCollector
@@ -27,7 +28,14 @@ from mqadmin.operations.lag.verdict import (
     DEFAULT_WINDOW,
 )
 from mqadmin.operations.report.schedule import ReportDuty
-from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt
+from mqadmin.options import (
+    AllContextsOpt,
+    ContextOpt,
+    ContextsOpt,
+    DebugOpt,
+    NamesrvOpt,
+    OutputOpt,
+)
 from mqadmin.render import OutputFormat
 from mqadmin.reports.contract import DIR_NAME
 
@@ -225,22 +233,58 @@ def scheduled_report(cron: str, period: str, root: Path) -> ReportDuty:
     return duty
 
 
-def _report(namesrv: str | None, context: str | None, group: str | None, window: int,
-            allowed_lag: int | None) -> st.LagReport:
-    where = endpoint(namesrv, context)
+async def _report_of(where: config.Endpoint, group: str | None, window: int,
+                     allowed_lag: int | None) -> st.LagReport:
+    """The collector's window of the cluster, else a quick sampling of it.
+
+    Raises:
+        UnreachableError: no collector's window, and no name server of it answers.
+    """
     keys = where.lag_keys
     for key in keys:
         found = st.report_from_window(key, group=group, window=window,
                                       allowed_lag=allowed_lag)
         if found is not None:
             return found
-
-    async def work(admin: MQAdmin) -> st.LagReport:
+    async with MQAdmin(where.addrs, credentials=where.credentials) as admin:
+        await admin.namesrv.cluster_info()  # raises when no name server answers
         return await st.sample_report(admin, keys[0], group=group, window=window,
                                       allowed_lag=allowed_lag or DEFAULT_ALLOWED_LAG,
                                       min_span_ms=COMMIT_INTERVAL_MS)
 
-    return with_admin(where, work)
+
+async def _reports(clusters: list[config.Endpoint], group: str | None, window: int,
+                   allowed_lag: int | None) -> list[st.LagReport | ClientError]:
+    """Every cluster's report, read at once; a cluster that fails gives its error."""
+    async def one(where: config.Endpoint) -> st.LagReport | ClientError:
+        try:
+            return await _report_of(where, group, window, allowed_lag)
+        except ClientError as exc:
+            return exc
+
+    return list(await asyncio.gather(*(one(w) for w in clusters)))
+
+
+def _fleet_status(clusters: list[config.Endpoint], group: str | None, window: int,
+                  allowed_lag: int | None, queues: bool, output: OutputFormat) -> None:
+    """`lag status` over several clusters: their rows with a leading cluster column."""
+    found = loop.run(_reports(clusters, group, window, allowed_lag))
+    rows: list[dict[str, object]] = []
+    failed: list[tuple[str, ClientError]] = []
+    for where, report in zip(clusters, found, strict=True):
+        name = where.context or where.text
+        if isinstance(report, ClientError):
+            failed.append((name, report))
+            continue
+        listed = st.queue_rows(report) if queues else st.group_rows(report)
+        rows.extend({"cluster": name, **row} for row in listed)
+        source = "collector" if report.source == "collector" else "quick sampling"
+        render.note(f"{name}: {len(report.groups)} group(s) from the {source}"
+                    + (f"; {report.gaps} gap(s) in the last cycle" if report.gaps else ""))
+    columns = ("cluster", *(st.QUEUE_COLUMNS if queues else st.GROUP_COLUMNS))
+    render.render(rows, output, columns=columns)
+    if failed:
+        raise ServersFailed("lag status", failed, len(clusters), noun="clusters")
 
 
 @app.command("status")
@@ -250,16 +294,23 @@ def status(
     allowed_lag: ViewAllowedOpt = None,
     queues: Annotated[bool, typer.Option("--queues", help="One row per queue.")] = False,
     namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    context: ContextsOpt = None,
+    all_contexts: AllContextsOpt = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Each group's verdict (Burrow's rules: STOP, REWIND, STALL, WARNING, OK), the rule
     that fired, lag in messages (of it, ready and in flight: taken by POP consumers, not
     acked yet) and time, net drain rate, catch-up ETA and retention risk; from a running
-    collector's window, else from three samples taken half a second apart."""
+    collector's window, else from three samples taken half a second apart.  With several
+    clusters (--context repeated, or --all-contexts) every cluster's rows, with a leading
+    cluster column; clusters that do not answer are named on stderr (exit code 6)."""
     with guarded(debug):
-        report = _report(namesrv, context, group, window, allowed_lag)
+        clusters = config.resolve_many(namesrv, context or [], all_contexts)
+        if len(clusters) > 1:
+            _fleet_status(clusters, group, window, allowed_lag, queues, output)
+            return
+        report = loop.run(_report_of(clusters[0], group, window, allowed_lag))
         if group is not None and not report.groups:
             raise UsageProblem(f"no samples of group '{group}': check the name with "
                                "`mqadmin consumerProgress`.")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from engine.protocol.body.heartbeat import GRPC_PROTOCOL, ConsumeType
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.version import version_desc
 from mqadmin.exit_codes import TargetNotFound
+from mqadmin.operations.consume_stats import read_lags
 from mqadmin.operations.mutation import Progress
 from mqadmin.operations.targets import (
     known_groups,
@@ -61,6 +63,8 @@ TOTAL = "(total)"
 #: Seconds to wait for a client's running info in consumerProgress (the rest goes on).
 RUNNING_INFO_TIMEOUT = 3.0
 CONCURRENCY = 16
+#: Groups whose clients consumerProgress (every group) asks for at once.
+LIST_CONCURRENCY = 64
 
 
 async def running_info(admin: MQAdmin, group: str, client_id: str, *, jstack: bool = False,
@@ -287,26 +291,37 @@ def progress_rows(progress: GroupProgress) -> list[Row]:
 async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> list[Row]:
     """Every group the brokers know (`known_groups`: Apache lists those with a
     ``%RETRY%<group>`` topic, which a 5.x POP group lacks), as Apache lists them: clients,
-    lowest client version, PULL/PUSH/POP, message model, TPS, total diff."""
-    groups = await known_groups(admin)
-    gate = asyncio.Semaphore(CONCURRENCY)
-    finished = 0
+    lowest client version, PULL/PUSH/POP, message model, TPS, total diff.
 
-    async def one(group: str) -> Row:
-        nonlocal finished
+    The TPS and diff of every group come from one GET_BROKER_CONSUME_STATS per broker (the
+    same offsets Apache's per-group consume stats add up; when a broker does not answer it,
+    each group's consume stats are read from its route instead, as before); only the clients
+    are asked per group (no request lists a broker's online groups), `LIST_CONCURRENCY` at a
+    time."""
+    groups, info = await asyncio.gather(known_groups(admin), admin.namesrv.cluster_info())
+    addrs = list((await masters(admin, info=info, or_slave=True)).values())
+    lags = await read_lags(admin, addrs)
+    diff: dict[str, int] = defaultdict(int)
+    group_tps: dict[str, float] = defaultdict(float)
+    if lags.failed:
+        totals = await _group_totals(admin, groups)
+        diff.update((g, d) for g, (d, _) in totals.items())
+        group_tps.update((g, t) for g, (_, t) in totals.items())
+    else:
+        tps: dict[tuple[str, str, str], float] = {}  # one per (group, topic, broker)
+        for lag in lags.rows:
+            diff[lag.group] += lag.broker_offset - lag.consumer_offset
+            tps[(lag.group, lag.topic, lag.broker_name)] = lag.group_tps
+        for (group, _, _), value in tps.items():
+            group_tps[group] += value
+    online = await online_consumers(admin, addrs, groups, concurrency=LIST_CONCURRENCY,
+                                    on_progress=on_progress)
+    rows: list[Row] = []
+    for group in groups:
         row: Row = {"group": group, "count": 0, "version": "OFFLINE", "type": None,
-                    "model": None, "tps": 0, "diffTotal": 0}
-        async with gate:
-            try:
-                stats = merge_consume_stats(await admin.consume_stats(group, known=True))
-                row |= {"tps": round(stats.consume_tps, 2),
-                        "diffTotal": stats.compute_total_diff()}
-            except ClientError:
-                pass
-            try:
-                cc = await admin.consumer_connections(group, known=True)
-            except ClientError:
-                cc = None
+                    "model": None, "tps": round(group_tps.get(group, 0.0), 2),
+                    "diffTotal": diff.get(group, 0)}
+        cc = online.get(group)
         if cc is not None and cc.connection_set:
             # Apache 5.3 calls a POP group PUSH here; this console says POP.
             pulled = cc.consume_type is ConsumeType.CONSUME_ACTIVELY
@@ -314,12 +329,26 @@ async def group_list(admin: MQAdmin, on_progress: Progress | None = None) -> lis
                 cc.compute_min_version()),
                 "type": cc.consume_type.type_cn if cc.consume_type else "PULL",
                 "model": cc.message_model.name if not pulled and cc.message_model else None}
-        finished += 1
-        if on_progress is not None:
-            on_progress(finished, len(groups))
-        return row
+        rows.append(row)
+    return rows
 
-    return list(await asyncio.gather(*(one(g) for g in groups)))
+
+async def _group_totals(admin: MQAdmin, groups: Sequence[str]
+                        ) -> dict[str, tuple[int, float]]:
+    """Each group's total diff and consume TPS from its route's brokers (a group none
+    answers for is left out)."""
+    gate = asyncio.Semaphore(LIST_CONCURRENCY)
+
+    async def one(group: str) -> tuple[int, float] | None:
+        async with gate:
+            try:
+                stats = merge_consume_stats(await admin.consume_stats(group))
+            except ClientError:
+                return None
+        return stats.compute_total_diff(), stats.consume_tps
+
+    found = await asyncio.gather(*(one(g) for g in groups))
+    return {g: t for g, t in zip(groups, found, strict=True) if t is not None}
 
 
 async def consumer_connection(admin: MQAdmin, group: str) -> ConsumerConnection:
@@ -336,20 +365,27 @@ async def consumer_connection(admin: MQAdmin, group: str) -> ConsumerConnection:
 
 
 async def online_consumers(admin: MQAdmin, addrs: Sequence[str], groups: Sequence[str], *,
-                           concurrency: int = CONCURRENCY
+                           concurrency: int = CONCURRENCY, on_progress: Progress | None = None
                            ) -> dict[str, ConsumerConnection | None]:
     """Each group's online clients as the first broker of `addrs` that has any sees them
     (None: no client online there, or no broker answered), `concurrency` groups at a time."""
     gate = asyncio.Semaphore(concurrency)
+    finished = 0
 
     async def one(group: str) -> ConsumerConnection | None:
-        async with gate:
-            for addr in addrs:
-                try:
-                    return await admin.broker.consumer_connections(addr, group)
-                except ClientError:  # not online there, or the broker is away
-                    continue
-        return None
+        nonlocal finished
+        try:
+            async with gate:
+                for addr in addrs:
+                    try:
+                        return await admin.broker.consumer_connections(addr, group)
+                    except ClientError:  # not online there, or the broker is away
+                        continue
+            return None
+        finally:
+            finished += 1
+            if on_progress is not None:
+                on_progress(finished, len(groups))
 
     found = await asyncio.gather(*(one(g) for g in groups))
     return dict(zip(groups, found, strict=True))

@@ -96,6 +96,7 @@ async def origin_topic(admin: MQAdmin, topic: str, retry_of: str | None) -> str:
     return parsed.topic if parsed is not None and parsed.topic is not None else topic
 
 
+
 def _unknown_cluster(cluster: str, info: ClusterInfo) -> TargetNotFound:
     known = ", ".join(sorted(info.cluster_addr_table)) or "none"
     return TargetNotFound(f"cluster '{cluster}' has no broker online (clusters known: "

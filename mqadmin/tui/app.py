@@ -4,7 +4,10 @@ How this works: each screen is a Textual mode (its own stack), reached by a numb
 the `:` command line; `Esc` closes the filter, then pops a drill-down, then goes back to
 the previous screen.  The app owns the `Backend` (the thread that talks to the cluster),
 the header's state (context, health, last refresh) and `--readonly`: every screen asks
-`allow_change` before opening a change dialog.
+`allow_change` before opening a change dialog.  Given several clusters (`fleet`), it opens
+on the Fleet screen, one row per cluster; Enter there points the backend at that cluster
+and starts its screens afresh (no screen keeps another cluster's rows), and the header
+names the cluster every screen shows.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import contextlib
 import functools
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -25,6 +29,7 @@ from textual.reactive import reactive
 from mqadmin.config import Endpoint, resolve
 from mqadmin.exit_codes import message_for
 from mqadmin.tui.backend import Backend
+from mqadmin.tui.data.fleet import Fleet, label
 from mqadmin.tui.data.health import read_extra, read_health
 from mqadmin.tui.events import HealthChanged
 from mqadmin.tui.keys import key_sections
@@ -34,6 +39,7 @@ from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.cleanup import CleanupScreen
 from mqadmin.tui.screens.cluster import ClusterScreen
 from mqadmin.tui.screens.dlq import DlqScreen
+from mqadmin.tui.screens.fleet import FleetScreen
 from mqadmin.tui.screens.groups import GroupsScreen
 from mqadmin.tui.screens.message_search import MessageSearchScreen
 from mqadmin.tui.screens.producers import ProducersScreen
@@ -54,6 +60,7 @@ SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
     "access": (("access", "acl", "users"), "8"),
     "messages": (("messages", "message", "msg"), "9"),
     "producers": (("producers", "producer"), "0"),
+    "fleet": (("fleet", "clusters"), "F"),
 }
 HEALTH_EVERY = 5.0
 #: The slower half of the header (lag verdicts, dead letters) every this many rounds.
@@ -69,7 +76,7 @@ class Dashboard(App[None]):
         "cluster": ClusterScreen, "topics": TopicsScreen, "groups": GroupsScreen,
         "dlq": DlqScreen, "ha": ReplicationScreen, "cleanup": CleanupScreen,
         "audit": AuditScreen, "access": AccessScreen, "messages": MessageSearchScreen,
-        "producers": ProducersScreen,
+        "producers": ProducersScreen, "fleet": FleetScreen,
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("colon", "command_line", "Command", key_display=":"),
@@ -86,12 +93,14 @@ class Dashboard(App[None]):
     readonly: reactive[bool] = reactive(False)
 
     def __init__(self, endpoint: Endpoint, *, readonly: bool = False,
-                 start: str = "cluster") -> None:
+                 start: str | None = None, fleet: Sequence[Endpoint] = ()) -> None:
         super().__init__()
         self.backend = Backend(endpoint)
+        #: The clusters of the Fleet screen (just `endpoint` when none were given).
+        self.fleet = Fleet(fleet or [endpoint])
         self.set_reactive(Dashboard.readonly, readonly)
+        self.start_mode = start or ("fleet" if len(self.fleet.endpoints) > 1 else "cluster")
         self.set_reactive(Dashboard.where, self._where_text(endpoint))
-        self.start_mode = start
         self._history: list[str] = []
         self._health_wake = asyncio.Event()
         self._health_started = False
@@ -101,7 +110,12 @@ class Dashboard(App[None]):
         context = f"context {endpoint.context}" if endpoint.context else "no context"
         return f"{context}  ·  name servers {endpoint.text}"
 
+    def _fleet_text(self) -> str:
+        names = [label(e) for e in self.fleet.endpoints]
+        return f"fleet of {len(names)} clusters: {', '.join(names)}"
+
     def on_mount(self) -> None:
+        self.mode_change_signal.subscribe(self, self._mode_changed)
         self.switch_mode(self.start_mode)
         # The header's reads start once the first screen has its data (or after a second):
         # the first paint does not share the backend with them.
@@ -113,6 +127,8 @@ class Dashboard(App[None]):
             self.health_loop()
 
     def on_unmount(self) -> None:
+        with contextlib.suppress(Exception):  # best effort: the process is ending anyway
+            self.backend.call_sync(self.fleet.close, 5)
         self.backend.close()
 
     # ------------------------------------------------------------------ navigation
@@ -122,6 +138,36 @@ class Dashboard(App[None]):
             return
         self._history.append(self.current_mode)
         self.switch_mode(name)
+
+    def _mode_changed(self, _: str) -> None:
+        """The header names the fleet on the Fleet screen, the cluster everywhere else."""
+        self.where = (self._fleet_text() if self.current_mode == "fleet"
+                      else self._where_text(self.backend.endpoint))
+        self._health_wake.set()
+
+    @work(exclusive=True, group="context")
+    async def open_cluster(self, name: str) -> None:
+        """The Fleet screen's Enter: the screens of the cluster called `name` (a context,
+        or name servers), started afresh."""
+        endpoint = next((e for e in self.fleet.endpoints if label(e) == name), None)
+        if endpoint is None:
+            return
+        if endpoint != self.backend.endpoint:
+            await self.backend.switch(endpoint)
+            await self._restart_modes()
+        self.health = ""
+        self._history = ["fleet"]
+        self.switch_mode("cluster")
+        self.where = self._where_text(endpoint)
+        self._health_wake.set()
+
+    async def _restart_modes(self) -> None:
+        """Drop every screen but the one shown, so none shows the previous cluster's rows."""
+        for mode, screen in self.MODES.items():
+            if mode != self.current_mode and mode != "fleet":
+                with contextlib.suppress(Exception):  # a mode never opened
+                    await self.remove_mode(mode)
+                self.add_mode(mode, screen)
 
     def action_go_back(self) -> None:
         screen = self.screen
@@ -179,6 +225,7 @@ class Dashboard(App[None]):
             self.notify(message_for(exc), severity="error")
             return
         await self.backend.switch(endpoint)
+        await self._restart_modes()
         self.where = self._where_text(endpoint)
         self.notify(f"now on context {name} ({endpoint.text})")
         self._health_wake.set()
@@ -198,6 +245,12 @@ class Dashboard(App[None]):
         rounds = 0
         while True:
             self._health_wake.clear()
+            if self.current_mode == "fleet":  # the rows are the health: nothing to add
+                self.post_message(HealthChanged(Text("one row per cluster below", style="dim"),
+                                                True))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._health_wake.wait(), HEALTH_EVERY)
+                continue
             try:
                 text, ok = health_line(await self.backend.call(read_health)), True
             except Exception as exc:

@@ -58,6 +58,12 @@ class Backend:
         """`work(admin)` run on the backend loop; awaited from any other loop."""
         return await asyncio.wrap_future(self._submit(self._run(work)))
 
+    def call_sync(self, fn: Callable[[], Awaitable[T]], timeout: float) -> T:
+        """`fn()` run on the backend loop, waited for from another thread (not the UI loop
+        while it must stay responsive: at exit, say)."""
+        result: T = self._submit(fn()).result(timeout)
+        return result
+
     async def blocking(self, fn: Callable[[], T]) -> T:
         """`fn()` (file or SQLite work) on a thread of its own, awaited from the UI loop."""
         return await asyncio.to_thread(fn)

@@ -13,6 +13,9 @@ yet; 0 for push and pull groups).
 from __future__ import annotations
 
 import asyncio
+import itertools
+import statistics
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +23,7 @@ from typing import Any
 
 from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations.lag import window as win
-from mqadmin.operations.lag.model import QueueKey, Series
+from mqadmin.operations.lag.model import QueueKey, QueueSample, Series
 from mqadmin.operations.lag.retention import RetentionForecaster, Risk
 from mqadmin.operations.lag.sample import Errors, Sampler, now_ms
 from mqadmin.operations.lag.verdict import (
@@ -156,6 +159,59 @@ async def sample_report(admin: MQAdmin, cluster: str, *, group: str | None = Non
     return build_report(cluster, series, risks, source="sampled", ts=ts,
                         interval_ms=int(spacing * 1000), window=window,
                         allowed_lag=allowed_lag, gaps=gaps, min_span_ms=min_span_ms)
+
+
+class KeptSampling:
+    """A quick sampling kept between reads (the dashboard's refreshes, without a collector):
+    the first read samples `samples` times, `spacing` seconds apart, as `sample_report`
+    does; every later read samples once and judges it with the samples kept from the reads
+    before (the last `window` of each queue).  The sampler's cache of oldest-message store
+    times and the forecaster's of segment times are kept too: on a big cluster a refresh
+    reads each group once, warm, instead of `samples` times from cold."""
+
+    def __init__(self, cluster: str, *, samples: int = QUICK_SAMPLES,
+                 spacing: float = QUICK_SPACING, window: int = DEFAULT_WINDOW,
+                 allowed_lag: int = DEFAULT_ALLOWED_LAG, min_span_ms: int = 0) -> None:
+        self.cluster = cluster
+        self.samples = samples
+        self.spacing = spacing
+        self.window = window
+        self.allowed_lag = allowed_lag
+        self.min_span_ms = min_span_ms
+        self._sampler = Sampler(cluster, int(spacing * 1000))
+        self._forecaster = RetentionForecaster()
+        self._kept: dict[QueueKey, deque[QueueSample]] = {}
+        self._times: deque[int] = deque(maxlen=window)
+
+    async def report(self, admin: MQAdmin) -> LagReport:
+        gaps = 0
+        seen: set[QueueKey] = set()
+        for i in range(1 if self._kept else self.samples):
+            if i:
+                await asyncio.sleep(self.spacing)
+            cycle = await self._sampler.sample(admin)
+            gaps = len(cycle.gaps)
+            self._times.append(cycle.ts)
+            seen = set()
+            for s in cycle.samples:
+                self._kept.setdefault(s.key, deque(maxlen=self.window)).append(s)
+                seen.add(s.key)
+        for key in [k for k in self._kept if k not in seen]:  # gone, or not read this time
+            del self._kept[key]
+        series = [Series(k, tuple(v)) for k, v in self._kept.items()]
+        try:
+            brokers = await masters(admin, or_slave=True)
+            risks = list((await self._forecaster.forecast(admin, series, brokers,
+                                                          now_ms())).values())
+        except Errors:
+            risks = []
+        spans = [b - a for a, b in itertools.pairwise(self._times)]
+        interval = int(statistics.median(spans)) if spans else int(self.spacing * 1000)
+        ts = max((s.last.ts for s in series), default=now_ms())
+        return build_report(self.cluster, series, risks, source="sampled", ts=ts,
+                            interval_ms=interval, window=self.window,
+                            allowed_lag=self.allowed_lag, gaps=gaps,
+                            min_span_ms=self.min_span_ms)
 
 
 async def lag_report(admin: MQAdmin, cluster: str, *, group: str | None = None,

@@ -54,16 +54,17 @@ async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]
             for g, cc in found.items()}
 
 
-async def read_groups(admin: MQAdmin, endpoint: Endpoint, *,
-                      full: bool = True) -> GroupsView:
+async def read_groups(admin: MQAdmin, endpoint: Endpoint, *, full: bool = True,
+                      kept: st.KeptSampling | None = None) -> GroupsView:
     """Every group with its lag, clients and state, and the lag monitor's verdict, rule,
-    lag in time, drain ETA, retention risk and lag history; without `full` only the lag
-    (a quicker first view)."""
+    lag in time, drain ETA, retention risk and lag history (without a collector: sampled,
+    by `kept` when the screen keeps a sampling between refreshes); without `full` only the
+    lag (a quicker first view)."""
     addrs = list((await masters(admin, or_slave=True)).values())
     empty = st.LagReport("", "", 0, 0, ())
 
     async def report_of() -> st.LagReport:
-        return await lag_report(admin, endpoint) if full else empty
+        return await lag_report(admin, endpoint, kept=kept) if full else empty
 
     found, report = await asyncio.gather(read_lags(admin, addrs), report_of())
     lags, failures = found.rows, found.failed

@@ -24,11 +24,21 @@ def collector_report(endpoint: Endpoint, group: str | None = None) -> st.LagRepo
     return None
 
 
-async def lag_report(admin: MQAdmin, endpoint: Endpoint,
-                     group: str | None = None) -> st.LagReport:
+def kept_sampling(endpoint: Endpoint) -> st.KeptSampling:
+    """A sampling a screen keeps between its refreshes (see `lag_report`)."""
+    return st.KeptSampling(endpoint.cluster_key, samples=SAMPLES, spacing=SPACING,
+                           min_span_ms=COMMIT_INTERVAL_MS)
+
+
+async def lag_report(admin: MQAdmin, endpoint: Endpoint, group: str | None = None, *,
+                     kept: st.KeptSampling | None = None) -> st.LagReport:
+    """The collector's view, else a sampling: `kept` (one sample a refresh, judged with the
+    ones kept from the refreshes before) when the screen keeps one, else a fresh one."""
     found = await asyncio.to_thread(collector_report, endpoint, group)
     if found is not None:
         return found
+    if kept is not None and group is None:
+        return await kept.report(admin)
     # a sampling this short cannot tell a stuck offset from one committed every few seconds
     # (Java's and ours: every 5 s): such a queue is UNKNOWN, not STALL
     return await st.sample_report(admin, endpoint.cluster_key, group=group, samples=SAMPLES,

@@ -14,9 +14,11 @@ from textual.widgets import Static
 from engine.client.admin.broker import RESET_TO_MAX
 from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations import group as group_ops
+from mqadmin.operations.lag.status import KeptSampling
 from mqadmin.reports.contract import GROUP_SEVERITY, GroupStatus
 from mqadmin.tui.data.changes import MutationChange
 from mqadmin.tui.data.groups import GroupDetail, GroupsView, read_group, read_groups
+from mqadmin.tui.data.lag import kept_sampling
 from mqadmin.tui.screens.base import DashScreen
 from mqadmin.tui.screens.change import ChangeScreen
 from mqadmin.tui.screens.reset_form import ResetForm, ResetRequest
@@ -58,6 +60,8 @@ class GroupsScreen(DashScreen):
     def __init__(self) -> None:
         super().__init__()
         self.lag_history = History()
+        #: Without a collector, the verdicts' sampling, kept between refreshes.
+        self._sampling: KeptSampling | None = None
 
     def body(self) -> ComposeResult:
         yield RowTable([
@@ -76,7 +80,10 @@ class GroupsScreen(DashScreen):
         return spark(history, 16)
 
     async def fetch(self, admin: MQAdmin) -> GroupsView:
-        return await read_groups(admin, self.dashboard.backend.endpoint)
+        endpoint = self.dashboard.backend.endpoint
+        if self._sampling is None or self._sampling.cluster != endpoint.cluster_key:
+            self._sampling = kept_sampling(endpoint)
+        return await read_groups(admin, endpoint, kept=self._sampling)
 
     async def fetch_first(self, admin: MQAdmin) -> GroupsView:
         return await read_groups(admin, self.dashboard.backend.endpoint, full=False)

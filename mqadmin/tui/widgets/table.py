@@ -3,7 +3,12 @@ cursor on the same row (by key) across refreshes.
 
 How this works: screens hand it every row they have (`show`); it filters them with the
 current filter text (any cell containing it, case-insensitively), sorts them by the sort
-column, and formats their cells as `Text` (never markup: a topic may be called "[x]").
+column, and formats their cells as `Text` (never markup: a topic may be called "[x]"); an
+unstyled cell stays a `PlainCell`, its string, until DataTable draws it (it draws only the
+rows on screen): making a `Text` of each of 13,000 topics x 12 columns on every refresh
+took most of a big cluster's first paint; and a row equal to the one drawn last time keeps
+its cells (but those drawn from more than the row), so a refresh of 13,000 unchanged topics
+makes no cell at all.
 When the keys come out in the same order as last time only the cells that changed are
 updated, so a refresh neither flickers nor moves the cursor; otherwise the rows are rebuilt
 and the cursor put back on the row it was on.  Column widths come from the cells' plain
@@ -54,9 +59,31 @@ class Col:
     #: The row key to sort on instead of `key` (e.g. a verdict's severity).
     sort_on: str | None = None
 
-    def cell(self, row: Row) -> Text:
+    def cell(self, row: Row) -> Drawn:
         value = self.of_row(row) if self.of_row is not None else self.fmt(row.get(self.key))
-        return value if isinstance(value, Text) else Text(value, no_wrap=True)
+        return value if isinstance(value, Text) else PlainCell(value)
+
+
+class PlainCell:
+    """An unstyled cell: its text, made a rich `Text` only when it is drawn."""
+
+    __slots__ = ("plain",)
+
+    def __init__(self, plain: str) -> None:
+        self.plain = plain
+
+    def __rich__(self) -> Text:
+        return Text(self.plain, no_wrap=True)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PlainCell) and other.plain == self.plain
+
+    def __hash__(self) -> int:
+        return hash(self.plain)
+
+
+#: A cell as the table holds it.
+Drawn = Text | PlainCell
 
 
 def sort_key(value: Any) -> tuple[int, Any]:
@@ -70,7 +97,7 @@ def sort_key(value: Any) -> tuple[int, Any]:
     return (1, str(value).lower())
 
 
-class RowTable(DataTable[Text]):
+class RowTable(DataTable[Drawn]):
     """Rows as dicts with a stable key; `s` sorts by the next column, `S` reverses."""
 
     BINDINGS = [  # noqa: RUF012 (Textual reads class-level bindings)
@@ -93,8 +120,9 @@ class RowTable(DataTable[Text]):
         self.filter_text = ""
         self.all_rows: list[Row] = []
         self._shown: list[str] = []
-        self._cells_drawn: dict[str, tuple[Text, ...]] = {}
+        self._cells_drawn: dict[str, tuple[Drawn, ...]] = {}
         self._by_key: dict[str, Row] = {}
+        self._rows_drawn: dict[str, Row] = {}
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -145,8 +173,12 @@ class RowTable(DataTable[Text]):
         keep = self.selected_key
         rows = self.shown_rows()
         keys = [self.key_of(r) for r in rows]
-        cells = {k: tuple(c.cell(r) for c in self.spec) for k, r in zip(keys, rows, strict=True)}
+        before, drawn = self._rows_drawn, self._cells_drawn
+        cells = {k: self._cells(r, drawn.get(k) if before.get(k) == r else None)
+                 for k, r in zip(keys, rows, strict=True)}
         self._by_key = dict(zip(keys, rows, strict=True))
+        # copies: a screen may change a row it showed (as it was drawn is what counts)
+        self._rows_drawn = {k: dict(r) for k, r in self._by_key.items()}
         if keys == self._shown and not columns_changed:
             for k in keys:
                 old, new = self._cells_drawn.get(k), cells[k]
@@ -170,7 +202,15 @@ class RowTable(DataTable[Text]):
         self._shown = keys
         self._cells_drawn = cells
 
-    def _widen(self, index: int, cell: Text) -> None:
+    def _cells(self, row: Row, same: tuple[Drawn, ...] | None) -> tuple[Drawn, ...]:
+        """The row's cells; `same`: its cells of the last draw, when the row has not changed
+        since (kept, but for the cells drawn from more than the row, e.g. a sparkline)."""
+        if same is None:
+            return tuple(c.cell(row) for c in self.spec)
+        return tuple(old if c.of_row is None else c.cell(row)
+                     for c, old in zip(self.spec, same, strict=True))
+
+    def _widen(self, index: int, cell: Drawn) -> None:
         column = self.ordered_columns[index]
         column.content_width = max(column.content_width, cell_len(cell.plain))
 
