@@ -152,8 +152,8 @@ def grpc_consumer(endpoints: str, counts: Counts) -> Any | None:
     with a warning, where the 5.x client is not installed)."""
     try:
         from rocketmq.v5.client import ClientConfiguration
-        from rocketmq.v5.client.client import Client
         from rocketmq.v5.client import Credentials as GrpcCredentials
+        from rocketmq.v5.client.client import Client
         from rocketmq.v5.consumer import ConsumeResult, MessageListener, PushConsumer
         from rocketmq.v5.model import FilterExpression
     except ImportError:
