@@ -153,6 +153,7 @@ def grpc_consumer(endpoints: str, counts: Counts) -> Any | None:
     try:
         from rocketmq.v5.client import ClientConfiguration
         from rocketmq.v5.client import Credentials as GrpcCredentials
+        from rocketmq.v5.client.client import Client
         from rocketmq.v5.consumer import ConsumeResult, MessageListener, PushConsumer
         from rocketmq.v5.model import FilterExpression
     except ImportError:
@@ -164,10 +165,23 @@ def grpc_consumer(endpoints: str, counts: Counts) -> Any | None:
             counts.grpc_consumed += 1
             return ConsumeResult.SUCCESS
 
+    class MeteredOnlyWhenOn(PushConsumer):  # type: ignore[misc]
+        """5.1.2's PushConsumer registers its cache gauges on every settings answer, on a
+        meter provider that exists only while the proxy turns metrics on: with metrics off
+        (Apache 5.3.3's proxy without an exporter, and ours by default) that raised
+        AttributeError in the client's telemetry reader, which then stopped reading the
+        proxy's answers and commands."""
+
+        def reset_metric(self, metric: Any) -> None:
+            if metric.on:
+                super().reset_metric(metric)
+            else:  # the client's own switch-off, without the gauges
+                Client.reset_metric(self, metric)
+
     keys = (GrpcCredentials(CREDENTIALS.access_key, CREDENTIALS.secret_key)
             if CREDENTIALS is not None else GrpcCredentials())
-    return PushConsumer(ClientConfiguration(endpoints, keys), GRPC_GROUP, Listener(),
-                        {"DemoPayments": FilterExpression("*")})
+    return MeteredOnlyWhenOn(ClientConfiguration(endpoints, keys), GRPC_GROUP, Listener(),
+                             {"DemoPayments": FilterExpression("*")})
 
 
 async def _send(producer: Producer, msg: Message, counts: Counts) -> None:

@@ -83,3 +83,14 @@ def test_an_id_without_trace_exits_3_and_says_so(traced: BackgroundCluster) -> N
                      "-n", traced.ns)
     assert missing.exit_code == ExitCode.NOT_FOUND
     assert "trace topic NO_SUCH_TRACE does not exist" in missing.stderr
+
+
+def test_a_5x_client_s_id_is_said_never_traced(traced: BackgroundCluster) -> None:
+    # a 5.x client's id (34 hex digits, 01 first): it came through a gRPC proxy, which (as
+    # Apache 5.3.3's) writes no trace records, so enabling trace would not help
+    v5_id = "0102FC0000000113A30B1D1DF800000000"
+    result = invoke("queryMsgTraceById", "-i", v5_id, "-n", traced.ns)
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert f"no trace of message {v5_id}" in result.stderr
+    assert "a 5.x client sent it through a gRPC proxy" in result.stderr
+    assert "enableMsgTrace" not in result.stderr

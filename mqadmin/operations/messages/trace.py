@@ -9,6 +9,11 @@ is the one a 5.x Pub record names, else the host that sent the trace message.  W
 is found and the id is an offset message id of one of the cluster's brokers, the message is
 read from there and its traces are looked up under its message id (UNIQ_KEY), the id every
 trace record carries: the usual msgId/offsetMsgId mix-up, resolved instead of refused.
+A message a 5.x client sent through a gRPC proxy (its 5.x message id, or the ``__BORNHOST`` the
+proxies stamp) has no trace records on Apache 5.3.3 or here: neither the proxies nor the 5.x
+clients write any (5.3.3's trace types are the 4.x clients' plus Recall; its proxy's
+``traceOn`` only answers remoting clients' TRACE_ON), so the error says that instead of
+asking to turn tracing on.
 """
 
 from __future__ import annotations
@@ -32,12 +37,15 @@ from engine.protocol.trace import (
     decode,
 )
 from mqadmin.exit_codes import TargetNotFound
+from mqadmin.operations.messages.ids import is_v5_id
 from mqadmin.operations.targets import route_brokers
 from mqadmin.operations.times import format_time
 
 Row = dict[str, Any]
 
 MAX_NUM = 64  # Apache's queryMsgTraceById asks each broker for 64 messages
+#: MessageConst.PROPERTY_BORN_HOST: set by a gRPC proxy on what a 5.x client sends
+PROPERTY_BORN_HOST = "__BORNHOST"
 TRACE_COLUMNS = ["type", "group", "clientHost", "time", "costMs", "status", "storeHost",
                  "topic", "tags", "keys", "retryTimes", "msgType", "msgId", "offsetMsgId",
                  "requestId", "timestamp"]
@@ -151,9 +159,15 @@ class TraceLookup:
     malformed: int
 
 
-async def query_trace(admin: MQAdmin, msg_id: str, trace_topic: str = TRACE_TOPIC
-                      ) -> TraceLookup:
-    """The trace rows of `msg_id` (a message id, or an offset message id).
+def sent_over_grpc(record: MessageRecord) -> bool:
+    """Whether a 5.x client sent `record` through a gRPC proxy (never traced)."""
+    return PROPERTY_BORN_HOST in record.properties()
+
+
+async def query_trace(admin: MQAdmin, msg_id: str, trace_topic: str = TRACE_TOPIC,
+                      record: MessageRecord | None = None) -> TraceLookup:
+    """The trace rows of `msg_id` (a message id, or an offset message id); `record`, the
+    message when the caller has it, says why there are none.
 
     Raises:
         TargetNotFound: the trace topic has no route, or no record names the message.
@@ -168,7 +182,7 @@ async def query_trace(admin: MQAdmin, msg_id: str, trace_topic: str = TRACE_TOPI
     found, malformed = records_of(msg_id, await _search(admin, brokers, trace_topic, msg_id))
     if found:
         return TraceLookup(trace_rows(found), msg_id, malformed)
-    stored = await _stored_message(admin, msg_id)
+    stored = record if record is not None else await _stored_message(admin, msg_id)
     if stored is not None and stored.msg_id != msg_id:
         key = stored.msg_id
         found, malformed = records_of(key, await _search(admin, brokers, trace_topic, key))
@@ -180,6 +194,12 @@ async def query_trace(admin: MQAdmin, msg_id: str, trace_topic: str = TRACE_TOPI
 def _no_trace(msg_id: str, topic: str, brokers: list[str], stored: MessageRecord | None
               ) -> str:
     where = f"no trace of message {msg_id} in {topic} (brokers {', '.join(brokers)})"
+    if is_v5_id(msg_id) or (stored is not None and sent_over_grpc(stored)):
+        exists = ("" if stored is None else f"; the message exists (topic {stored.topic}, "
+                  f"stored {format_time(stored.store_timestamp)})")
+        return (f"{where}{exists}: a 5.x client sent it through a gRPC proxy, and neither the "
+                "proxies (Apache 5.3.3's or ours) nor the 5.x clients write trace records, "
+                "whatever traceOn and traceTopicEnable say.")
     if stored is not None:
         return (f"{where}; the message exists (topic {stored.topic}, message id "
                 f"{stored.msg_id}, stored {format_time(stored.store_timestamp)}) but its "

@@ -72,7 +72,7 @@ def timeline(record: MessageRecord, rows: list[Row], note: str = "") -> Timeline
 async def read_timeline(admin: MQAdmin, record: MessageRecord) -> Timeline:
     """The timeline of `record`, its trace read from the default trace topic."""
     try:
-        lookup = await query_trace(admin, record.msg_id)
+        lookup = await query_trace(admin, record.msg_id, record=record)
     except TargetNotFound as exc:
         return timeline(record, [], str(exc))
     except (ClientError, CliError, TimeoutError, OSError) as exc:  # own steps still show

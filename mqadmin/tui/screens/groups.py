@@ -14,6 +14,7 @@ from textual.widgets import Static
 from engine.client.admin.broker import RESET_TO_MAX
 from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations import group as group_ops
+from mqadmin.operations.consumer import TOTAL
 from mqadmin.operations.lag.status import KeptSampling
 from mqadmin.reports.contract import GROUP_SEVERITY, GroupStatus
 from mqadmin.tui.data.changes import MutationChange
@@ -166,7 +167,8 @@ class GroupScreen(DashScreen):
             Col("diff", "lag (msgs)", count), Col("inflight", "in flight", count),
             Col("lagMs", "lag (time)", _lag_ms),
             Col("clientIP", "client"), Col("oldestUnconsumed", "oldest unconsumed"),
-        ], key=lambda r: f"{r['topic']}/{r['brokerName']}/{r['queueId']}", id="queues")
+        ], key=lambda r: f"{r['topic']}/{r['brokerName']}/{r['queueId']}",
+            pinned=lambda r: r["topic"] == TOTAL, id="queues")
         yield Static("Online clients", classes="section")
         yield RowTable([Col(c, c) for c in ("clientId", "clientAddr", "language", "version",
                                             "protocol", "consumeType", "messageModel",

@@ -98,7 +98,8 @@ def sort_key(value: Any) -> tuple[int, Any]:
 
 
 class RowTable(DataTable[Drawn]):
-    """Rows as dicts with a stable key; `s` sorts by the next column, `S` reverses."""
+    """Rows as dicts with a stable key; `s` sorts by the next column, `S` reverses; rows
+    `pinned` says yes to (a total) stay last, in their order, whatever the sort."""
 
     BINDINGS = [  # noqa: RUF012 (Textual reads class-level bindings)
         Binding("s", "sort_next", "Sort"),
@@ -110,13 +111,14 @@ class RowTable(DataTable[Drawn]):
 
     def __init__(self, columns: Sequence[Col], key: Callable[[Row], str], *,
                  sort_by: str | None = None, reverse: bool = False,
-                 id: str | None = None) -> None:
+                 pinned: Callable[[Row], bool] | None = None, id: str | None = None) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self.spec = list(columns)
         self.key_of = key
         keys = [c.key for c in self.spec]
         self.sort_index = keys.index(sort_by) if sort_by in keys else 0
         self.reverse = reverse
+        self.pinned = pinned
         self.filter_text = ""
         self.all_rows: list[Row] = []
         self._shown: list[str] = []
@@ -152,7 +154,11 @@ class RowTable(DataTable[Drawn]):
                     if any(needle in c.cell(r).plain.lower() for c in self.spec)]
         col = self.spec[self.sort_index]
         field = col.sort_on or col.key
-        return sorted(rows, key=lambda r: sort_key(r.get(field)), reverse=self.reverse)
+        ordered = sorted(rows, key=lambda r: sort_key(r.get(field)), reverse=self.reverse)
+        if self.pinned is None:
+            return ordered
+        pinned = self.pinned
+        return [r for r in ordered if not pinned(r)] + [r for r in rows if pinned(r)]
 
     @property
     def selected_key(self) -> str | None:

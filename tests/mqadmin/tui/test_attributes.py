@@ -75,3 +75,27 @@ async def test_group_screen_shows_consume_message_orderly(cluster: BackgroundClu
         shown = await loaded(pilot, GroupScreen)
         text = str(shown.query_one("#group-settings", Static).render())
         assert "consumeMessageOrderly=true" in text and "retryMaxTimes=16" in text
+
+
+async def test_group_screen_keeps_the_total_row_last_whatever_the_sort(
+        cluster: BackgroundCluster) -> None:
+    cluster.create_group("TotalGroup")
+    cluster.create_topic("Totals", queues=2)
+    for queue_id in (0, 1):
+        cluster.send("Totals", b"m", queue_id=queue_id)
+    cluster.commit("TotalGroup", "Totals", 0, 0)
+    cluster.commit("TotalGroup", "Totals", 1, 1)
+    cluster.consumer_online("TotalGroup", ("Totals",))
+    app = dashboard(cluster.ns, start="groups")
+    async with app.run_test(size=SIZE) as pilot:
+        await loaded(pilot, GroupsScreen)
+        table(pilot).move_cursor(row=keys_of(pilot).index("TotalGroup"))
+        await pilot.press("enter")
+        await loaded(pilot, GroupScreen)
+        queues = table(pilot, "#queues")
+        for press in ("", *"ssssSsS"):  # every column, both directions
+            if press:
+                queues.focus()
+                await pilot.press(press)
+            topics = [r["topic"] for r in queues.shown_rows()]
+            assert topics == ["Totals", "Totals", "(total)"], (queues.sort_label, topics)
