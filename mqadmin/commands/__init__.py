@@ -99,7 +99,7 @@ async def _on_admin(where: Endpoint, work: Callable[[MQAdmin], Awaitable[T]]) ->
 
 def with_admin(where: Endpoint, work: Callable[[MQAdmin], Awaitable[T]]) -> T:
     """Run `work` with an `MQAdmin` over the name servers of `where` on a fresh loop."""
-    return loop.run(_on_admin(where, work))
+    return loop.run_once(_on_admin(where, work))
 
 
 def run(namesrv: str | None, context: str | None,
@@ -216,7 +216,7 @@ def run_change(front: Terminal, chg: change.Change[Any], *, empty_rows: bool = F
     ended: the verified rows on stdout (after a failure only when there are some, unless
     `empty_rows`), its first details on stderr under the title `details`, a warning when the
     audit log could not be written, and the error, if any, raised."""
-    outcome = loop.run(change.run(chg, front))
+    outcome = loop.run_once(change.run(chg, front))
     if outcome is None:
         return
     if outcome.rows or outcome.ok or empty_rows:

@@ -38,7 +38,7 @@ def _now_ms() -> int:
 
 
 def _run(work: Coroutine[Any, Any, Any]) -> Any:
-    return loop.run(work)
+    return loop.run_once(work)
 
 
 @app.command("getControllerMetaData", rich_help_panel=PANEL)

@@ -268,7 +268,7 @@ async def _reports(clusters: list[config.Endpoint], group: str | None, window: i
 def _fleet_status(clusters: list[config.Endpoint], group: str | None, window: int,
                   allowed_lag: int | None, queues: bool, output: OutputFormat) -> None:
     """`lag status` over several clusters: their rows with a leading cluster column."""
-    found = loop.run(_reports(clusters, group, window, allowed_lag))
+    found = loop.run_once(_reports(clusters, group, window, allowed_lag))
     rows: list[dict[str, object]] = []
     failed: list[tuple[str, ClientError]] = []
     for where, report in zip(clusters, found, strict=True):
@@ -310,7 +310,7 @@ def status(
         if len(clusters) > 1:
             _fleet_status(clusters, group, window, allowed_lag, queues, output)
             return
-        report = loop.run(_report_of(clusters[0], group, window, allowed_lag))
+        report = loop.run_once(_report_of(clusters[0], group, window, allowed_lag))
         if group is not None and not report.groups:
             raise UsageProblem(f"no samples of group '{group}': check the name with "
                                "`mqadmin consumerProgress`.")
