@@ -112,7 +112,7 @@ class Dashboard(App[None]):
 
     def _fleet_text(self) -> str:
         names = [label(e) for e in self.fleet.endpoints]
-        return f"fleet of {len(names)} clusters: {', '.join(names)}"
+        return f"fleet of {len(names)} cluster{'' if len(names) == 1 else 's'}: {', '.join(names)}"
 
     def on_mount(self) -> None:
         self.mode_change_signal.subscribe(self, self._mode_changed)

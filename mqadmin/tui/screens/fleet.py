@@ -78,7 +78,7 @@ class FleetScreen(DashScreen):
         rows = [c.row() for c in data]
         self.query_one(RowTable).show(rows)
         down = [r["cluster"] for r in rows if r["state"] == "DOWN"]
-        text = (f"{len(rows)} clusters, {len(down)} down"
+        text = (f"{len(rows)} cluster{'' if len(rows) == 1 else 's'}, {len(down)} down"
                 + (f" ({', '.join(down)})" if down else "")
                 + ".  Enter: open the cluster's screens (the header names it) · / filter "
                   "· s sort.  Groups in ERROR come from `mqadmin lag collect`.")
