@@ -6,8 +6,10 @@ of the topic (the one the request names, else the brokers in turn) for every que
 held by the broker up to the long-polling time, once the request passed 5.3.3's checks in
 its order (`receive_checks`: polling time against the deadline, topic, group, invisible
 time, filter; then the queue and the batch size).  The receive is answered before its
-deadline even if the broker is late; a late broker's messages are nacked (visible again in
-NACK_INVISIBLE_TIME_MS), as 5.3.3 nacks those its stream could not deliver.  The answer's
+deadline even if the broker is late; what a late broker pops (or pops for a client that gave
+up) stays invisible for the receive's invisible time, as on 5.3.3, whose stream then fails at
+its first write, the status, and nacks nothing.  Messages whose own write fails after the
+status are nacked (visible again in NACK_INVISIBLE_TIME_MS), as 5.3.3 nacks them.  The answer's
 offset infos give each message its receipt, as 5.3's client does (`engine.protocol.receipt`);
 the client's receipt handle is that receipt plus the message's commit-log offset (5.3
 `ReceiptHandle`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import time
 from collections.abc import AsyncIterator
 
@@ -179,22 +180,28 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
     popping = asyncio.ensure_future(core.gateway.call(
         addr, cmd, f"receive from {name}", timeout=polling / 1000 + core.gateway.timeout))
     # The answer must beat the deadline: a broker later than that (an event loop too busy)
-    # is not waited for, and what it pops then is made visible again soon, as 5.3.3 does
-    # with messages its stream could not deliver.
-    late = functools.partial(_nack_late, core, name=name, group=group, topic=topic, fifo=fifo)
+    # is not waited for.  What it pops then keeps its invisible time: 5.3.3 writes such an
+    # answer to a call already over, its first write (the status) fails and nothing is nacked.
     guard = None if deadline is None else max(
         _left_ms(deadline) - cfg.long_polling_reserve_time_in_millis, 0) / 1000
     try:
         resp = await asyncio.wait_for(asyncio.shield(popping), guard)
     except TimeoutError:
-        popping.add_done_callback(late)
+        popping.add_done_callback(_unheard)
         yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))
         return
     except asyncio.CancelledError:  # the client gave up (or the server stops)
-        popping.add_done_callback(late)
+        popping.add_done_callback(_unheard)
         raise
-    for response in _answers(resp, name, group, topic, fifo):
-        yield response
+    answers = _answers(resp, name, group, topic, fifo)
+    written = 0
+    try:
+        for response in answers:
+            yield response
+            written += 1
+    finally:
+        if 0 < written < len(answers):  # a message's write failed: it and the rest nacked
+            _nack_unwritten(core, group, topic, answers[written:])
 
 
 def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: bool
@@ -221,19 +228,18 @@ def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: boo
             *(spb.ReceiveMessageResponse(message=message) for message in messages)]
 
 
-def _nack_late(core: ProxyCore, done: asyncio.Future[RemotingCommand], *, name: str,
-               group: str, topic: str, fifo: bool) -> None:
-    """A POP answered after its receive was: its messages visible again in a second."""
-    if done.cancelled() or done.exception() is not None:
-        return
-    resp = done.result()
-    if resp.code != ResponseCode.SUCCESS:
-        return
-    try:
-        handles = [m.system_properties.receipt_handle
-                   for m in _messages(resp, name, group, topic, fifo)]
-    except (ProtocolError, ReceiptError):
-        return
+def _unheard(done: asyncio.Future[RemotingCommand]) -> None:
+    """A POP nobody waits for any more: its failure retrieved (nothing else to do)."""
+    if not done.cancelled():
+        done.exception()
+
+
+def _nack_unwritten(core: ProxyCore, group: str, topic: str,
+                    unwritten: list[spb.ReceiveMessageResponse]) -> None:
+    """The messages a stream could not write, visible again in a second (5.3.3
+    `processThrowableWhenWriteMessage`)."""
+    handles = [r.message.system_properties.receipt_handle for r in unwritten
+               if r.HasField("message")]
     if handles:
         task = asyncio.ensure_future(_nack(core, group, topic, handles))
         _NACKS.add(task)
