@@ -12,7 +12,9 @@ its first write, the status, and nacks nothing.  Messages whose own write fails 
 status are nacked (visible again in NACK_INVISIBLE_TIME_MS), as 5.3.3 nacks them.  The answer's
 offset infos give each message its receipt, as 5.3's client does (`engine.protocol.receipt`);
 the client's receipt handle is that receipt plus the message's commit-log offset (5.3
-`ReceiptHandle`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
+`ReceiptHandle`).  A popped message already delivered the client's maxAttempts times (its
+settings' retry policy) goes to the group's DLQ instead of to the client (5.3
+`PopMessageResultFilterImpl`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
 TOO_MANY_REQUESTS for a full broker), then one response per message.  A receipt handle past
 its invisible time is refused before any broker is asked (INVALID_RECEIPT_HANDLE, as 5.3).
 Acks go as ACK_MESSAGE, one per receipt, those of one request sent at once so the broker
@@ -26,8 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
 
@@ -193,7 +196,9 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
     except asyncio.CancelledError:  # the client gave up (or the server stops)
         popping.add_done_callback(_unheard)
         raise
-    answers = _answers(resp, name, group, topic, fifo)
+    max_attempts = settings.backoff_policy.max_attempts if settings is not None else 0
+    answers = _answers(resp, name, group, topic, fifo,
+                       functools.partial(_past_max_attempts, core, group, topic, max_attempts))
     written = 0
     try:
         for response in answers:
@@ -204,9 +209,11 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
             _nack_unwritten(core, group, topic, answers[written:])
 
 
-def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: bool
+def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: bool,
+             deliverable: Callable[[list[pb.Message]], list[pb.Message]]
              ) -> list[spb.ReceiveMessageResponse]:
-    """The stream's responses for the broker's answer to a POP_MESSAGE."""
+    """The stream's responses for the broker's answer to a POP_MESSAGE (of its messages, those
+    `deliverable` keeps)."""
     if resp.code == ResponseCode.POLLING_FULL:
         return [spb.ReceiveMessageResponse(status=status(pb.TOO_MANY_REQUESTS, "polling full"))]
     if resp.code in (ResponseCode.NO_MESSAGE, ResponseCode.POLLING_TIMEOUT,
@@ -217,7 +224,7 @@ def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: boo
         return [spb.ReceiveMessageResponse(status=status(code_of_remoting(resp.code),
                                                          resp.remark or "receive failed"))]
     try:
-        messages = _messages(resp, name, group, topic, fifo)
+        messages = deliverable(_messages(resp, name, group, topic, fifo))
     except (ProtocolError, ReceiptError) as exc:
         raise ProxyError(pb.INTERNAL_SERVER_ERROR, f"POP answer does not decode: {exc}") \
             from None
@@ -400,8 +407,15 @@ async def forward_to_dlq(core: ProxyCore, req: spb.ForwardMessageToDeadLetterQue
                          ) -> spb.ForwardMessageToDeadLetterQueueResponse:
     topic = validate_topic(req.topic)
     group = validate_group(req.group)
-    info = parse_handle(req.receipt_handle)
-    parts = req.receipt_handle.split(" ")
+    await _to_dlq(core, group, topic, req.receipt_handle, req.message_id)
+    return spb.ForwardMessageToDeadLetterQueueResponse(status=OK_STATUS)
+
+
+async def _to_dlq(core: ProxyCore, group: str, topic: str, handle: str, message_id: str
+                  ) -> None:
+    """The message of `handle` sent back with delay level -1 (its group's %DLQ%), then acked."""
+    info = parse_handle(handle)
+    parts = handle.split(" ")
     try:
         commit_offset = int(parts[8])
     except (IndexError, ValueError):
@@ -409,10 +423,35 @@ async def forward_to_dlq(core: ProxyCore, req: spb.ForwardMessageToDeadLetterQue
             from None
     header = ConsumerSendMsgBackRequestHeader(
         offset=commit_offset, group=group, delay_level=DLQ_DELAY_LEVEL,
-        origin_msg_id=req.message_id, origin_topic=info.topic(topic, group),
+        origin_msg_id=message_id, origin_topic=info.topic(topic, group),
         max_reconsume_times=0)
     await _call(core, info.broker_name, topic,
                 request(RequestCode.CONSUMER_SEND_MSG_BACK, to_ext(header)), "forward to DLQ")
     with contextlib.suppress(ProxyError):  # 5.3 acks after the forward, whatever the ack says
-        await _ack_one(core, group, topic, req.receipt_handle)
-    return spb.ForwardMessageToDeadLetterQueueResponse(status=OK_STATUS)
+        await _ack_one(core, group, topic, handle)
+
+
+def _past_max_attempts(core: ProxyCore, group: str, topic: str, max_attempts: int,
+                       messages: list[pb.Message]) -> list[pb.Message]:
+    """The messages to deliver: those delivered `max_attempts` times already (reconsume times
+    at least that) go to the group's DLQ instead, in the background (5.3.3
+    `PopMessageResultFilterImpl`, TO_DLQ)."""
+    if max_attempts <= 0:
+        return messages
+    keep = []
+    for message in messages:
+        props = message.system_properties
+        if props.delivery_attempt - 1 < max_attempts:
+            keep.append(message)
+            continue
+        task = asyncio.ensure_future(_quietly(_to_dlq(core, group, topic,
+                                                      props.receipt_handle,
+                                                      props.message_id)))
+        _NACKS.add(task)
+        task.add_done_callback(_NACKS.discard)
+    return keep
+
+
+async def _quietly(work: Awaitable[None]) -> None:
+    with contextlib.suppress(ProxyError):
+        await work
