@@ -71,3 +71,47 @@ async def test_past_max_attempts_the_receive_sends_it_to_the_dlq(client: Client)
         await telemetry.done_writing()
     finally:
         await remoting.close()
+
+
+async def test_a_fifo_message_past_max_attempts_goes_to_the_dlq(client: Client) -> None:
+    """FIFO messages stay in their queue (no retry topic, no revive into the DLQ): the
+    receive's filter is what ends their redelivery, as on 5.3.3."""
+    broker = client.ours.broker
+    topic, group, client_id = "RulesFifo", "FifoDlqAfterTwo", "dlq-fifo-client-1"
+    await client.ours.create_topic(topic, 1, "FIFO")
+    remoting = RemotingClient()
+    try:
+        made = await call(remoting, broker.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                          body=b'{"groupName":"%s","consumeEnable":true,"retryMaxTimes":1,'
+                          b'"consumeMessageOrderly":true}' % group.encode())
+        assert made.code == ResponseCode.SUCCESS
+        telemetry = await client.settings(client_id, group=group, topic=topic)
+        msg = pb.Message(topic=pb.Resource(name=topic), body=b"fifo poison")
+        msg.system_properties.message_id = "01F1F0D1Q000000000000000001"
+        msg.system_properties.message_group = "g1"
+        sent = await client.stub.SendMessage(spb.SendMessageRequest(messages=[msg]),
+                                             metadata=headers(client_id), timeout=10)
+        assert sent.status.code == pb.OK, sent.status
+        dlq = f"%DLQ%{group}"
+        attempts = []
+        for _ in range(20):
+            got = await client.receive(5, polling_ms=3000, topic=topic, group=group,
+                                       client_id=client_id)
+            for m in got.messages:
+                attempts.append(m.system_properties.delivery_attempt)
+                change = spb.ChangeInvisibleDurationRequest(
+                    group=pb.Resource(name=group), topic=pb.Resource(name=topic),
+                    receipt_handle=m.system_properties.receipt_handle,
+                    message_id=m.system_properties.message_id)
+                change.invisible_duration.FromSeconds(0)
+                await client.stub.ChangeInvisibleDuration(change, metadata=headers(client_id),
+                                                          timeout=10)
+            if broker.state.store.get_max_offset_in_queue(dlq, 0) >= 1:
+                break
+        assert attempts == [1, 2]
+        (dead,) = await pull_all(remoting, broker, dlq)
+        assert (dead.body, dead.reconsume_times) == (b"fifo poison", 1)
+        assert dead.properties()["RETRY_TOPIC"] == topic
+        await telemetry.done_writing()
+    finally:
+        await remoting.close()
