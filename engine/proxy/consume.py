@@ -198,7 +198,8 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
         raise
     max_attempts = settings.backoff_policy.max_attempts if settings is not None else 0
     answers = _answers(resp, name, group, topic, fifo,
-                       functools.partial(_past_max_attempts, core, group, topic, max_attempts))
+                       functools.partial(_past_max_attempts, core, group, topic, max_attempts),
+                       local=cfg.local_mode)
     written = 0
     try:
         for response in answers:
@@ -210,7 +211,7 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
 
 
 def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: bool,
-             deliverable: Callable[[list[pb.Message]], list[pb.Message]]
+             deliverable: Callable[[list[pb.Message]], list[pb.Message]], *, local: bool
              ) -> list[spb.ReceiveMessageResponse]:
     """The stream's responses for the broker's answer to a POP_MESSAGE (of its messages, those
     `deliverable` keeps)."""
@@ -221,8 +222,10 @@ def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: boo
                      ResponseCode.PULL_OFFSET_MOVED):
         return [spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))]
     if resp.code != ResponseCode.SUCCESS:
-        return [spb.ReceiveMessageResponse(status=status(code_of_remoting(resp.code),
-                                                         resp.remark or "receive failed"))]
+        # a refusal (a group not allowed to consume: NO_PERMISSION): in local mode 5.3.3 turns
+        # every such answer into INTERNAL_SERVER_ERROR with the broker's remark
+        code = pb.INTERNAL_SERVER_ERROR if local else code_of_remoting(resp.code)
+        return [spb.ReceiveMessageResponse(status=status(code, resp.remark or "receive failed"))]
     try:
         messages = deliverable(_messages(resp, name, group, topic, fifo))
     except (ProtocolError, ReceiptError) as exc:

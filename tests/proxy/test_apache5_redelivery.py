@@ -7,12 +7,14 @@ invisible time with its delivery attempt raised; one nacked (ChangeInvisibleDura
 back after the new time; one popped for a receive its client gave up comes back after that
 receive's invisible time (not after a second); and empty receives at every await time (0, 1,
 5, 20, 30 s) as the Python client (long_polling_timeout = await, deadline await + 3 s) and the
-Java client (no long_polling_timeout, the same deadline) make them.
+Java client (no long_polling_timeout, the same deadline) make them.  And groups a 4.x admin made
+broadcast-enabled or not, or not consuming: what two 5.x clients of each are answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -21,10 +23,13 @@ import grpc
 import pytest
 
 from engine.namesrv.controller import NamesrvController
+from engine.protocol.codes import RequestCode, ResponseCode
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
+from engine.remoting.client import RemotingClient
 from tests.apache5 import Apache5, apache5, needs_apache5
+from tests.broker.conftest import call
 from tests.proxy.conftest import running_stack
 from tests.proxy.test_apache5_receive import _apache_creator, _routed
 from tests.proxy.test_receive_rules import GROUP, Client, headers
@@ -162,3 +167,65 @@ async def test_redelivery_as_apache_5_3_3(apache5: Apache5, tmp_path: Path,
 async def test_long_polls_at_every_await_time_as_apache_5_3_3(
         apache5: Apache5, tmp_path: Path, namesrv: NamesrvController) -> None:
     await _both(apache5, tmp_path, namesrv, long_polls)
+
+
+async def broadcast_groups(client: Client, broker: str
+                           ) -> tuple[dict[str, Any], dict[str, float]]:
+    """Groups made broadcast-enabled, broadcast-disabled and consume-disabled (4.x group
+    settings): the settings a 5.x client is answered, and who of two clients of the group
+    receives a message (5.x consumes in clusters whatever the group says)."""
+    tag = f"{time.time_ns() % 10**9:09d}"
+    topic = f"Broadcast{tag}"
+    await client.create_topic(topic)
+    await _routed(client, topic)
+    seen: dict[str, Any] = {}
+    remoting = RemotingClient()
+    try:
+        for name, config in (("broadcast", {"consumeBroadcastEnable": True}),
+                             ("no broadcast", {"consumeBroadcastEnable": False}),
+                             ("consume off", {"consumeEnable": False})):
+            group = f"Bc{name.replace(' ', '')}{tag}"
+            made = await call(remoting, broker, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                              body=json.dumps({"groupName": group, **config}).encode())
+            assert made.code == ResponseCode.SUCCESS, made.remark
+            ids = [f"bc-{k}-{group}" for k in range(2)]
+            streams = []
+            for client_id in ids:
+                settings = pb.Settings(
+                    client_type=pb.SIMPLE_CONSUMER, subscription=pb.Subscription(
+                        group=pb.Resource(name=group), subscriptions=[pb.SubscriptionEntry(
+                            topic=pb.Resource(name=topic),
+                            expression=pb.FilterExpression(type=pb.TAG, expression="*"))]))
+                settings.request_timeout.FromSeconds(3)
+                stream = client.stub.Telemetry(metadata=headers(client_id))
+                await stream.write(spb.TelemetryCommand(settings=settings))
+                answer = await stream.read()
+                sub = answer.settings.subscription
+                seen[f"{name} settings"] = (answer.status.code, sub.fifo,
+                                            answer.settings.backoff_policy.max_attempts)
+                streams.append(stream)
+            await client.send(1, topic)
+            got = [await client.receive(8, topic=topic, group=group, client_id=client_id,
+                                        polling_ms=5000) for client_id in ids]
+            seen[f"{name} receives"] = [
+                (g.code, g.status.message if g.status and g.code != pb.OK else "",
+                 len(g.messages)) for g in got]
+            for stream in streams:
+                await stream.done_writing()
+    finally:
+        await remoting.close()
+    return seen, {}
+
+
+async def test_broadcast_groups_as_apache_5_3_3(apache5: Apache5, tmp_path: Path,
+                                                namesrv: NamesrvController) -> None:
+    async with grpc.aio.insecure_channel(apache5.grpc) as channel:
+        theirs = await broadcast_groups(
+            Client(service_pb2_grpc.MessagingServiceStub(channel), apache5.grpc,
+                   _apache_creator(apache5.broker)), apache5.broker)
+    async with (running_stack(tmp_path, namesrv) as stack,
+                grpc.aio.insecure_channel(stack.endpoint) as channel):
+        ours = await broadcast_groups(
+            Client(service_pb2_grpc.MessagingServiceStub(channel), stack.endpoint,
+                   stack.create_topic, stack), stack.broker.addr)
+    _compare(ours, theirs)

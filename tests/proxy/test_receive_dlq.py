@@ -3,7 +3,8 @@ maxAttempts) goes to the group's %DLQ% topic when a receive pops it again, inste
 client (5.3.3's receive filter, TO_DLQ).  5.3.3's broker puts such a message back into the
 retry topic whatever its count; ours sends it to the DLQ itself at retryMaxTimes, so the
 filter is seen here with a group whose retryMaxTimes was raised after the client's settings
-(and it is what keeps the count when the proxy fronts Apache brokers)."""
+(and it is what keeps the count when the proxy fronts Apache brokers).  And a group the broker
+does not let consume, refused as 5.3.3's local mode refuses it."""
 
 from __future__ import annotations
 
@@ -115,3 +116,23 @@ async def test_a_fifo_message_past_max_attempts_goes_to_the_dlq(client: Client) 
         await telemetry.done_writing()
     finally:
         await remoting.close()
+
+
+async def test_a_group_not_allowed_to_consume_is_refused_as_5_3_3_local_mode(
+        client: Client) -> None:
+    """The broker's NO_PERMISSION to a POP: INTERNAL_SERVER_ERROR with its remark, as 5.3.3's
+    local mode answers every refusal of a pop (its cluster mode maps the code)."""
+    broker = client.ours.broker
+    group = "NotConsuming"
+    remoting = RemotingClient()
+    try:
+        made = await call(remoting, broker.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                          body=b'{"groupName":"%s","consumeEnable":false}' % group.encode())
+        assert made.code == ResponseCode.SUCCESS
+    finally:
+        await remoting.close()
+    telemetry = await client.settings("not-consuming-1", group=group)
+    got = await client.receive(5, polling_ms=3000, group=group, client_id="not-consuming-1")
+    await telemetry.done_writing()
+    assert (got.code, got.status and got.status.message) == (
+        pb.INTERNAL_SERVER_ERROR, f"subscription group no permission, {group}")
