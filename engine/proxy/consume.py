@@ -6,11 +6,15 @@ of the topic (the one the request names, else the brokers in turn) for every que
 held by the broker up to the long-polling time, once the request passed 5.3.3's checks in
 its order (`receive_checks`: polling time against the deadline, topic, group, invisible
 time, filter; then the queue and the batch size).  The receive is answered before its
-deadline even if the broker is late; a late broker's messages are nacked (visible again in
-NACK_INVISIBLE_TIME_MS), as 5.3.3 nacks those its stream could not deliver.  The answer's
+deadline even if the broker is late; what a late broker pops (or pops for a client that gave
+up) stays invisible for the receive's invisible time, as on 5.3.3, whose stream then fails at
+its first write, the status, and nacks nothing.  Messages whose own write fails after the
+status are nacked (visible again in NACK_INVISIBLE_TIME_MS), as 5.3.3 nacks them.  The answer's
 offset infos give each message its receipt, as 5.3's client does (`engine.protocol.receipt`);
 the client's receipt handle is that receipt plus the message's commit-log offset (5.3
-`ReceiptHandle`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
+`ReceiptHandle`).  A popped message already delivered the client's maxAttempts times (its
+settings' retry policy) goes to the group's DLQ instead of to the client (5.3
+`PopMessageResultFilterImpl`).  The stream answers a status first (OK, MESSAGE_NOT_FOUND or
 TOO_MANY_REQUESTS for a full broker), then one response per message.  A receipt handle past
 its invisible time is refused before any broker is asked (INVALID_RECEIPT_HANDLE, as 5.3).
 Acks go as ACK_MESSAGE, one per receipt, those of one request sent at once so the broker
@@ -26,7 +30,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import grpc
 
@@ -179,27 +183,38 @@ async def receive(core: ProxyCore, ctx: CallContext, session: ClientSession,
     popping = asyncio.ensure_future(core.gateway.call(
         addr, cmd, f"receive from {name}", timeout=polling / 1000 + core.gateway.timeout))
     # The answer must beat the deadline: a broker later than that (an event loop too busy)
-    # is not waited for, and what it pops then is made visible again soon, as 5.3.3 does
-    # with messages its stream could not deliver.
-    late = functools.partial(_nack_late, core, name=name, group=group, topic=topic, fifo=fifo)
+    # is not waited for.  What it pops then keeps its invisible time: 5.3.3 writes such an
+    # answer to a call already over, its first write (the status) fails and nothing is nacked.
     guard = None if deadline is None else max(
         _left_ms(deadline) - cfg.long_polling_reserve_time_in_millis, 0) / 1000
     try:
         resp = await asyncio.wait_for(asyncio.shield(popping), guard)
     except TimeoutError:
-        popping.add_done_callback(late)
+        popping.add_done_callback(_unheard)
         yield spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))
         return
     except asyncio.CancelledError:  # the client gave up (or the server stops)
-        popping.add_done_callback(late)
+        popping.add_done_callback(_unheard)
         raise
-    for response in _answers(resp, name, group, topic, fifo):
-        yield response
+    max_attempts = settings.backoff_policy.max_attempts if settings is not None else 0
+    answers = _answers(resp, name, group, topic, fifo,
+                       functools.partial(_past_max_attempts, core, group, topic, max_attempts),
+                       local=cfg.local_mode)
+    written = 0
+    try:
+        for response in answers:
+            yield response
+            written += 1
+    finally:
+        if 0 < written < len(answers):  # a message's write failed: it and the rest nacked
+            _nack_unwritten(core, group, topic, answers[written:])
 
 
-def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: bool
+def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: bool,
+             deliverable: Callable[[list[pb.Message]], list[pb.Message]], *, local: bool
              ) -> list[spb.ReceiveMessageResponse]:
-    """The stream's responses for the broker's answer to a POP_MESSAGE."""
+    """The stream's responses for the broker's answer to a POP_MESSAGE (of its messages, those
+    `deliverable` keeps)."""
     if resp.code == ResponseCode.POLLING_FULL:
         return [spb.ReceiveMessageResponse(status=status(pb.TOO_MANY_REQUESTS, "polling full"))]
     if resp.code in (ResponseCode.NO_MESSAGE, ResponseCode.POLLING_TIMEOUT,
@@ -207,10 +222,12 @@ def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: boo
                      ResponseCode.PULL_OFFSET_MOVED):
         return [spb.ReceiveMessageResponse(status=status(pb.MESSAGE_NOT_FOUND, "no new message"))]
     if resp.code != ResponseCode.SUCCESS:
-        return [spb.ReceiveMessageResponse(status=status(code_of_remoting(resp.code),
-                                                         resp.remark or "receive failed"))]
+        # a refusal (a group not allowed to consume: NO_PERMISSION): in local mode 5.3.3 turns
+        # every such answer into INTERNAL_SERVER_ERROR with the broker's remark
+        code = pb.INTERNAL_SERVER_ERROR if local else code_of_remoting(resp.code)
+        return [spb.ReceiveMessageResponse(status=status(code, resp.remark or "receive failed"))]
     try:
-        messages = _messages(resp, name, group, topic, fifo)
+        messages = deliverable(_messages(resp, name, group, topic, fifo))
     except (ProtocolError, ReceiptError) as exc:
         raise ProxyError(pb.INTERNAL_SERVER_ERROR, f"POP answer does not decode: {exc}") \
             from None
@@ -221,19 +238,18 @@ def _answers(resp: RemotingCommand, name: str, group: str, topic: str, fifo: boo
             *(spb.ReceiveMessageResponse(message=message) for message in messages)]
 
 
-def _nack_late(core: ProxyCore, done: asyncio.Future[RemotingCommand], *, name: str,
-               group: str, topic: str, fifo: bool) -> None:
-    """A POP answered after its receive was: its messages visible again in a second."""
-    if done.cancelled() or done.exception() is not None:
-        return
-    resp = done.result()
-    if resp.code != ResponseCode.SUCCESS:
-        return
-    try:
-        handles = [m.system_properties.receipt_handle
-                   for m in _messages(resp, name, group, topic, fifo)]
-    except (ProtocolError, ReceiptError):
-        return
+def _unheard(done: asyncio.Future[RemotingCommand]) -> None:
+    """A POP nobody waits for any more: its failure retrieved (nothing else to do)."""
+    if not done.cancelled():
+        done.exception()
+
+
+def _nack_unwritten(core: ProxyCore, group: str, topic: str,
+                    unwritten: list[spb.ReceiveMessageResponse]) -> None:
+    """The messages a stream could not write, visible again in a second (5.3.3
+    `processThrowableWhenWriteMessage`)."""
+    handles = [r.message.system_properties.receipt_handle for r in unwritten
+               if r.HasField("message")]
     if handles:
         task = asyncio.ensure_future(_nack(core, group, topic, handles))
         _NACKS.add(task)
@@ -394,8 +410,15 @@ async def forward_to_dlq(core: ProxyCore, req: spb.ForwardMessageToDeadLetterQue
                          ) -> spb.ForwardMessageToDeadLetterQueueResponse:
     topic = validate_topic(req.topic)
     group = validate_group(req.group)
-    info = parse_handle(req.receipt_handle)
-    parts = req.receipt_handle.split(" ")
+    await _to_dlq(core, group, topic, req.receipt_handle, req.message_id)
+    return spb.ForwardMessageToDeadLetterQueueResponse(status=OK_STATUS)
+
+
+async def _to_dlq(core: ProxyCore, group: str, topic: str, handle: str, message_id: str
+                  ) -> None:
+    """The message of `handle` sent back with delay level -1 (its group's %DLQ%), then acked."""
+    info = parse_handle(handle)
+    parts = handle.split(" ")
     try:
         commit_offset = int(parts[8])
     except (IndexError, ValueError):
@@ -403,10 +426,35 @@ async def forward_to_dlq(core: ProxyCore, req: spb.ForwardMessageToDeadLetterQue
             from None
     header = ConsumerSendMsgBackRequestHeader(
         offset=commit_offset, group=group, delay_level=DLQ_DELAY_LEVEL,
-        origin_msg_id=req.message_id, origin_topic=info.topic(topic, group),
+        origin_msg_id=message_id, origin_topic=info.topic(topic, group),
         max_reconsume_times=0)
     await _call(core, info.broker_name, topic,
                 request(RequestCode.CONSUMER_SEND_MSG_BACK, to_ext(header)), "forward to DLQ")
     with contextlib.suppress(ProxyError):  # 5.3 acks after the forward, whatever the ack says
-        await _ack_one(core, group, topic, req.receipt_handle)
-    return spb.ForwardMessageToDeadLetterQueueResponse(status=OK_STATUS)
+        await _ack_one(core, group, topic, handle)
+
+
+def _past_max_attempts(core: ProxyCore, group: str, topic: str, max_attempts: int,
+                       messages: list[pb.Message]) -> list[pb.Message]:
+    """The messages to deliver: those delivered `max_attempts` times already (reconsume times
+    at least that) go to the group's DLQ instead, in the background (5.3.3
+    `PopMessageResultFilterImpl`, TO_DLQ)."""
+    if max_attempts <= 0:
+        return messages
+    keep = []
+    for message in messages:
+        props = message.system_properties
+        if props.delivery_attempt - 1 < max_attempts:
+            keep.append(message)
+            continue
+        task = asyncio.ensure_future(_quietly(_to_dlq(core, group, topic,
+                                                      props.receipt_handle,
+                                                      props.message_id)))
+        _NACKS.add(task)
+        task.add_done_callback(_NACKS.discard)
+    return keep
+
+
+async def _quietly(work: Awaitable[None]) -> None:
+    with contextlib.suppress(ProxyError):
+        await work

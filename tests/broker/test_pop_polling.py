@@ -19,7 +19,7 @@ from engine.protocol.header.pop import (
     PollingInfoRequestHeader,
     PollingInfoResponseHeader,
 )
-from engine.protocol.receipt import parse_order_count_info
+from engine.protocol.receipt import parse_order_count_info, pop_retry_topic
 from engine.protocol.wire import from_ext, to_ext
 from engine.remoting.client import RemotingClient
 from engine.store.config import FlushDiskType
@@ -195,3 +195,35 @@ async def test_fifo_notification_wakes_when_the_held_queue_frees_itself(
     resp = await client.invoke(broker.addr, notification_request(
         GROUP, FIFO, poll_ms=10_000, order=True, attempt_id="B"), timeout=20)
     assert from_ext(NotificationResponseHeader, resp.ext_fields).has_msg is True
+
+
+@pytest.mark.parametrize("v2", [False, True])
+async def test_a_revived_message_wakes_a_held_pop_only_in_a_v2_retry_topic(
+        client: RemotingClient, tmp_path: Path, namesrv: NamesrvController, v2: bool) -> None:
+    """5.3.3 notifies a message of the V1 POP retry topic %RETRY%G_T under that name, which
+    no held pop is registered under: the revived message waits for the next pop.  One of
+    %RETRY%G+T is notified under T and wakes the group's held pops (which read only the V2 retry
+    topic here: with retrieveMessageFromPopRetryTopicV1 half of them read the V1 one)."""
+    async with running_broker(tmp_path, namesrv, revive_interval=50, enable_retry_topic_v2=v2,
+                              retrieve_message_from_pop_retry_topic_v1=not v2) as controller:
+        controller.state.topics.put(TopicConfig(TOPIC, 1, 1))
+        store = controller.state.store
+        await send_one(client, controller.addr, "broker-a", TOPIC, b"unacked")
+        first = await pop(client, controller.addr, GROUP, TOPIC, invisible_ms=1000)
+        assert [m.body for m in first.messages] == [b"unacked"]
+        waiting = asyncio.create_task(pop(client, controller.addr, GROUP, TOPIC,
+                                          poll_ms=20_000, timeout=30))
+        await held(controller)
+        retry = pop_retry_topic(TOPIC, GROUP, v2=v2)
+        async with asyncio.timeout(15):  # revived into the retry topic after its 1 s
+            while store.get_max_offset_in_queue(retry, 0) < 1:
+                await asyncio.sleep(0.01)
+        if v2:
+            got = await asyncio.wait_for(waiting, 10)
+        else:
+            for _ in range(20):  # the arrival is handled at once; give it a few loop turns
+                await asyncio.sleep(0)
+            assert not waiting.done()
+            waiting.cancel()
+            got = await pop(client, controller.addr, GROUP, TOPIC)
+        assert [m.body for m in got.messages] == [b"unacked"]

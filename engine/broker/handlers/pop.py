@@ -146,9 +146,11 @@ def _answer(st: BrokerState, cmd: RemotingCommand, req: PopRequest, batch: PopBa
 
 
 def _watched(st: BrokerState, req: PopRequest) -> list[str]:
+    """The topics whose new messages wake a held pop: its topic and its V2 POP retry topic.
+    Not the V1 one (the default): 5.3.3 notifies a message of ``%RETRY%G_T`` under that name,
+    which no held pop is registered under, so a revived message waits for the next pop."""
     watched = [req.topic]
     if not req.order:
-        watched.append(receipt.pop_retry_topic(req.topic, req.group))
         watched.append(receipt.pop_retry_topic(req.topic, req.group, v2=True))
     return watched
 
@@ -269,7 +271,7 @@ def _notified(cmd: RemotingCommand, has_msg: bool, *, polling_full: bool = False
 
 async def _hold_notification(st: BrokerState, cmd: RemotingCommand,
                              header: NotificationRequestHeader, expires: int) -> RemotingCommand:
-    watched = [header.topic, receipt.pop_retry_topic(header.topic, header.consumer_group),
+    watched = [header.topic,  # as a pop's (`_watched`)
                receipt.pop_retry_topic(header.topic, header.consumer_group, v2=True)]
     while True:
         deadline = expires

@@ -57,6 +57,7 @@ from engine.protocol.message import (
 )
 from engine.protocol.perm import PERM_RW, is_writeable
 from engine.protocol.recall import RecallHandle
+from engine.protocol.receipt import is_pop_retry_topic_v2
 from engine.protocol.send_answer import send_answer
 from engine.protocol.version import V3_4_9
 from engine.protocol.wire import to_ext
@@ -100,6 +101,13 @@ def _header(cmd: RemotingCommand) -> SendHeader:
     return decode_send_header_v2(cmd.ext_fields)
 
 
+#: 5.3.3's answer to a send to a V2 POP retry topic ``%RETRY%G+T``: its `msgCheck` validates
+#: every topic name, known or not, and "+" is no topic character (so 5.3.3 never reaches
+#: `KeyBuilder.parseGroup` for such a send; verified against 5.3.3 with enableRetryTopicV2).
+_V2_RETRY_REFUSAL = ("The specified topic contains illegal characters, allowing only "
+                     "^[%|a-zA-Z0-9_-]+$")
+
+
 def _check_topic(st: BrokerState, header: SendHeader, peer: str) -> TopicConfig:
     """msgCheck: the topic config to store under, auto-created when allowed."""
     cfg = st.config
@@ -115,6 +123,8 @@ def _check_topic(st: BrokerState, header: SendHeader, peer: str) -> TopicConfig:
     if topic in NOT_ALLOWED_SEND:
         raise Refused(ResponseCode.NO_PERMISSION,
                           f"Sending message to topic[{topic}] is forbidden.")
+    if is_pop_retry_topic_v2(topic):  # the broker's own, spelt with a "+" no send may use
+        raise Refused(ResponseCode.INVALID_PARAMETER, _V2_RETRY_REFUSAL)
     config = st.topics.get(topic)
     if config is None:  # known topics were validated when they were created
         problem = topic_name_problem(topic)
