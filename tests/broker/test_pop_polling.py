@@ -43,7 +43,7 @@ async def broker(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Br
 
 async def held(broker: BrokerController, count: int = 1) -> None:
     """Until the broker holds `count` POP / NOTIFICATION requests."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while broker.state.pop.polling.total < count:
             await asyncio.sleep(0.005)
 
@@ -215,7 +215,7 @@ async def test_a_revived_message_wakes_a_held_pop_only_in_a_v2_retry_topic(
                                           poll_ms=20_000, timeout=30))
         await held(controller)
         retry = pop_retry_topic(TOPIC, GROUP, v2=v2)
-        async with asyncio.timeout(15):  # revived into the retry topic after its 1 s
+        async with asyncio.timeout(60):  # revived into the retry topic after its 1 s
             while store.get_max_offset_in_queue(retry, 0) < 1:
                 await asyncio.sleep(0.01)
         if v2:

@@ -192,7 +192,9 @@ class Inbox:
         self.messages.extend(msgs)
         self._event.set()
 
-    async def wait_for(self, count: int, timeout: float = 10.0) -> list[MessageExt]:
+    async def wait_for(self, count: int, timeout: float = 60.0) -> list[MessageExt]:
+        """The messages once `count` came; `timeout` only bounds a test that would hang (a
+        busy machine may take many seconds, so it is no measure of speed)."""
         async with asyncio.timeout(timeout):
             while len(self.messages) < count:
                 self._event.clear()

@@ -210,8 +210,8 @@ async def test_keys_are_claimed_while_the_listener_slots_are_busy_and_kept_lease
             await send_to(producer, 0, f"slot-{i}", f"m{i}")
         await consumer.start()
         for i in range(3):  # the one slot is taken by the first listener
-            await store.wait_for(f"slot-{i}", Claim.NEW, timeout=10)
-        async with asyncio.timeout(10):
+            await store.wait_for(f"slot-{i}", Claim.NEW, timeout=60)
+        async with asyncio.timeout(60):
             await started.wait()
         clock.advance(150)
         await store.wait_until(lambda: {"slot-1", "slot-2"} <= set(store.renewed))

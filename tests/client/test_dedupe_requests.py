@@ -58,7 +58,7 @@ class Acknowledged(DedupeConcurrentlyService):
         size = self.consumer.options.consume_message_batch_max_size
         requests = (len(msgs) + size - 1) // size
         self.submit(list(msgs), pq, MQ, True)
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             while len(self.acks) < requests:
                 self.changed.clear()
                 await self.changed.wait()
@@ -166,7 +166,7 @@ async def test_a_request_is_acknowledged_only_once_its_keys_are_recorded(
     store.gate.clear()  # CONSUMED records do not reach the disk for now
     acknowledged = service(lambda msgs, ctx: OK)
     pull = asyncio.ensure_future(acknowledged.pull(msg(0, "r"), msg(1, None)))
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         await store.held_back.wait()
     assert [bodies for bodies, _, _ in acknowledged.acks] == [["m1"]]  # keyless: at once
     store.gate.set()

@@ -146,7 +146,7 @@ async def test_messages_failing_past_max_reconsume_times_go_to_the_dlq(
     consumer.instance.api.send_back = send_back  # type: ignore[method-assign]
     await consumer.start()
     await producer.send(Message(TOPIC, b"doomed"))
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         await buried.wait()
     assert attempts == [0, 1]
     assert broker.state.store.get_max_offset_in_queue("%DLQ%DeadCG", 0) == 1

@@ -51,7 +51,7 @@ def client_for(store: MessageStore, svc: HAService, **kw: int) -> HAClient:
 
 async def slave_connected(svc: HAService) -> None:
     """Until a slave's first report arrived (the master knows where to start)."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while not any(c.slave_request_offset >= 0 for c in svc.connections):
             await asyncio.sleep(0.01)
 

@@ -56,14 +56,14 @@ async def create_topic(client: RemotingClient, ns: str, master: str, topic: str,
         "topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
         "writeQueueNums": str(queues), "perm": "6", "topicFilterType": "SINGLE_TAG"})
     assert resp.code == ResponseCode.SUCCESS, resp.remark
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while await route_of(client, ns, topic) is None:
             await asyncio.sleep(0.02)
 
 
 async def wait_topic_on(client: RemotingClient, addr: str, topic: str) -> None:
     """Until the broker at `addr` (a slave: after its next metadata sync) knows `topic`."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(60):
         while (await client.invoke(addr, pull_request(topic, 0, 0))).code == \
                 ResponseCode.TOPIC_NOT_EXIST:
             await asyncio.sleep(0.02)

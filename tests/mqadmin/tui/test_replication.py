@@ -35,7 +35,7 @@ class PairCluster(BackgroundCluster):
         await self.slave.start()
         master = self.broker
         assert master is not None
-        async with asyncio.timeout(10):
+        async with asyncio.timeout(60):
             while not (master.state.ha and master.state.ha.connections):
                 await asyncio.sleep(0.01)
 
