@@ -104,13 +104,13 @@ async def test_in_flight_and_ready_in_samples_status_metrics_window_and_history(
     server = MetricsServer(lambda: collector.latest, "127.0.0.1", 0)
     server.start()
     try:
-        await collector.start_collecting()
+        await collector.open()  # cycles run by hand: exactly two, however busy the machine
         for _ in range(2):
-            await collector.next_cycle()
+            await collector.cycle()
         await collector.settle()
         found = await scrape(server.url)
     finally:
-        await collector.stop()
+        await collector.close()
         server.stop()
     where = {"cluster": "test", "group": GROUP, "topic": TOPIC, "broker": "broker-a"}
     assert one(found, "rocketmq_lag_inflight_messages", **where).value == 3
