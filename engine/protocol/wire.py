@@ -344,6 +344,8 @@ def _key_converter(hint: Any) -> _Converter:
                 except orjson.JSONDecodeError:
                     raise BodyError(f"{where}: map key {key!r} is not a {cls.__name__}"
                                     ) from None
+            if type(key) is ObjectKey:
+                return of(key.as_dict(), where)
             return of(dict(key) if isinstance(key, Mapping) else key, where)
         return convert
     return _converter(hint)
