@@ -194,48 +194,123 @@ def from_json(cls: type[T], value: Any) -> T:
 
 
 def _convert(hint: Any, value: Any, where: str) -> Any:
-    if value is None:  # only where the type says Optional: no None reaches a typed field
-        if _nullable(hint):
-            return None
-        raise BodyError(f"{where}: null where {_expected(_strip_optional(hint))} is expected")
-    hint = _strip_optional(hint)
+    return _converter(hint)(value, where)
+
+
+#: Converts one parsed JSON value to a type: ``convert(value, where)``.
+_Converter = Callable[[Any, str], Any]
+#: Type hint -> its converter, built once: deciding from the hint what a value must be
+#: (`typing.get_origin`, `is_dataclass`, ...) for every value of a big body (a broker's
+#: 10,000 topic configs) cost more than the conversion itself.
+_CONVERTERS: dict[Any, _Converter] = {}
+
+
+def _converter(hint: Any) -> _Converter:
+    try:
+        found = _CONVERTERS.get(hint)
+    except TypeError:  # an unhashable hint: built each time
+        return _build_converter(hint)
+    if found is None:
+        found = _CONVERTERS[hint] = _build_converter(hint)
+    return found
+
+
+def _build_converter(hint: Any) -> _Converter:
+    nullable, base = _nullable(hint), _strip_optional(hint)
+    inner = _inner_converter(base)
+
+    def convert(value: Any, where: str) -> Any:
+        if value is None:  # only where the type says Optional: no None reaches a typed field
+            if nullable:
+                return None
+            raise BodyError(f"{where}: null where {_expected(base)} is expected")
+        return inner(value, where)
+    return convert
+
+
+def _inner_converter(hint: Any) -> _Converter:
+    """The converter of a non-None value to `hint` (not Optional)."""
     if hint is Any:
-        return value
+        return lambda value, where: value
     origin = typing.get_origin(hint)
     if origin in (list, tuple, set, frozenset) or hint in (list, tuple, set, frozenset):
+        return _array_converter(hint, origin)
+    if origin is dict or hint is dict or origin is Mapping:
+        return _object_converter(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return _dataclass_converter(hint)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        enum_cls = hint
+        return lambda value, where: _enum(enum_cls, value, where)
+    return _scalar_converter(hint)
+
+
+def _array_converter(hint: Any, origin: Any) -> _Converter:
+    args = typing.get_args(hint)
+    item = args[0] if args else Any
+    no_null_item = item is _strip_optional(item) and item is not Any
+    container = origin or hint
+    item_of = _converter(item)
+
+    def convert(value: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise BodyError(f"{where}: expected a JSON array, got {type(value).__name__}")
-        args = typing.get_args(hint)
-        item = args[0] if args else Any
-        if None in value and item is _strip_optional(item) and item is not Any:
+        if None in value and no_null_item:
             raise BodyError(f"{where}: null item in a JSON array")
-        items = [_convert(item, v, where) for v in value]
-        container = origin or hint
+        items = [item_of(v, where) for v in value]
         return container(items) if container is not list else items
-    if origin is dict or hint is dict or origin is Mapping:
+    return convert
+
+
+def _object_converter(hint: Any) -> _Converter:
+    args = typing.get_args(hint)
+    key_hint, val_hint = args if args else (Any, Any)
+    key_of, value_of = _key_converter(key_hint), _converter(val_hint)
+
+    def convert(value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise BodyError(f"{where}: expected a JSON object, got {type(value).__name__}")
-        args = typing.get_args(hint)
-        key_hint, val_hint = args if args else (Any, Any)
-        return {_convert_key(key_hint, k, where): _convert(val_hint, v, where)
-                for k, v in value.items()}
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return {key_of(k, where): value_of(v, where) for k, v in value.items()}
+    return convert
+
+
+def _dataclass_converter(cls: type) -> _Converter:
+    # The fields' converters are made on first use: a dataclass may hold itself.
+    plan: list[tuple[str, str, _Converter, bool, bool, Any]] = []
+
+    def convert(value: Any, where: str) -> Any:
         if not isinstance(value, Mapping):
-            raise BodyError(f"{where}: expected an object for {hint.__name__}")
+            raise BodyError(f"{where}: expected an object for {cls.__name__}")
+        if not plan:
+            plan.extend((f.wire, f.attr, _converter(f.hint), f.no_null, f.required, f.hint)
+                        for f in _fields(cls))
         kwargs = {}
-        for f in _fields(hint):
-            if f.wire in value:
-                v = value[f.wire]
-                if v is None and f.no_null:
-                    raise BodyError(f"{where}.{f.wire}: null where a JSON array or object "
+        for wire, attr, field_of, no_null, required, hint in plan:
+            if wire in value:
+                v = value[wire]
+                if v is None and no_null:
+                    raise BodyError(f"{where}.{wire}: null where a JSON array or object "
                                     "is expected")
-                kwargs[f.attr] = _convert(f.hint, v, f"{where}.{f.wire}")
-            elif f.required:
-                kwargs[f.attr] = _zero(f.hint)
-        return hint(**kwargs)
-    if isinstance(hint, type) and issubclass(hint, enum.Enum):
-        return _enum(hint, value, where)
-    return _scalar(hint, value, where, BodyError)
+                kwargs[attr] = field_of(v, f"{where}.{wire}")
+            elif required:
+                kwargs[attr] = _zero(hint)
+        return cls(**kwargs)
+    return convert
+
+
+def _scalar_converter(hint: Any) -> _Converter:
+    """`_scalar`, with the common case (the value has the type already) first."""
+    if hint is str:
+        return lambda value, where: (value if type(value) is str
+                                     else _scalar(str, value, where, BodyError))
+    if hint is int:
+        return lambda value, where: (
+            value if type(value) is int and INT64_MIN <= value <= INT64_MAX
+            else _scalar(int, value, where, BodyError))
+    if hint is bool:
+        return lambda value, where: (value if type(value) is bool
+                                     else _scalar(bool, value, where, BodyError))
+    return lambda value, where: _scalar(hint, value, where, BodyError)
 
 
 def _nullable(hint: Any) -> bool:
@@ -255,16 +330,25 @@ def _expected(hint: Any) -> str:
     return f"{'an' if name[:1].lower() in 'aeio' else 'a'} {name}"
 
 
-def _convert_key(hint: Any, key: Any, where: str) -> Any:
+def _key_converter(hint: Any) -> _Converter:
+    """The converter of a map key: a dataclass key may come as its JSON text (standard JSON)
+    or as an object (fastjson's object keys)."""
     hint = _strip_optional(hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
-        if isinstance(key, str):  # standard-JSON form: the key object's JSON, quoted
-            try:
-                key = orjson.loads(key)
-            except orjson.JSONDecodeError:
-                raise BodyError(f"{where}: map key {key!r} is not a {hint.__name__}") from None
-        return _convert(hint, dict(key) if isinstance(key, Mapping) else key, where)
-    return _convert(hint, key, where)
+        cls, of = hint, _converter(hint)
+
+        def convert(key: Any, where: str) -> Any:
+            if isinstance(key, str):  # standard-JSON form: the key object's JSON, quoted
+                try:
+                    key = orjson.loads(key)
+                except orjson.JSONDecodeError:
+                    raise BodyError(f"{where}: map key {key!r} is not a {cls.__name__}"
+                                    ) from None
+            if type(key) is ObjectKey:
+                return of(key.as_dict(), where)
+            return of(dict(key) if isinstance(key, Mapping) else key, where)
+        return convert
+    return _converter(hint)
 
 
 def _zero(hint: Any) -> Any:

@@ -128,6 +128,23 @@ def test_fastjson_object_keys_and_pretty_files() -> None:
     assert fastjson.loads('{"offsetTable":{1:2,3:5\n}}') == {"offsetTable": {1: 2, 3: 5}}
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # strings that look like unquoted keys stay strings
+    ('{"a":[{{"brokerName":"b","queueId":0,"topic":"T,{x}:"}:{"o":1}}],"s":",{\\"q\\":1}:"}',
+     {"a": [{ObjectKey({"brokerName": "b", "queueId": 0, "topic": "T,{x}:"}): {"o": 1}}],
+      "s": ',{"q":1}:'}),
+    ('{-1:"x",7:[{3:{}}],"k":{}}', {-1: "x", 7: [{3: {}}], "k": {}}),
+    ("{{}:1}", {ObjectKey({}): 1}),
+    # what only the parser reads: single quotes, bare names, a spaced key object
+    ("{'a':{'q':1}}", {"a": {"q": 1}}),
+    ("{a:{b:2}}", {"a": {"b": 2}}),
+    ('{ {"q":1} :2}', {ObjectKey({"q": 1}): 2}),
+    ("{{'q':1}:2}", {ObjectKey({"q": 1}): 2}),
+])
+def test_fastjson_unquoted_keys_read_alike_by_either_path(text: str, expected: object) -> None:
+    assert fastjson.loads(text) == expected
+
+
 @given(st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=10),
     lambda inner: st.lists(inner, max_size=4)

@@ -28,7 +28,8 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import CellKey, RowKey
+from textual.widgets.data_table import CellKey, ColumnKey, DuplicateKey, RowKey
+from textual.widgets.data_table import Row as TableRow
 
 Row = dict[str, Any]
 Cell = str | Text
@@ -186,14 +187,16 @@ class RowTable(DataTable[Drawn]):
         # copies: a screen may change a row it showed (as it was drawn is what counts)
         self._rows_drawn = {k: dict(r) for k, r in self._by_key.items()}
         if keys == self._shown and not columns_changed:
+            changed: list[tuple[str, str, Drawn]] = []
             for k in keys:
                 old, new = self._cells_drawn.get(k), cells[k]
                 if old == new:
                     continue
                 for i, col in enumerate(self.spec):
                     if old is None or old[i] != new[i]:
-                        self.update_cell(k, col.key, new[i])
+                        changed.append((k, col.key, new[i]))
                         self._widen(i, new[i])
+            self._update_cells(changed)
         else:
             self.clear(columns=columns_changed)
             if columns_changed:
@@ -201,8 +204,7 @@ class RowTable(DataTable[Drawn]):
             for i, column in enumerate(self.ordered_columns):
                 column.content_width = max([cell_len(column.label.plain),
                                             *(cell_len(c[i].plain) for c in cells.values())])
-            for k in keys:
-                self.add_row(*cells[k], key=k)
+            self._add_rows(keys, cells)
             if keep in keys:
                 self.move_cursor(row=keys.index(keep), animate=False)
         self._shown = keys
@@ -215,6 +217,40 @@ class RowTable(DataTable[Drawn]):
             return tuple(c.cell(row) for c in self.spec)
         return tuple(old if c.of_row is None else c.cell(row)
                      for c, old in zip(self.spec, same, strict=True))
+
+    # DataTable's add_row and update_cell, once for many rows or cells: per call they list
+    # the ordered columns (twice), set the cursor (a reactive) and ask for a repaint, which
+    # for 13,000 rows cost more than making their cells.
+
+    def _add_rows(self, keys: Sequence[str], cells: dict[str, tuple[Drawn, ...]]) -> None:
+        """`add_row(*cells[k], key=k)` for each of `keys`, in order."""
+        columns = [c.key for c in self.ordered_columns]
+        start = self.row_count
+        for i, k in enumerate(keys):
+            row_key = RowKey(k)
+            if row_key in self._row_locations:
+                raise DuplicateKey(f"The row key {row_key!r} already exists.")
+            self._row_locations[row_key] = start + i
+            self._data[row_key] = dict(zip(columns, cells[k], strict=True))
+            self.rows[row_key] = TableRow(row_key, 1)
+            self._new_rows.add(row_key)
+        if not keys:
+            return
+        self._require_update_dimensions = True
+        self.cursor_coordinate = self.cursor_coordinate
+        if start == 0 and self.columns and self.show_cursor and self.cursor_type != "none":
+            self._highlight_cursor()  # as add_row does for a table's first row
+        self._update_count += 1
+        self.check_idle()
+
+    def _update_cells(self, changed: Sequence[tuple[str, str, Drawn]]) -> None:
+        """`update_cell(row, column, value)` for each of `changed`, with one repaint."""
+        if not changed:
+            return
+        for row, column, value in changed:
+            self._data[RowKey(row)][ColumnKey(column)] = value
+        self._update_count += 1
+        self.refresh()
 
     def _widen(self, index: int, cell: Drawn) -> None:
         column = self.ordered_columns[index]
