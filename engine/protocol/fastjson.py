@@ -322,8 +322,8 @@ def _quoted_keys(text: str) -> Any | None:
         value = orjson.loads(_KEYS.sub(quote, text))
         if found:
             _restore_keys(value)
-    except orjson.JSONDecodeError:  # a key object that is not JSON (single quotes, ...)
-        return None
+    except ValueError:  # a key object that is not JSON (single quotes, ...), or a string key
+        return None     # of the text's own that starts with a mark: the parser reads those
     return value
 
 
