@@ -24,8 +24,9 @@ How this works (5.3.3 `ReplicasManager`, reduced to what this engine's roles nee
   one not caught up for `haMaxTimeSlaveNotCatchup` leaves the set, a caught-up one joins
   (CONTROLLER_ALTER_SYNC_STATE_SET).  With `allAckInSyncStateSet`, a SYNC_MASTER put waits
   for as many slaves as the set has other members (0: none); a SYNC_MASTER whose set is
-  smaller than `minInSyncReplicas` refuses writes until it grows (5.3.3 answers
-  IN_SYNC_REPLICAS_NOT_ENOUGH; here the store's refusal, SERVICE_NOT_AVAILABLE).
+  smaller than `minInSyncReplicas` refuses writes until it grows: the store's
+  IN_SYNC_REPLICAS_NOT_ENOUGH, answered as 5.3.3 does (SYSTEM_ERROR, "in-sync replicas not
+  enough").
 """
 
 from __future__ import annotations
@@ -297,15 +298,11 @@ class ControllerModeService:
         """A SYNC_MASTER refuses writes while its SyncStateSet is below minInSyncReplicas."""
         st = self.state
         need = st.config.min_in_sync_replicas
-        refused = st.store.writes_refused or ""
         short = (not st.is_slave and st.store_config.broker_role is BrokerRole.SYNC_MASTER
                  and len(self.sync_state_set) < need)
-        if short and not refused:
-            st.store.writes_refused = (f"{IN_SYNC_NOT_ENOUGH}the SyncStateSet has "
-                                       f"{len(self.sync_state_set)} member(s), "
-                                       f"minInSyncReplicas is {need}")
-        elif not short and refused.startswith(IN_SYNC_NOT_ENOUGH):
-            st.store.writes_refused = None
+        st.store.in_sync_replicas_short = (
+            f"{IN_SYNC_NOT_ENOUGH}the SyncStateSet has {len(self.sync_state_set)} member(s), "
+            f"minInSyncReplicas is {need}") if short else None
 
     async def check_sync_state_set(self) -> None:
         """Shrink or expand this master's SyncStateSet by its slaves' progress."""

@@ -344,5 +344,5 @@ class RoleManager:
             commit_log_min_offset=store.get_min_phy_offset(),
             commit_log_max_offset=store.get_max_phy_offset(),
             average_record_size=average_record_size(store),
-            writes_refused=store.writes_refused,
+            writes_refused=store.writes_refused or store.in_sync_replicas_short,
         )
