@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -272,10 +273,17 @@ def apache5(root: Path) -> tuple[str, str, list[Process], dict[str, Process]]:
     return ns, controller, [namesrv, ctl], brokers
 
 
-async def bench(cycles: int, freeze: float, java: bool, apache: bool = False) -> None:
+async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
+                keep: str = "") -> None:
     print(f"== {'Apache 5.3.3' if apache else 'this engine'}: {cycles} cycles", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        if keep:
+            tmp = tempfile.mkdtemp(dir=keep)
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
         root = Path(tmp)
+        if keep:
+            print(f"processes' folders (logs, stores) kept under {root}", flush=True)
         ns, controller, servers, brokers = (apache5 if apache else ours)(root)
         client = RemotingClient()
         java_producer: JavaProducer | None = None
@@ -405,6 +413,8 @@ def main() -> None:
                         help="SIGSTOP the master for SECONDS instead of killing it")
     parser.add_argument("--apache5", type=int, default=0, metavar="CYCLES",
                         help="then the same against Apache 5.3.3 (needs APACHE_RMQ5_HOME)")
+    parser.add_argument("--keep", default="", metavar="DIR",
+                        help="keep the processes' folders (logs, stores) in a folder under DIR")
     parser.add_argument("--java", action="store_true",
                         help="Apache 4.9.8's Java producer sends too (needs APACHE_RMQ_HOME)")
     args = parser.parse_args()
@@ -413,9 +423,9 @@ def main() -> None:
     if args.apache5 and not Path(APACHE5, "env.sh").is_file():
         parser.error("--apache5 needs APACHE_RMQ5_HOME (the Apache 5.3.3 build)")
     if args.cycles:
-        asyncio.run(bench(args.cycles, args.freeze, args.java))
+        asyncio.run(bench(args.cycles, args.freeze, args.java, keep=args.keep))
     if args.apache5:
-        asyncio.run(bench(args.apache5, args.freeze, args.java, apache=True))
+        asyncio.run(bench(args.apache5, args.freeze, args.java, apache=True, keep=args.keep))
 
 
 if __name__ == "__main__":
