@@ -92,6 +92,8 @@ class ControllerModeService:
         self.registered = False
         self.sync_state_set: frozenset[int] = frozenset()
         self._caught_up: dict[int, int] = {}
+        #: Each following slave's end of its HA connection (by broker id), from its HA status.
+        self._ha_conn_of: dict[int, str] = {}
         self._last_check_ms = 0
         self._last_check_max = 0
         self._master_since_ms = 0
@@ -253,6 +255,7 @@ class ControllerModeService:
                     await self.roles.become_master(epoch, self.master_role)
                     self._master_since_ms = self._last_check_ms = self.clock()
                     self._caught_up.clear()
+                    self._ha_conn_of.clear()
                     self._set_required_acks(frozenset({self.broker_id}))
                 if (st.store.writes_refused or "").startswith(AWAITING_CONTROLLER):
                     st.store.writes_refused = None
@@ -293,6 +296,10 @@ class ControllerModeService:
         if ha is None or not self.state.config.all_ack_in_sync_state_set:
             return
         ha.required_acks = max(len(sync_state_set) - 1, 0)
+        # every other member by name: a member whose connection is not known yet (or an
+        # acknowledgement from a slave outside the set) acknowledges nothing
+        ha.required_slaves = frozenset(self._ha_conn_of.get(rid, f"unknown broker {rid}")
+                                       for rid in sync_state_set if rid != self.broker_id)
 
     def _check_min_in_sync(self) -> None:
         """A SYNC_MASTER refuses writes while its SyncStateSet is below minInSyncReplicas."""
@@ -315,15 +322,17 @@ class ControllerModeService:
         if info is None or info.master_broker_id != self.broker_id:
             return
         current = frozenset(r.broker_id for r in info.in_sync_replicas if r.broker_id is not None)
-        self._set_required_acks(current)
         mark, self._last_check_max = self._last_check_max, st.store.get_max_phy_offset()
         self._last_check_ms = now
         for replica in [*info.in_sync_replicas, *info.not_in_sync_replicas]:
             if replica.broker_id in (None, self.broker_id) or not replica.alive:
                 continue
-            offset = await self._slave_offset(replica.broker_address)
+            offset, conn = await self._slave_offset(replica.broker_address)
+            if conn is not None:
+                self._ha_conn_of[replica.broker_id] = conn
             if offset is not None and offset >= max(mark, self.roles.epoch_start_offset):
                 self._caught_up[replica.broker_id] = now
+        self._set_required_acks(current)
         assert self.broker_id is not None
         limit = st.config.ha_max_time_slave_not_catchup
         new = {self.broker_id}
@@ -347,20 +356,23 @@ class ControllerModeService:
         else:
             log.warning("ALTER_SYNC_STATE_SET refused: %s %s", altered.code, altered.remark)
 
-    async def _slave_offset(self, address: str | None) -> int | None:
+    async def _slave_offset(self, address: str | None) -> tuple[int | None, str | None]:
+        """A slave's commit-log max offset and its end of its HA connection to this master
+        (None, None: it does not answer or does not follow this master's epoch)."""
         if not address:
-            return None
+            return None, None
         try:
             answer = await self.state.client.invoke(
                 address, request(RequestCode.GET_BROKER_HA_STATUS), 2.0)
         except (RemotingError, OSError):
-            return None
+            return None, None
         if answer.code != ResponseCode.SUCCESS or not answer.body:
-            return None
+            return None, None
         info = HARuntimeInfo.decode(answer.body)
         if info.master or info.epoch != self.roles.epoch:
-            return None  # not (yet) following this master
-        return info.commit_log_max_offset
+            return None, None  # not (yet) following this master
+        client = info.ha_client_runtime_info
+        return info.commit_log_max_offset, client.local_addr if client.is_activated else None
 
 
 def _master_of(ext: dict[str, str]) -> tuple[int | None, str | None, int]:

@@ -71,6 +71,12 @@ async def test_kill_the_master_a_slave_takes_over_the_old_one_follows(
     client = RemotingClient()
     try:
         master = by_id[1]
+        # allAckInSyncStateSet waits for the members by name: each slave's end of its HA
+        # connection, in its HA status, is the address its master sees
+        seen = {c.addr for c in (await ha_status(client, master.addr)).ha_connection_info}
+        ends = {(await ha_status(client, by_id[i].addr)).ha_client_runtime_info.local_addr
+                for i in (2, 3)}
+        assert ends == seen and len(seen) == 2
         await create_topic(client, ns, master.addr, TOPIC, QUEUES)
         for broker in (by_id[2], by_id[3]):
             await wait_topic_on(client, broker.addr, TOPIC)
