@@ -265,12 +265,23 @@ class ControllerModeService:
             if not st.is_slave:
                 st.store.writes_refused = (f"fenced: {master_addr} is master of epoch {epoch}"
                                            f" (this broker's epoch is {self.roles.epoch})")
-            truncate, ha_addr = await self._master_facts(master_addr)
+            elif st.master_addr != master_addr:
+                await self.roles.stop_following()  # the old master gets no more acks
+            truncate, ha_addr = await self._master_facts(master_addr, epoch)
             await self.roles.become_slave(master_addr, ha_addr, self.broker_id, epoch, truncate)
 
-    async def _master_facts(self, master_addr: str) -> tuple[int | None, str | None]:
+    async def _master_facts(self, master_addr: str,
+                            epoch: int) -> tuple[int | None, str | None]:
         """Where this log diverges from the new master's (by its epoch history), and the
-        master's HA address."""
+        master's HA address.
+
+        Raises:
+            ControllerUnavailable: the master does not answer, or has not begun `epoch` yet
+                (told of its election before it promoted itself): without that epoch's start
+                the divergence cannot be known, and bytes this log holds past it (written by
+                the old master, never acknowledged) would stay under the new master's.  The
+                next round asks again.
+        """
         client = self.state.client
         answer = await client.invoke(master_addr, request(RequestCode.GET_BROKER_EPOCH_CACHE),
                                      3.0)
@@ -279,6 +290,9 @@ class ControllerModeService:
                                         f" {answer.remark}")
         cache = from_json(EpochEntryCache, fastjson.loads(answer.body or b"{}"))
         history = {e.epoch: e.start_offset for e in cache.epoch_list}
+        if epoch not in history:
+            raise ControllerUnavailable(f"the new master {master_addr} has not begun epoch "
+                                        f"{epoch} yet (its last is {max(history, default=0)})")
         truncate = truncate_offset_after(history, self.roles.epoch)
         ha_addr: str | None = None
         status = await client.invoke(master_addr, request(RequestCode.GET_BROKER_HA_STATUS),

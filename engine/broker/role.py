@@ -127,6 +127,12 @@ class RoleManager:
         if not self.sync.running:
             self.sync.start()
 
+    async def stop_following(self) -> None:
+        """Stop replicating from the master this slave follows (it was replaced): no more
+        acknowledgements to it while the new master's facts are not known yet."""
+        async with self._lock:
+            await self._stop_slave_services()
+
     async def _stop_slave_services(self) -> None:
         if self.state.ha_client is not None:
             await self.state.ha_client.stop()
