@@ -260,7 +260,9 @@ class ControllerModeService:
                 if (st.store.writes_refused or "").startswith(AWAITING_CONTROLLER):
                     st.store.writes_refused = None
                 return
-            if st.is_slave and st.master_addr == master_addr and self.roles.epoch == epoch:
+            following = st.ha_client is not None and st.ha_client.running
+            if (st.is_slave and st.master_addr == master_addr and self.roles.epoch == epoch
+                    and following):
                 return
             if not st.is_slave:
                 st.store.writes_refused = (f"fenced: {master_addr} is master of epoch {epoch}"

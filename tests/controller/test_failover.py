@@ -14,7 +14,10 @@ from pathlib import Path
 from engine.client.admin.cluster import MQAdmin
 from engine.controller.manager import ControllerManager
 from engine.namesrv.controller import NamesrvController
-from engine.protocol.codes import ResponseCode
+from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import request
+from engine.protocol.header.ha import NotifyBrokerRoleChangedRequestHeader
+from engine.protocol.wire import to_ext
 from engine.remoting.client import RemotingClient
 from mqadmin.config import Endpoint
 from mqadmin.operations.change import Unseen
@@ -246,5 +249,29 @@ async def test_a_sync_master_refuses_writes_below_min_in_sync_replicas(
                                      "newMasterBrokerId": 2}]
             outcome = await elect.apply(admin, Endpoint([ns]), planned, Unseen())
         assert outcome.ok and master_of(controller) == (2, 2)
+    finally:
+        await client.close()
+
+
+async def test_a_slave_waits_until_the_new_master_has_begun_its_epoch(
+        tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
+        brokers: list[BrokerProcess]) -> None:
+    """Told of an election before the new master promoted itself, a slave does not follow
+    it (it could not know where the logs diverge) and stops replicating from the old master;
+    at its next round, the controller's word being unchanged, it follows its master again."""
+    ns = f"127.0.0.1:{namesrv.port}"
+    by_id = await three_brokers(tmp_path, ns, controller, brokers)
+    client = RemotingClient()
+    try:
+        early = request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, to_ext(
+            NotifyBrokerRoleChangedRequestHeader(by_id[2].addr, 2, master_broker_id=2)))
+        answer = await client.invoke(by_id[3].addr, early, timeout=5)
+        assert answer.code == ResponseCode.SYSTEM_ERROR
+        assert "has not begun epoch 2" in (answer.remark or "")
+        async with asyncio.timeout(30):  # its next round: broker 1 is still master, follow it
+            while not (await ha_status(client, by_id[3].addr)).ha_client_runtime_info \
+                    .is_activated:
+                await asyncio.sleep(0.05)
+        assert master_of(controller) == (1, 1)
     finally:
         await client.close()
