@@ -9,11 +9,21 @@ first send acknowledged by another broker, restart the killed broker and wait un
 back as a slave in the SyncStateSet.  At the end every queue is read from the last master:
 each acknowledged body must be there (duplicates beyond at-least-once are counted too).
 
-    python -m benchmarks.bench_failover [--cycles 20] [--freeze SECONDS]
+    python -m benchmarks.bench_failover [--cycles 20] [--freeze SECONDS] [--java]
+                                        [--apache5 CYCLES]
 
 With --freeze the master is not killed but frozen (SIGSTOP) for SECONDS, then thawed
 (SIGCONT): it must never acknowledge a send after it was replaced, and must come back as a
 slave in the SyncStateSet.
+
+With --java Apache 4.9.8's Java producer (benchmarks/java_producer.py; needs
+APACHE_RMQ_HOME) sends beside ours, with its own retries and route polling: its takeover
+times and its SEND_OK bodies are checked the same way.
+
+With --apache5 CYCLES the same kill cycle then runs against Apache 5.3.3 (needs
+APACHE_RMQ5_HOME): its name server, its controller (ControllerStartup, one peer) and three of
+its brokers in controller mode with the same settings, under the same producer; both runs'
+figures are printed.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -29,6 +40,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.java_producer import JavaProducer
+from benchmarks.java_producer import available as java_available
 from benchmarks.machine import machine, percentile
 from benchmarks.processes import free_port
 from engine.protocol import fastjson
@@ -47,6 +60,7 @@ from engine.remoting.errors import RemotingError
 
 CLUSTER, NAME, TOPIC, QUEUES = "FailoverCluster", "failover-a", "FailoverTopic", 4
 ROOT = Path(__file__).resolve().parent.parent
+APACHE5 = os.environ.get("APACHE_RMQ5_HOME", "")
 BROKER_SETTINGS = {
     "brokerClusterName": CLUSTER, "brokerName": NAME, "brokerIP1": "127.0.0.1",
     "bindAddress": "127.0.0.1", "brokerRole": "SYNC_MASTER", "enableControllerMode": "true",
@@ -58,19 +72,30 @@ BROKER_SETTINGS = {
 
 
 class Process:
-    def __init__(self, root: Path, name: str, module: str, conf: dict[str, str]) -> None:
+    """One of our servers (`module` run with -c), or with `java_main` one of Apache 5.3.3's
+    (that class, in the JVM its build's env.sh names, logs under the process's folder)."""
+
+    def __init__(self, root: Path, name: str, module: str, conf: dict[str, str],
+                 java_main: str = "", java_opts: str = "") -> None:
         self.dir = root / name
         self.dir.mkdir(parents=True, exist_ok=True)
         self.module, self.conf = module, conf
+        self.java_main, self.java_opts = java_main, java_opts
         self.proc: subprocess.Popen[bytes] | None = None
+
+    def argv(self, conf: Path) -> list[str]:
+        if not self.java_main:
+            return [sys.executable, "-m", self.module, "-c", str(conf)]
+        return ["bash", "-c", f'. "{APACHE5}/env.sh"; exec $JAVA {self.java_opts} '
+                f'$RMQ_COMMON_OPTS -Duser.home={self.dir} -cp "$RMQ_CP" {self.java_main} '
+                f'-c {conf}']
 
     def start(self) -> None:
         path = self.dir / "conf.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
         with open(self.dir / "output.txt", "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", self.module, "-c", str(path)],
-                                         stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                         env={**os.environ, "HOME": str(self.dir)})
+            self.proc = subprocess.Popen(self.argv(path), stdout=out, stderr=subprocess.STDOUT,
+                                         cwd=ROOT, env={**os.environ, "HOME": str(self.dir)})
 
     def signal(self, sig: signal.Signals) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -82,7 +107,7 @@ class Process:
             self.proc.wait(30)
 
     async def ready(self, marker: str) -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         while marker not in (self.dir / "output.txt").read_text():
             if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{self.dir.name} did not start: "
@@ -185,28 +210,88 @@ async def read_all(client: RemotingClient, addr: str) -> collections.Counter[byt
     return got
 
 
-async def bench(cycles: int, freeze: float) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+async def explain(client: RemotingClient, last: str, brokers: dict[str, Process],
+                  producer: Producer, java_producer: JavaProducer | None,
+                  lost: set[bytes]) -> None:
+    """Which broker acknowledged the lost bodies, and which live broker holds them."""
+    by: collections.Counter[str] = collections.Counter(
+        a for _, a, b in producer.acked if b in lost)
+    if java_producer is not None:
+        by.update(o.broker for o in java_producer.acked
+                  if java_producer.body(o.number) in lost)
+    print(f"lost, by the broker that acknowledged them: {dict(by)}; the last master: {last}")
+    for addr, process in brokers.items():
+        if process.proc is not None and process.proc.poll() is None:
+            held = await read_all(client, addr)
+            print(f"  {addr} holds {sum(1 for b in lost if b in held)} of them "
+                  f"({sum(held.values())} messages)")
+
+
+def ours(root: Path) -> tuple[str, str, list[Process], dict[str, Process]]:
+    """Our name server with an embedded controller and three brokers: (name server,
+    controller, the other processes, the brokers by address)."""
+    ns_port, ctl_port = free_port(), free_port()
+    ns, controller = f"127.0.0.1:{ns_port}", f"127.0.0.1:{ctl_port}"
+    namesrv = Process(root, "namesrv", "engine.namesrv.main", {
+        "listenPort": str(ns_port), "bindAddress": "127.0.0.1",
+        "enableControllerInNamesrv": "true", "controllerDLegerGroup": "bench",
+        "controllerDLegerPeers": f"n0-{controller}", "controllerDLegerSelfId": "n0",
+        "controllerStorePath": str(root / "controller"),
+        "scanNotActiveBrokerInterval": "500", "logsDir": str(root / "logs")})
+    brokers: dict[str, Process] = {}
+    for name in ("b1", "b2", "b3"):
+        port = free_port()
+        brokers[f"127.0.0.1:{port}"] = Process(root, name, "engine.broker.main", {
+            **BROKER_SETTINGS, "listenPort": str(port), "namesrvAddr": ns,
+            "controllerAddr": controller, "storePathRootDir": str(root / name / "store"),
+            "logsDir": str(root / name / "logs")})
+    return ns, controller, [namesrv], brokers
+
+
+def apache5(root: Path) -> tuple[str, str, list[Process], dict[str, Process]]:
+    """Apache 5.3.3's name server, its controller (one peer) and three of its brokers in
+    controller mode with the settings ours get."""
+    ns_port, ctl_port = free_port(), free_port()
+    ns, controller = f"127.0.0.1:{ns_port}", f"127.0.0.1:{ctl_port}"
+    namesrv = Process(root, "namesrv", "", {"listenPort": str(ns_port)},
+                      "org.apache.rocketmq.namesrv.NamesrvStartup", "-Xmx256m $RMQ_LOG_NAMESRV")
+    ctl = Process(root, "controller", "", {
+        "controllerDLegerGroup": "bench", "controllerDLegerPeers": f"n0-{controller}",
+        "controllerDLegerSelfId": "n0", "controllerStorePath": str(root / "controller"),
+        "scanNotActiveBrokerInterval": "500"},
+        "org.apache.rocketmq.controller.ControllerStartup", "-Xmx256m $RMQ_LOG_CONTROLLER")
+    brokers: dict[str, Process] = {}
+    for name in ("b1", "b2", "b3"):
+        port = free_port()
+        store = root / name / "store"
+        brokers[f"127.0.0.1:{port}"] = Process(root, name, "", {
+            **BROKER_SETTINGS, "listenPort": str(port), "namesrvAddr": ns,
+            "controllerAddr": controller, "storePathRootDir": str(store),
+            "storePathCommitLog": str(store / "commitlog")},
+            "org.apache.rocketmq.broker.BrokerStartup",
+            "-Xms256m -Xmx384m -XX:MaxDirectMemorySize=512m $RMQ_LOG_BROKER")
+    return ns, controller, [namesrv, ctl], brokers
+
+
+async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
+                keep: str = "") -> None:
+    print(f"== {'Apache 5.3.3' if apache else 'this engine'}: {cycles} cycles", flush=True)
+    with contextlib.ExitStack() as stack:
+        if keep:
+            tmp = tempfile.mkdtemp(dir=keep)
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
         root = Path(tmp)
-        ns_port, ctl_port = free_port(), free_port()
-        ns, controller = f"127.0.0.1:{ns_port}", f"127.0.0.1:{ctl_port}"
-        namesrv = Process(root, "namesrv", "engine.namesrv.main", {
-            "listenPort": str(ns_port), "bindAddress": "127.0.0.1",
-            "enableControllerInNamesrv": "true", "controllerDLegerGroup": "bench",
-            "controllerDLegerPeers": f"n0-{controller}", "controllerDLegerSelfId": "n0",
-            "controllerStorePath": str(root / "controller"),
-            "scanNotActiveBrokerInterval": "500", "logsDir": str(root / "logs")})
-        brokers: dict[str, Process] = {}
-        for name in ("b1", "b2", "b3"):
-            port = free_port()
-            brokers[f"127.0.0.1:{port}"] = Process(root, name, "engine.broker.main", {
-                **BROKER_SETTINGS, "listenPort": str(port), "namesrvAddr": ns,
-                "controllerAddr": controller, "storePathRootDir": str(root / name / "store"),
-                "logsDir": str(root / name / "logs")})
+        if keep:
+            print(f"processes' folders (logs, stores) kept under {root}", flush=True)
+        ns, controller, servers, brokers = (apache5 if apache else ours)(root)
         client = RemotingClient()
+        java_producer: JavaProducer | None = None
+        java_running: asyncio.Task[int] | None = None
         try:
-            namesrv.start()
-            await namesrv.ready("boot success")
+            for server in servers:
+                server.start()
+                await server.ready("boot success")
             for broker in brokers.values():
                 broker.start()
                 await broker.ready("boot success")
@@ -216,11 +301,20 @@ async def bench(cycles: int, freeze: float) -> None:
                 "writeQueueNums": str(QUEUES), "perm": "6",
                 "topicFilterType": "SINGLE_TAG"}), 10)
             assert resp.code == ResponseCode.SUCCESS, resp.remark
-            await asyncio.sleep(2)  # the slaves' metadata sync brings them the topic
+            await asyncio.sleep(12 if apache else 2)  # the slaves' metadata sync: the topic
             producer = Producer(client, ns)
             stop = asyncio.Event()
             sending = asyncio.create_task(producer.run(stop))
+            if java:
+                java_producer = await asyncio.to_thread(
+                    JavaProducer, root / "java", ns, TOPIC, "j-", 0)
+                java_running = asyncio.create_task(java_producer.run())
+                while len(java_producer.acked) < 50:
+                    if java_running.done():
+                        raise SystemExit("the Java producer ended before sending")
+                    await asyncio.sleep(0.05)
             takeovers: list[float] = []
+            java_takeovers: list[float] = []
             returned = second_masters = 0
             for cycle in range(cycles):
                 master, _ = await until_in_sync(client, controller, 3)
@@ -238,6 +332,15 @@ async def bench(cycles: int, freeze: float) -> None:
                     await asyncio.sleep(0.005)
                 first = next(t for t, a, _ in producer.acked if t > t0 and a != master)
                 takeovers.append(first - t0)
+                if java_producer is not None:
+                    while not any(o.at > t0 and o.broker != master
+                                  for o in java_producer.acked[-50:]):
+                        if time.monotonic() > deadline:
+                            raise SystemExit(f"cycle {cycle}: the Java producer had no send "
+                                             "acknowledged within 60 s")
+                        await asyncio.sleep(0.005)
+                    java_takeovers.append(next(o.at for o in java_producer.acked
+                                               if o.at > t0 and o.broker != master) - t0)
                 if freeze:
                     await asyncio.sleep(max(0.0, t0 + freeze - time.monotonic()))
                     killed.signal(signal.SIGCONT)
@@ -251,17 +354,21 @@ async def bench(cycles: int, freeze: float) -> None:
                 returned += new_master != master and master in in_sync
                 print(f"cycle {cycle + 1}: {master} {'frozen' if freeze else 'killed'}, new "
                       f"master {new_master} "
-                      f"acknowledged after {takeovers[-1] * 1000:.0f} ms; old master back in "
-                      "the SyncStateSet", flush=True)
+                      f"acknowledged after {takeovers[-1] * 1000:.0f} ms"
+                      + (f" (Java {java_takeovers[-1] * 1000:.0f} ms)" if java_takeovers
+                         else "") + "; old master back in the SyncStateSet", flush=True)
             stop.set()
             await sending
+            if java_producer is not None and java_running is not None:
+                java_producer.stop()
+                await asyncio.wait_for(java_running, 60)
             last = (await sync_state(client, controller))[0]
             assert last is not None
             stored = await read_all(client, last)
             acked = [b for _, _, b in producer.acked]
             lost = [b for b in acked if b not in stored]
             duplicated = sum(1 for b in acked if stored[b] > 1)
-            print(f"\n{machine()}")
+            print(f"\n{'Apache 5.3.3' if apache else 'this engine'}; {machine()}")
             print(f"cycles: {cycles}; old master back as a slave in the SyncStateSet: "
                   f"{returned}/{cycles}"
                   + (f"; frozen {freeze:g} s, acknowledged as a second master after "
@@ -273,14 +380,29 @@ async def bench(cycles: int, freeze: float) -> None:
                   f"{max(takeovers) * 1000:.0f} ms")
             print(f"acknowledged: {len(acked)}; lost: {len(lost)}; stored more than once: "
                   f"{duplicated}")
+            if java_producer is not None:
+                java_acked = [java_producer.body(o.number) for o in java_producer.acked]
+                java_lost = [b for b in java_acked if b not in stored]
+                lost += java_lost
+                failed = len(java_producer.outcomes) - len(java_acked)
+                print("Java 4.9.8 producer, kill -9 to first SEND_OK on the new master: median "
+                      f"{percentile(java_takeovers, 50) * 1000:.0f} ms, p95 "
+                      f"{percentile(java_takeovers, 95) * 1000:.0f} ms, max "
+                      f"{max(java_takeovers) * 1000:.0f} ms")
+                print(f"Java SEND_OK: {len(java_acked)}; sends failed (exception or not "
+                      f"SEND_OK): {failed}; lost: {len(java_lost)}; stored more than once: "
+                      f"{sum(1 for b in java_acked if stored[b] > 1)}")
             if second_masters:
                 raise SystemExit(f"a thawed master acknowledged sends after its replacement "
                                  f"in {second_masters} cycle(s)")
             if lost:
+                await explain(client, last, brokers, producer, java_producer, set(lost))
                 raise SystemExit(f"LOST {len(lost)} acknowledged messages, e.g. {lost[:5]}")
         finally:
             await client.close()
-            for process in (*brokers.values(), namesrv):
+            if java_producer is not None:
+                await java_producer.kill()
+            for process in (*brokers.values(), *servers):
                 process.kill()
 
 
@@ -289,8 +411,21 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--freeze", type=float, default=0.0, metavar="SECONDS",
                         help="SIGSTOP the master for SECONDS instead of killing it")
+    parser.add_argument("--apache5", type=int, default=0, metavar="CYCLES",
+                        help="then the same against Apache 5.3.3 (needs APACHE_RMQ5_HOME)")
+    parser.add_argument("--keep", default="", metavar="DIR",
+                        help="keep the processes' folders (logs, stores) in a folder under DIR")
+    parser.add_argument("--java", action="store_true",
+                        help="Apache 4.9.8's Java producer sends too (needs APACHE_RMQ_HOME)")
     args = parser.parse_args()
-    asyncio.run(bench(args.cycles, args.freeze))
+    if args.java and not java_available():
+        parser.error("--java needs APACHE_RMQ_HOME (the Apache 4.9.8 build)")
+    if args.apache5 and not Path(APACHE5, "env.sh").is_file():
+        parser.error("--apache5 needs APACHE_RMQ5_HOME (the Apache 5.3.3 build)")
+    if args.cycles:
+        asyncio.run(bench(args.cycles, args.freeze, args.java, keep=args.keep))
+    if args.apache5:
+        asyncio.run(bench(args.apache5, args.freeze, args.java, apache=True, keep=args.keep))
 
 
 if __name__ == "__main__":

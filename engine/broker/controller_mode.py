@@ -24,8 +24,9 @@ How this works (5.3.3 `ReplicasManager`, reduced to what this engine's roles nee
   one not caught up for `haMaxTimeSlaveNotCatchup` leaves the set, a caught-up one joins
   (CONTROLLER_ALTER_SYNC_STATE_SET).  With `allAckInSyncStateSet`, a SYNC_MASTER put waits
   for as many slaves as the set has other members (0: none); a SYNC_MASTER whose set is
-  smaller than `minInSyncReplicas` refuses writes until it grows (5.3.3 answers
-  IN_SYNC_REPLICAS_NOT_ENOUGH; here the store's refusal, SERVICE_NOT_AVAILABLE).
+  smaller than `minInSyncReplicas` refuses writes until it grows: the store's
+  IN_SYNC_REPLICAS_NOT_ENOUGH, answered as 5.3.3 does (SYSTEM_ERROR, "in-sync replicas not
+  enough").
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class ControllerModeService:
         self.registered = False
         self.sync_state_set: frozenset[int] = frozenset()
         self._caught_up: dict[int, int] = {}
+        #: Each following slave's end of its HA connection (by broker id), from its HA status.
+        self._ha_conn_of: dict[int, str] = {}
         self._last_check_ms = 0
         self._last_check_max = 0
         self._master_since_ms = 0
@@ -252,21 +255,35 @@ class ControllerModeService:
                     await self.roles.become_master(epoch, self.master_role)
                     self._master_since_ms = self._last_check_ms = self.clock()
                     self._caught_up.clear()
+                    self._ha_conn_of.clear()
                     self._set_required_acks(frozenset({self.broker_id}))
                 if (st.store.writes_refused or "").startswith(AWAITING_CONTROLLER):
                     st.store.writes_refused = None
                 return
-            if st.is_slave and st.master_addr == master_addr and self.roles.epoch == epoch:
+            following = st.ha_client is not None and st.ha_client.running
+            if (st.is_slave and st.master_addr == master_addr and self.roles.epoch == epoch
+                    and following):
                 return
             if not st.is_slave:
                 st.store.writes_refused = (f"fenced: {master_addr} is master of epoch {epoch}"
                                            f" (this broker's epoch is {self.roles.epoch})")
-            truncate, ha_addr = await self._master_facts(master_addr)
+            elif st.master_addr != master_addr:
+                await self.roles.stop_following()  # the old master gets no more acks
+            truncate, ha_addr = await self._master_facts(master_addr, epoch)
             await self.roles.become_slave(master_addr, ha_addr, self.broker_id, epoch, truncate)
 
-    async def _master_facts(self, master_addr: str) -> tuple[int | None, str | None]:
+    async def _master_facts(self, master_addr: str,
+                            epoch: int) -> tuple[int | None, str | None]:
         """Where this log diverges from the new master's (by its epoch history), and the
-        master's HA address."""
+        master's HA address.
+
+        Raises:
+            ControllerUnavailable: the master does not answer, or has not begun `epoch` yet
+                (told of its election before it promoted itself): without that epoch's start
+                the divergence cannot be known, and bytes this log holds past it (written by
+                the old master, never acknowledged) would stay under the new master's.  The
+                next round asks again.
+        """
         client = self.state.client
         answer = await client.invoke(master_addr, request(RequestCode.GET_BROKER_EPOCH_CACHE),
                                      3.0)
@@ -275,6 +292,9 @@ class ControllerModeService:
                                         f" {answer.remark}")
         cache = from_json(EpochEntryCache, fastjson.loads(answer.body or b"{}"))
         history = {e.epoch: e.start_offset for e in cache.epoch_list}
+        if epoch not in history:
+            raise ControllerUnavailable(f"the new master {master_addr} has not begun epoch "
+                                        f"{epoch} yet (its last is {max(history, default=0)})")
         truncate = truncate_offset_after(history, self.roles.epoch)
         ha_addr: str | None = None
         status = await client.invoke(master_addr, request(RequestCode.GET_BROKER_HA_STATUS),
@@ -292,20 +312,20 @@ class ControllerModeService:
         if ha is None or not self.state.config.all_ack_in_sync_state_set:
             return
         ha.required_acks = max(len(sync_state_set) - 1, 0)
+        # every other member by name: a member whose connection is not known yet (or an
+        # acknowledgement from a slave outside the set) acknowledges nothing
+        ha.required_slaves = frozenset(self._ha_conn_of.get(rid, f"unknown broker {rid}")
+                                       for rid in sync_state_set if rid != self.broker_id)
 
     def _check_min_in_sync(self) -> None:
         """A SYNC_MASTER refuses writes while its SyncStateSet is below minInSyncReplicas."""
         st = self.state
         need = st.config.min_in_sync_replicas
-        refused = st.store.writes_refused or ""
         short = (not st.is_slave and st.store_config.broker_role is BrokerRole.SYNC_MASTER
                  and len(self.sync_state_set) < need)
-        if short and not refused:
-            st.store.writes_refused = (f"{IN_SYNC_NOT_ENOUGH}the SyncStateSet has "
-                                       f"{len(self.sync_state_set)} member(s), "
-                                       f"minInSyncReplicas is {need}")
-        elif not short and refused.startswith(IN_SYNC_NOT_ENOUGH):
-            st.store.writes_refused = None
+        st.store.in_sync_replicas_short = (
+            f"{IN_SYNC_NOT_ENOUGH}the SyncStateSet has {len(self.sync_state_set)} member(s), "
+            f"minInSyncReplicas is {need}") if short else None
 
     async def check_sync_state_set(self) -> None:
         """Shrink or expand this master's SyncStateSet by its slaves' progress."""
@@ -318,15 +338,17 @@ class ControllerModeService:
         if info is None or info.master_broker_id != self.broker_id:
             return
         current = frozenset(r.broker_id for r in info.in_sync_replicas if r.broker_id is not None)
-        self._set_required_acks(current)
         mark, self._last_check_max = self._last_check_max, st.store.get_max_phy_offset()
         self._last_check_ms = now
         for replica in [*info.in_sync_replicas, *info.not_in_sync_replicas]:
             if replica.broker_id in (None, self.broker_id) or not replica.alive:
                 continue
-            offset = await self._slave_offset(replica.broker_address)
+            offset, conn = await self._slave_offset(replica.broker_address)
+            if conn is not None:
+                self._ha_conn_of[replica.broker_id] = conn
             if offset is not None and offset >= max(mark, self.roles.epoch_start_offset):
                 self._caught_up[replica.broker_id] = now
+        self._set_required_acks(current)
         assert self.broker_id is not None
         limit = st.config.ha_max_time_slave_not_catchup
         new = {self.broker_id}
@@ -350,20 +372,23 @@ class ControllerModeService:
         else:
             log.warning("ALTER_SYNC_STATE_SET refused: %s %s", altered.code, altered.remark)
 
-    async def _slave_offset(self, address: str | None) -> int | None:
+    async def _slave_offset(self, address: str | None) -> tuple[int | None, str | None]:
+        """A slave's commit-log max offset and its end of its HA connection to this master
+        (None, None: it does not answer or does not follow this master's epoch)."""
         if not address:
-            return None
+            return None, None
         try:
             answer = await self.state.client.invoke(
                 address, request(RequestCode.GET_BROKER_HA_STATUS), 2.0)
         except (RemotingError, OSError):
-            return None
+            return None, None
         if answer.code != ResponseCode.SUCCESS or not answer.body:
-            return None
+            return None, None
         info = HARuntimeInfo.decode(answer.body)
         if info.master or info.epoch != self.roles.epoch:
-            return None  # not (yet) following this master
-        return info.commit_log_max_offset
+            return None, None  # not (yet) following this master
+        client = info.ha_client_runtime_info
+        return info.commit_log_max_offset, client.local_addr if client.is_activated else None
 
 
 def _master_of(ext: dict[str, str]) -> tuple[int | None, str | None, int]:

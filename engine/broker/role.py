@@ -127,6 +127,12 @@ class RoleManager:
         if not self.sync.running:
             self.sync.start()
 
+    async def stop_following(self) -> None:
+        """Stop replicating from the master this slave follows (it was replaced): no more
+        acknowledgements to it while the new master's facts are not known yet."""
+        async with self._lock:
+            await self._stop_slave_services()
+
     async def _stop_slave_services(self) -> None:
         if self.state.ha_client is not None:
             await self.state.ha_client.stop()
@@ -344,5 +350,5 @@ class RoleManager:
             commit_log_min_offset=store.get_min_phy_offset(),
             commit_log_max_offset=store.get_max_phy_offset(),
             average_record_size=average_record_size(store),
-            writes_refused=store.writes_refused,
+            writes_refused=store.writes_refused or store.in_sync_replicas_short,
         )

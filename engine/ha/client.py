@@ -41,9 +41,14 @@ class _SlaveProtocol(asyncio.Protocol):
         self.last_read_ms = self.created_ms
         self.last_write_ms = 0
         self.reported = -1
+        #: This end of the connection: the master's haConnectionInfo addr of this slave.
+        self.local_addr: str | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        sockname = transport.get_extra_info("sockname")
+        if isinstance(sockname, tuple):
+            self.local_addr = f"{sockname[0]}:{sockname[1]}"
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.lost.done():
@@ -254,4 +259,5 @@ class HAClient:
             estimated_loss_bytes=loss,
             estimated_loss_messages=messages_in(loss, average_record_size(self.store)),
             connection_age_ms=now_ms() - proto.created_ms if proto else 0,
+            local_addr=proto.local_addr if proto and not proto.lost.done() else None,
         )

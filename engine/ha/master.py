@@ -64,6 +64,9 @@ class HAService:
         #: Slaves that must acknowledge a SYNC_MASTER put (controller mode sets it from the
         #: SyncStateSet; 0: none).
         self.required_acks = 1
+        #: With allAckInSyncStateSet: the connections (slave addresses) that must all
+        #: acknowledge a put, the other SyncStateSet members' (None: count `required_acks`).
+        self.required_slaves: frozenset[str] | None = None
         self._waiters: list[tuple[int, int, asyncio.Future[bool]]] = []
         self._seq = itertools.count()
         self._idle: list[HAConnection] = []
@@ -152,8 +155,14 @@ class HAService:
 
     def acked_offset(self) -> int:
         """The offset `required_acks` slaves have all acknowledged (any one slave's
-        highest ack when it is 1, as 4.9.7; controller mode with allAckInSyncStateSet
-        asks for every other member of the SyncStateSet)."""
+        highest ack when it is 1, as 4.9.7); controller mode with allAckInSyncStateSet
+        names the connections of every other member of the SyncStateSet: the lowest of
+        their acks (-1 while one of them is not connected)."""
+        named = self.required_slaves
+        if named is not None:
+            by_addr = {c.addr: c.slave_ack_offset for c in self.connections}
+            return min((by_addr.get(addr, -1) for addr in named),
+                       default=self.push2slave_max_offset)
         need = self.required_acks
         if need <= 1:
             return self.push2slave_max_offset

@@ -54,6 +54,7 @@ class HAClientRuntimeInfo:
     estimated_loss_bytes: int = 0  # master_max_offset_seen - max_offset
     estimated_loss_messages: int = 0
     connection_age_ms: int = 0
+    local_addr: str | None = None  # this end of the connection: the master's addr of it
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,9 @@ Threading contract:
       `on_append(end_offset, count)` after a local put, so an HA master can wake its
       senders; `append_raw()` takes the bytes a slave receives; `read_commit_log()` gives a
       sender what to send; `writes_refused` (a reason, None by default) makes every put
-      fail while a role switch or fencing is under way; `truncate_to()` drops a diverged
-      tail.
+      fail while a role switch or fencing is under way; `in_sync_replicas_short` (a reason)
+      makes them fail with IN_SYNC_REPLICAS_NOT_ENOUGH (a controller-mode master below
+      minInSyncReplicas); `truncate_to()` drops a diverged tail.
 """
 
 from __future__ import annotations
@@ -174,6 +175,8 @@ class MessageStore:
         self.on_append: Callable[[int, int], None] | None = None
         #: While set, every put fails with SERVICE_NOT_AVAILABLE and this reason (fencing).
         self.writes_refused: str | None = None
+        #: While set, every put fails with IN_SYNC_REPLICAS_NOT_ENOUGH and this reason.
+        self.in_sync_replicas_short: str | None = None
         #: Timer messages (5.x): timer log, wheel and checkpoint beside the commit log.
         self.timer = TimerMessageStore(config, self.clock, self)
 
@@ -307,6 +310,11 @@ class MessageStore:
         if self.writes_refused is not None:
             return PutMessageResult(
                 PutMessageStatus.SERVICE_NOT_AVAILABLE, error_message=self.writes_refused
+            )
+        if self.in_sync_replicas_short is not None:
+            return PutMessageResult(
+                PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH,
+                error_message=self.in_sync_replicas_short,
             )
         if self.cleanup.disk_full:
             return PutMessageResult(

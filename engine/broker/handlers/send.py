@@ -293,6 +293,8 @@ def _failure(st: BrokerState, result: PutMessageResult) -> tuple[int, str]:
         return ResponseCode.MESSAGE_ILLEGAL, remark + detail
     if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
         return ResponseCode.SERVICE_NOT_AVAILABLE, SERVICE_NOT_AVAILABLE_REMARK + detail
+    if status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH:  # 5.3.3's words exactly
+        return ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough"
     if status in _TIMER_CODES:  # timer messages: as 5.x SendMessageProcessor answers
         return _TIMER_CODES[status], result.error_message
     if status is PutMessageStatus.OS_PAGECACHE_BUSY:
