@@ -273,16 +273,23 @@ def loads(text: str | bytes) -> Any:
     Raises:
         BodyError: the text is neither.
     """
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        pass
-    if isinstance(text, (bytes, bytearray, memoryview)):
+    if isinstance(text, memoryview):
+        text = bytes(text)
+    # orjson reads an integer beyond 64 bits as a float (-9223372036854775809 became Java's
+    # Long.MIN_VALUE, a valid offset): a text with a 19-digit run goes to the exact parser.
+    exact = (_LONG_DIGITS_B if isinstance(text, (bytes, bytearray)) else _LONG_DIGITS
+             ).search(text) is not None
+    if not exact:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode()
         except UnicodeDecodeError:
             raise BodyError("body is not UTF-8 text") from None
-    quick = _quoted_keys(text)
+    quick = None if exact else _quoted_keys(text)
     if quick is not None:
         return quick
     parser = _Parser(text)
@@ -293,6 +300,8 @@ def loads(text: str | bytes) -> Any:
     return result
 
 
+_LONG_DIGITS = re.compile(r"\d{19}")
+_LONG_DIGITS_B = re.compile(rb"\d{19}")
 # A string, or (group 1) a key fastjson leaves unquoted: a flat object or a number.
 _KEYS = re.compile(r'"(?:[^"\\]|\\.)*"|(?<=[{,])(\{(?:"(?:[^"\\]|\\.)*"|[^{}"])*\}|-?\d+)(?=:)',
                    re.DOTALL)
