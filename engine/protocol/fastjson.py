@@ -277,8 +277,10 @@ def loads(text: str | bytes) -> Any:
         text = bytes(text)
     # orjson reads an integer beyond 64 bits as a float (-9223372036854775809 became Java's
     # Long.MIN_VALUE, a valid offset): a text with a 19-digit run goes to the exact parser.
-    exact = (_LONG_DIGITS_B if isinstance(text, (bytes, bytearray)) else _LONG_DIGITS
-             ).search(text) is not None
+    if isinstance(text, str):
+        exact = _LONG_DIGITS.search(text) is not None
+    else:
+        exact = _LONG_DIGITS_B.search(text) is not None
     if not exact:
         try:
             return orjson.loads(text)

@@ -118,13 +118,20 @@ def call_needs(request: object) -> list[Need]:
 # ---------------------------------------------------------------------- the check
 
 class GrpcAuth:
-    """Checks calls against the users and rules `tables()` returns (the remoting snapshot)."""
+    """Checks calls against the users and rules `tables()` returns (the remoting snapshot).
+
+    A proxy worker reads them from the broker's files every few seconds; `refresh` (re-read
+    them now if a file changed; True when it did) lets a refused call be checked once more
+    against what was just written, so a user or rule added at the broker works at once
+    (a removed one is gone at the next periodic read)."""
 
     def __init__(self, tables: Callable[[], AuthTables], *, authentication: Callable[[], bool],
-                 authorization: Callable[[], bool]) -> None:
+                 authorization: Callable[[], bool],
+                 refresh: Callable[[], bool] | None = None) -> None:
         self._tables = tables
         self._authentication = authentication
         self._authorization = authorization
+        self._refresh = refresh
 
     @property
     def enabled(self) -> bool:
@@ -136,6 +143,14 @@ class GrpcAuth:
         Raises:
             ProxyError: UNAUTHORIZED, with what was missing (never a secret).
         """
+        try:
+            self._check(ctx, request)
+        except ProxyError:
+            if self._refresh is None or not self._refresh():
+                raise
+            self._check(ctx, request)
+
+    def _check(self, ctx: CallContext, request: object) -> None:
         authentication, authorization = self._authentication(), self._authorization()
         if not (authentication or authorization):
             return

@@ -64,7 +64,7 @@ def cluster_auth(config: ProxyConfig) -> tuple[GrpcAuth | None, AuthStore | None
     store = AuthStore(config.auth_config_path)
     store.load()
     auth = GrpcAuth(store.tables, authentication=lambda: config.authentication_enabled,
-                    authorization=lambda: config.authorization_enabled)
+                    authorization=lambda: config.authorization_enabled, refresh=store.reload)
     return auth, store
 
 

@@ -110,7 +110,7 @@ def _auth(spec: AuthSpec | None) -> tuple[GrpcAuth | None, PeriodicService | Non
     store = AuthStore(spec.config_dir, rocketmq_home=spec.rocketmq_home)
     store.load()
     auth = GrpcAuth(store.tables, authentication=lambda: spec.authentication,
-                    authorization=lambda: spec.authorization)
+                    authorization=lambda: spec.authorization, refresh=store.reload)
 
     def reload() -> None:
         store.reload()
