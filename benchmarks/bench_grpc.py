@@ -43,12 +43,16 @@ from pathlib import Path
 import grpc
 
 from benchmarks.machine import machine, percentile, summary
-from benchmarks.processes import cpu_seconds, free_port, thread_cpu_seconds, wait_listening
+from benchmarks.processes import (
+    cpu_seconds,
+    free_port,
+    namesrv_in_thread,
+    thread_cpu_seconds,
+    wait_listening,
+)
 from engine.client.admin.broker import BrokerAdmin
 from engine.client.core.errors import TopicNotExistError
 from engine.client.core.namesrv import NamesrvAdmin
-from engine.namesrv.config import NamesrvConfig
-from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
@@ -470,36 +474,24 @@ def broker_with_proxy(tmp: str, namesrv_addr: str,
 
 def main() -> None:
     print(machine())
-    with tempfile.TemporaryDirectory() as tmp:
-        namesrv = NamesrvController(NamesrvConfig(listen_port=0, bind_address="127.0.0.1",
-                                                  kv_config_path=f"{tmp}/kv.json",
-                                                  config_store_path=f"{tmp}/ns.properties"))
-        loop = asyncio.new_event_loop()
-        loop.run_until_complete(namesrv.start())
-        ns_thread = threading.Thread(target=loop.run_forever, daemon=True)
-        ns_thread.start()
-        ns_addr = f"127.0.0.1:{namesrv.port}"
-        try:
-            with broker_with_proxy(tmp, ns_addr, {"enableBatchAck": True}) as (endpoint, pid,
-                                                                                broker):
-                h2load_sends(endpoint, pid, "SendMessage over gRPC, 1 KiB, one message per "
-                             f"call, {H2LOAD_STREAMS * H2LOAD_CONNECTIONS} in flight on "
-                             f"{H2LOAD_CONNECTIONS} connections (h2load)",
-                             stored=lambda: run(stored_count(broker)))
-                run(bench_stubs(endpoint, pid, "SendMessage over gRPC, 1 KiB, one message per "
-                                f"call, {IN_FLIGHT} in flight on {CHANNELS} channels (raw "
-                                "grpc.aio stubs in this process)"))
-                run(bench_stubs(endpoint, pid, "SendMessage over gRPC, 16 x 1 KiB per call, "
-                                "32 in flight (raw stubs)", in_flight=32, per_request=16))
-                bench_official_client(endpoint, pid)
-                run(fill_for_receive(endpoint))
-                run(bench_receive(endpoint, pid, "enableBatchAck=true"))
-            with broker_with_proxy(tmp, ns_addr, {}) as (endpoint, pid, _):
-                run(fill_for_receive(endpoint))
-                run(bench_receive(endpoint, pid, "the default, one ACK_MESSAGE per entry"))
-        finally:
-            asyncio.run_coroutine_threadsafe(namesrv.stop(), loop).result(30)
-            loop.call_soon_threadsafe(loop.stop)
+    with tempfile.TemporaryDirectory() as tmp, namesrv_in_thread(tmp) as ns_addr:
+        with broker_with_proxy(tmp, ns_addr, {"enableBatchAck": True}) as (endpoint, pid,
+                                                                            broker):
+            h2load_sends(endpoint, pid, "SendMessage over gRPC, 1 KiB, one message per "
+                         f"call, {H2LOAD_STREAMS * H2LOAD_CONNECTIONS} in flight on "
+                         f"{H2LOAD_CONNECTIONS} connections (h2load)",
+                         stored=lambda: run(stored_count(broker)))
+            run(bench_stubs(endpoint, pid, "SendMessage over gRPC, 1 KiB, one message per "
+                            f"call, {IN_FLIGHT} in flight on {CHANNELS} channels (raw "
+                            "grpc.aio stubs in this process)"))
+            run(bench_stubs(endpoint, pid, "SendMessage over gRPC, 16 x 1 KiB per call, "
+                            "32 in flight (raw stubs)", in_flight=32, per_request=16))
+            bench_official_client(endpoint, pid)
+            run(fill_for_receive(endpoint))
+            run(bench_receive(endpoint, pid, "enableBatchAck=true"))
+        with broker_with_proxy(tmp, ns_addr, {}) as (endpoint, pid, _):
+            run(fill_for_receive(endpoint))
+            run(bench_receive(endpoint, pid, "the default, one ACK_MESSAGE per entry"))
 
 
 def bench_apache5(home: str) -> None:

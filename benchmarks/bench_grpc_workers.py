@@ -28,15 +28,12 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from benchmarks import bench_grpc as base
 from benchmarks.machine import machine, summary
-from benchmarks.processes import cpu_seconds, thread_cpu_seconds
-from engine.namesrv.config import NamesrvConfig
-from engine.namesrv.controller import NamesrvController
+from benchmarks.processes import cpu_seconds, namesrv_in_thread, thread_cpu_seconds
 from engine.remoting.loop import run
 
 CALLS = 30_000
@@ -188,43 +185,32 @@ async def bench_receive(endpoint: str, tree: dict[str, int], channels: int,
 def main() -> None:
     print(machine())
     ours: dict[int, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        namesrv = NamesrvController(NamesrvConfig(listen_port=0, bind_address="127.0.0.1",
-                                                  kv_config_path=f"{tmp}/kv.json",
-                                                  config_store_path=f"{tmp}/ns.properties"))
-        loop = base.asyncio.new_event_loop()
-        loop.run_until_complete(namesrv.start())
-        threading.Thread(target=loop.run_forever, daemon=True).start()
-        ns_addr = f"127.0.0.1:{namesrv.port}"
-        try:
-            for workers in (1, 2):
-                with base.broker_with_proxy(tmp, ns_addr, {"proxyWorkers": workers}) as (
-                        endpoint, pid, broker):
+    with tempfile.TemporaryDirectory() as tmp, namesrv_in_thread(tmp) as ns_addr:
+        for workers in (1, 2):
+            with base.broker_with_proxy(tmp, ns_addr, {"proxyWorkers": workers}) as (
+                    endpoint, pid, broker):
+                tree = process_tree(pid)
+                while len(tree) < 1 + 2 * workers:  # the port listens before they run
+                    time.sleep(0.1)
                     tree = process_tree(pid)
-                    while len(tree) < 1 + 2 * workers:  # the port listens before they run
-                        time.sleep(0.1)
-                        tree = process_tree(pid)
 
-                    def count(addr: str = broker) -> int:
-                        return run(base.stored_count(addr))
+                def count(addr: str = broker) -> int:
+                    return run(base.stored_count(addr))
 
-                    ours[workers] = h2load_sends(
-                        endpoint, tree, f"proxyWorkers={workers}: SendMessage, one 1 KiB "
-                        "message per call, 4 connections x 64 in flight (h2load)",
-                        connections=4, streams=64, stored=count)
-                    h2load_sends(endpoint, tree, f"proxyWorkers={workers}: one connection's "
-                                 "ceiling, 1 connection x 64 in flight (h2load)",
-                                 connections=1, streams=64, stored=count)
-                    if workers == 2:
-                        run(base.fill_for_receive(endpoint))
-                        run(bench_receive(endpoint, tree, base.CHANNELS,
-                                          base.RECEIVE_IN_FLIGHT))
-                        run(base.fill_for_receive(endpoint))
-                        run(bench_receive(endpoint, tree, RECEIVE_CONSUMERS,
-                                          RECEIVE_CONSUMERS))
-        finally:
-            base.asyncio.run_coroutine_threadsafe(namesrv.stop(), loop).result(30)
-            loop.call_soon_threadsafe(loop.stop)
+                ours[workers] = h2load_sends(
+                    endpoint, tree, f"proxyWorkers={workers}: SendMessage, one 1 KiB "
+                    "message per call, 4 connections x 64 in flight (h2load)",
+                    connections=4, streams=64, stored=count)
+                h2load_sends(endpoint, tree, f"proxyWorkers={workers}: one connection's "
+                             "ceiling, 1 connection x 64 in flight (h2load)",
+                             connections=1, streams=64, stored=count)
+                if workers == 2:
+                    run(base.fill_for_receive(endpoint))
+                    run(bench_receive(endpoint, tree, base.CHANNELS,
+                                      base.RECEIVE_IN_FLIGHT))
+                    run(base.fill_for_receive(endpoint))
+                    run(bench_receive(endpoint, tree, RECEIVE_CONSUMERS,
+                                      RECEIVE_CONSUMERS))
     home = os.environ.get("APACHE_RMQ5_HOME")
     if home:
         apache = bench_apache5(home)

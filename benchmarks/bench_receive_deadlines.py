@@ -31,7 +31,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,10 +40,8 @@ from pathlib import Path
 import grpc
 
 from benchmarks.machine import machine, percentile
-from benchmarks.processes import cpu_seconds, free_port, wait_listening
+from benchmarks.processes import cpu_seconds, free_port, namesrv_in_thread, wait_listening
 from engine.client.admin.broker import BrokerAdmin
-from engine.namesrv.config import NamesrvConfig
-from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
@@ -219,33 +216,25 @@ async def run_load(endpoint: str, broker: str, label: str, pid: int | None, load
 @contextmanager
 def ours(tmp: str) -> Iterator[tuple[str, str, int]]:
     """A name server in this process's thread and `mqbroker --enable-proxy` as a process."""
-    namesrv = NamesrvController(NamesrvConfig(listen_port=0, bind_address="127.0.0.1",
-                                              kv_config_path=f"{tmp}/kv.json",
-                                              config_store_path=f"{tmp}/ns.properties"))
-    loop = asyncio.new_event_loop()
-    loop.run_until_complete(namesrv.start())
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    port, grpc_port = free_port(), free_port()
-    root = Path(tmp, "ours")
-    root.mkdir()
-    (root / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in {
-        "brokerName": "bench-ours", "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
-        "listenPort": port, "storePathRootDir": f"{root}/store", "logsDir": f"{root}/logs",
-        "flushDiskType": "ASYNC_FLUSH", "namesrvAddr": f"127.0.0.1:{namesrv.port}"}.items()))
-    (root / "rmq-proxy.json").write_text(json.dumps({"grpcServerPort": grpc_port}))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "engine.broker.main", "-c", str(root / "broker.conf"),
-         "--enable-proxy", "-pc", str(root / "rmq-proxy.json")], stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, env={**os.environ, "HOME": str(root)})
-    try:
-        asyncio.run(wait_listening(grpc_port, proc))
-        yield f"127.0.0.1:{grpc_port}", f"127.0.0.1:{port}", proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(60)
-        asyncio.run_coroutine_threadsafe(namesrv.stop(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
+    with namesrv_in_thread(tmp) as ns_addr:
+        port, grpc_port = free_port(), free_port()
+        root = Path(tmp, "ours")
+        root.mkdir()
+        (root / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in {
+            "brokerName": "bench-ours", "brokerIP1": "127.0.0.1", "bindAddress": "127.0.0.1",
+            "listenPort": port, "storePathRootDir": f"{root}/store", "logsDir": f"{root}/logs",
+            "flushDiskType": "ASYNC_FLUSH", "namesrvAddr": ns_addr}.items()))
+        (root / "rmq-proxy.json").write_text(json.dumps({"grpcServerPort": grpc_port}))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.broker.main", "-c", str(root / "broker.conf"),
+             "--enable-proxy", "-pc", str(root / "rmq-proxy.json")], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env={**os.environ, "HOME": str(root)})
+        try:
+            asyncio.run(wait_listening(grpc_port, proc))
+            yield f"127.0.0.1:{grpc_port}", f"127.0.0.1:{port}", proc.pid
+        finally:
+            proc.terminate()
+            proc.wait(60)
 
 
 @contextmanager

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,26 @@ def free_port() -> int:
         if ok and port > 1024:
             return port
     raise SystemExit("no free port triple found")
+
+
+@contextlib.contextmanager
+def namesrv_in_thread(tmp: str) -> Iterator[str]:
+    """A name server on port 0 with its files under `tmp`, on an event loop of its own in a
+    daemon thread (the benchmark's own calls keep this thread); yields its address."""
+    from engine.namesrv.config import NamesrvConfig
+    from engine.namesrv.controller import NamesrvController
+
+    namesrv = NamesrvController(NamesrvConfig(listen_port=0, bind_address="127.0.0.1",
+                                              kv_config_path=f"{tmp}/kv.json",
+                                              config_store_path=f"{tmp}/ns.properties"))
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(namesrv.start())
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{namesrv.port}"
+    finally:
+        asyncio.run_coroutine_threadsafe(namesrv.stop(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
 
 
 @contextlib.contextmanager
