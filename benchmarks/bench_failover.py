@@ -9,8 +9,8 @@ first send acknowledged by another broker, restart the killed broker and wait un
 back as a slave in the SyncStateSet.  At the end every queue is read from the last master:
 each acknowledged body must be there (duplicates beyond at-least-once are counted too).
 
-    python -m benchmarks.bench_failover [--cycles 20] [--freeze SECONDS] [--java]
-                                        [--apache5 CYCLES]
+    python -m benchmarks.bench_failover [--cycles 20] [--freeze SECONDS] [--java] [--cpp]
+                                        [--grpc] [--apache5 CYCLES]
 
 With --freeze the master is not killed but frozen (SIGSTOP) for SECONDS, then thawed
 (SIGCONT): it must never acknowledge a send after it was replaced, and must come back as a
@@ -18,7 +18,12 @@ slave in the SyncStateSet.
 
 With --java Apache 4.9.8's Java producer (benchmarks/java_producer.py; needs
 APACHE_RMQ_HOME) sends beside ours, with its own retries and route polling: its takeover
-times and its SEND_OK bodies are checked the same way.
+times and its SEND_OK bodies are checked the same way.  With --cpp the Apache C++ client
+(PyPI `rocketmq` 0.4.4) sends too, and with --grpc the official RocketMQ 5 Python client
+through our gRPC proxy (a process in cluster mode, reading the route from the name server);
+both as processes (benchmarks/client_producers.py), checked the same way.  Neither says which
+broker stored a send, so their takeover time is to the first acknowledged send that began
+after the kill.
 
 With --apache5 CYCLES the same kill cycle then runs against Apache 5.3.3 (needs
 APACHE_RMQ5_HOME): its name server, its controller (ControllerStartup, one peer) and three of
@@ -40,7 +45,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.java_producer import JavaProducer
+from benchmarks.client_producers import ClientProducer
+from benchmarks.java_producer import JavaProducer, Outcome
 from benchmarks.java_producer import available as java_available
 from benchmarks.machine import machine, percentile
 from benchmarks.processes import free_port
@@ -136,6 +142,12 @@ async def route_master(client: RemotingClient, ns: str) -> str | None:
     return addrs.get(0) or addrs.get("0")
 
 
+def took_over(o: Outcome, t0: float, master: str) -> bool:
+    """Acknowledged after `t0` by another broker than `master`; for a client that does not
+    name the broker, a send begun after `t0`."""
+    return o.at > t0 and o.broker != master and (o.broker != "?" or o.started > t0)
+
+
 class Producer:
     """Sends numbered bodies to the route's master; records each acknowledgement."""
 
@@ -211,14 +223,12 @@ async def read_all(client: RemotingClient, addr: str) -> collections.Counter[byt
 
 
 async def explain(client: RemotingClient, last: str, brokers: dict[str, Process],
-                  producer: Producer, java_producer: JavaProducer | None,
-                  lost: set[bytes]) -> None:
+                  producer: Producer, others: list[JavaProducer], lost: set[bytes]) -> None:
     """Which broker acknowledged the lost bodies, and which live broker holds them."""
     by: collections.Counter[str] = collections.Counter(
         a for _, a, b in producer.acked if b in lost)
-    if java_producer is not None:
-        by.update(o.broker for o in java_producer.acked
-                  if java_producer.body(o.number) in lost)
+    for other in others:
+        by.update(o.broker for o in other.acked if other.body(o.number) in lost)
     print(f"lost, by the broker that acknowledged them: {dict(by)}; the last master: {last}")
     for addr, process in brokers.items():
         if process.proc is not None and process.proc.poll() is None:
@@ -273,8 +283,25 @@ def apache5(root: Path) -> tuple[str, str, list[Process], dict[str, Process]]:
     return ns, controller, [namesrv, ctl], brokers
 
 
+async def start_proxy(root: Path, ns: str) -> tuple[Process, str]:
+    """Our gRPC proxy as a process in cluster mode (in one process); (it, its endpoint)."""
+    port = free_port()
+    proxy = Process(root, "proxy", "engine.proxy.main", {})
+    path = proxy.dir / "rmq-proxy.json"
+    path.write_text(fastjson.dumps({"grpcServerPort": port,
+                                    "topicRouteServiceCacheRefreshSeconds": 1}))
+    with open(proxy.dir / "output.txt", "ab") as out:
+        proxy.proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.proxy.main", "-pc", str(path), "-n", ns,
+             "--workers", "0", "--logs-dir", str(proxy.dir / "logs")],
+            stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+            env={**os.environ, "HOME": str(proxy.dir)})
+    await proxy.ready("boot success")
+    return proxy, f"127.0.0.1:{port}"
+
+
 async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
-                keep: str = "") -> None:
+                keep: str = "", cpp: bool = False, grpc: bool = False) -> None:
     print(f"== {'Apache 5.3.3' if apache else 'this engine'}: {cycles} cycles", flush=True)
     with contextlib.ExitStack() as stack:
         if keep:
@@ -286,8 +313,8 @@ async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
             print(f"processes' folders (logs, stores) kept under {root}", flush=True)
         ns, controller, servers, brokers = (apache5 if apache else ours)(root)
         client = RemotingClient()
-        java_producer: JavaProducer | None = None
-        java_running: asyncio.Task[int] | None = None
+        others: list[tuple[str, JavaProducer]] = []  # (label, producer process)
+        running: list[asyncio.Task[int]] = []
         try:
             for server in servers:
                 server.start()
@@ -306,15 +333,24 @@ async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
             stop = asyncio.Event()
             sending = asyncio.create_task(producer.run(stop))
             if java:
-                java_producer = await asyncio.to_thread(
-                    JavaProducer, root / "java", ns, TOPIC, "j-", 0)
-                java_running = asyncio.create_task(java_producer.run())
-                while len(java_producer.acked) < 50:
-                    if java_running.done():
-                        raise SystemExit("the Java producer ended before sending")
+                others.append(("Java 4.9.8", await asyncio.to_thread(
+                    JavaProducer, root / "java", ns, TOPIC, "j-", 0)))
+            if cpp:
+                others.append(("C++ 0.4.4", ClientProducer(root / "cpp", "cpp", ns, TOPIC,
+                                                           "c-")))
+            if grpc:
+                proxy, endpoint = await start_proxy(root, ns)
+                servers.append(proxy)
+                others.append(("5.x via the proxy", ClientProducer(
+                    root / "grpc", "grpc", endpoint, TOPIC, "g-")))
+            for label, other in others:
+                running.append(asyncio.create_task(other.run()))
+                while len(other.acked) < 50:
+                    if running[-1].done():
+                        raise SystemExit(f"the {label} producer ended before sending")
                     await asyncio.sleep(0.05)
             takeovers: list[float] = []
-            java_takeovers: list[float] = []
+            other_takeovers: list[list[float]] = [[] for _ in others]
             returned = second_masters = 0
             for cycle in range(cycles):
                 master, _ = await until_in_sync(client, controller, 3)
@@ -332,15 +368,14 @@ async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
                     await asyncio.sleep(0.005)
                 first = next(t for t, a, _ in producer.acked if t > t0 and a != master)
                 takeovers.append(first - t0)
-                if java_producer is not None:
-                    while not any(o.at > t0 and o.broker != master
-                                  for o in java_producer.acked[-50:]):
+                for (label, other), times in zip(others, other_takeovers, strict=True):
+                    while not any(took_over(o, t0, master) for o in other.acked[-50:]):
                         if time.monotonic() > deadline:
-                            raise SystemExit(f"cycle {cycle}: the Java producer had no send "
-                                             "acknowledged within 60 s")
+                            raise SystemExit(f"cycle {cycle}: the {label} producer had no "
+                                             "send acknowledged within 60 s")
                         await asyncio.sleep(0.005)
-                    java_takeovers.append(next(o.at for o in java_producer.acked
-                                               if o.at > t0 and o.broker != master) - t0)
+                    times.append(next(o.at for o in other.acked
+                                      if took_over(o, t0, master)) - t0)
                 if freeze:
                     await asyncio.sleep(max(0.0, t0 + freeze - time.monotonic()))
                     killed.signal(signal.SIGCONT)
@@ -355,13 +390,15 @@ async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
                 print(f"cycle {cycle + 1}: {master} {'frozen' if freeze else 'killed'}, new "
                       f"master {new_master} "
                       f"acknowledged after {takeovers[-1] * 1000:.0f} ms"
-                      + (f" (Java {java_takeovers[-1] * 1000:.0f} ms)" if java_takeovers
-                         else "") + "; old master back in the SyncStateSet", flush=True)
+                      + "".join(f" ({label} {times[-1] * 1000:.0f} ms)"
+                                for (label, _), times in zip(others, other_takeovers,
+                                                             strict=True))
+                      + "; old master back in the SyncStateSet", flush=True)
             stop.set()
             await sending
-            if java_producer is not None and java_running is not None:
-                java_producer.stop()
-                await asyncio.wait_for(java_running, 60)
+            for (_, other), task in zip(others, running, strict=True):
+                other.stop()
+                await asyncio.wait_for(task, 60)
             last = (await sync_state(client, controller))[0]
             assert last is not None
             stored = await read_all(client, last)
@@ -380,28 +417,31 @@ async def bench(cycles: int, freeze: float, java: bool, apache: bool = False,
                   f"{max(takeovers) * 1000:.0f} ms")
             print(f"acknowledged: {len(acked)}; lost: {len(lost)}; stored more than once: "
                   f"{duplicated}")
-            if java_producer is not None:
-                java_acked = [java_producer.body(o.number) for o in java_producer.acked]
-                java_lost = [b for b in java_acked if b not in stored]
-                lost += java_lost
-                failed = len(java_producer.outcomes) - len(java_acked)
-                print("Java 4.9.8 producer, kill -9 to first SEND_OK on the new master: median "
-                      f"{percentile(java_takeovers, 50) * 1000:.0f} ms, p95 "
-                      f"{percentile(java_takeovers, 95) * 1000:.0f} ms, max "
-                      f"{max(java_takeovers) * 1000:.0f} ms")
-                print(f"Java SEND_OK: {len(java_acked)}; sends failed (exception or not "
-                      f"SEND_OK): {failed}; lost: {len(java_lost)}; stored more than once: "
-                      f"{sum(1 for b in java_acked if stored[b] > 1)}")
+            for (label, other), times in zip(others, other_takeovers, strict=True):
+                other_acked = [other.body(o.number) for o in other.acked]
+                other_lost = [b for b in other_acked if b not in stored]
+                lost += other_lost
+                failed = len(other.outcomes) - len(other_acked)
+                where = ("begun after the kill" if isinstance(other, ClientProducer)
+                         else "on the new master")
+                print(f"{label} producer, kill -9 to first SEND_OK {where}: median "
+                      f"{percentile(times, 50) * 1000:.0f} ms, p95 "
+                      f"{percentile(times, 95) * 1000:.0f} ms, max "
+                      f"{max(times) * 1000:.0f} ms")
+                print(f"{label} SEND_OK: {len(other_acked)}; sends failed (exception or not "
+                      f"SEND_OK): {failed}; lost: {len(other_lost)}; stored more than once: "
+                      f"{sum(1 for b in other_acked if stored[b] > 1)}")
             if second_masters:
                 raise SystemExit(f"a thawed master acknowledged sends after its replacement "
                                  f"in {second_masters} cycle(s)")
             if lost:
-                await explain(client, last, brokers, producer, java_producer, set(lost))
+                await explain(client, last, brokers, producer, [o for _, o in others],
+                              set(lost))
                 raise SystemExit(f"LOST {len(lost)} acknowledged messages, e.g. {lost[:5]}")
         finally:
             await client.close()
-            if java_producer is not None:
-                await java_producer.kill()
+            for _, other in others:
+                await other.kill()
             for process in (*brokers.values(), *servers):
                 process.kill()
 
@@ -417,13 +457,18 @@ def main() -> None:
                         help="keep the processes' folders (logs, stores) in a folder under DIR")
     parser.add_argument("--java", action="store_true",
                         help="Apache 4.9.8's Java producer sends too (needs APACHE_RMQ_HOME)")
+    parser.add_argument("--cpp", action="store_true",
+                        help="the Apache C++ client (PyPI rocketmq 0.4.4) sends too")
+    parser.add_argument("--grpc", action="store_true",
+                        help="the RocketMQ 5 Python client sends too, through our gRPC proxy")
     args = parser.parse_args()
     if args.java and not java_available():
         parser.error("--java needs APACHE_RMQ_HOME (the Apache 4.9.8 build)")
     if args.apache5 and not Path(APACHE5, "env.sh").is_file():
         parser.error("--apache5 needs APACHE_RMQ5_HOME (the Apache 5.3.3 build)")
     if args.cycles:
-        asyncio.run(bench(args.cycles, args.freeze, args.java, keep=args.keep))
+        asyncio.run(bench(args.cycles, args.freeze, args.java, keep=args.keep, cpp=args.cpp,
+                          grpc=args.grpc))
     if args.apache5:
         asyncio.run(bench(args.apache5, args.freeze, args.java, apache=True, keep=args.keep))
 

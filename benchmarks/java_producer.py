@@ -115,12 +115,14 @@ def command(workdir: Path, ns: str, topic: str, prefix: str, count: int) -> list
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One send: when its line was read (monotonic), its number, status and storing broker."""
+    """One send: when its line was read (monotonic), its number, status and storing broker
+    (`?`: the client does not say; then `started`, when the send began, monotonic)."""
 
     at: float
     number: int
     status: str
     broker: str
+    started: float = 0.0
 
 
 class JavaProducer:
@@ -128,6 +130,7 @@ class JavaProducer:
 
     def __init__(self, workdir: Path, ns: str, topic: str, prefix: str, count: int) -> None:
         self.args = command(workdir, ns, topic, prefix, count)
+        self.env: dict[str, str] = {}  # over this process's environment
         self.prefix = prefix
         self.outcomes: list[Outcome] = []
         self.proc: asyncio.subprocess.Process | None = None
@@ -143,13 +146,13 @@ class JavaProducer:
         """Starts the producer and reads its lines until it exits; its exit code."""
         self.proc = await asyncio.create_subprocess_exec(
             *self.args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL)
+            stderr=asyncio.subprocess.DEVNULL, env={**os.environ, **self.env})
         assert self.proc.stdout is not None
         while line := await self.proc.stdout.readline():
             parts = line.decode().split()
-            if len(parts) == 3 and parts[0].isdigit():
+            if len(parts) in (3, 4) and parts[0].isdigit():
                 self.outcomes.append(Outcome(time.monotonic(), int(parts[0]), parts[1],
-                                             parts[2]))
+                                             parts[2], float(parts[3]) if parts[3:] else 0.0))
         return await self.proc.wait()
 
     def stop(self) -> None:
