@@ -33,24 +33,12 @@ from pathlib import Path
 
 from benchmarks import bench_grpc as base
 from benchmarks.machine import machine, summary
-from benchmarks.processes import cpu_seconds, namesrv_in_thread, thread_cpu_seconds
+from benchmarks.processes import children, cpu_seconds, namesrv_in_thread, thread_cpu_seconds
 from engine.remoting.loop import run
 
 CALLS = 30_000
 RUNS = 3
 RECEIVE_CONSUMERS = 16
-
-
-def children(pid: int, module: str) -> list[int]:
-    """`pid`'s child processes running ``python -m module``."""
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            for child in f.read().split():
-                with open(f"/proc/{child}/cmdline", "rb") as cmdline:
-                    if module.encode() in cmdline.read().split(b"\0"):
-                        found.append(int(child))
-    return found
 
 
 def process_tree(broker_pid: int) -> dict[str, int]:

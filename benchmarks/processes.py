@@ -56,6 +56,18 @@ def thread_cpu_seconds(pid: int) -> dict[int, float]:
     return out
 
 
+def children(pid: int, module: str) -> list[int]:
+    """`pid`'s child processes running ``python -m module``."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            for child in f.read().split():
+                with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                    if module.encode() in cmdline.read().split(b"\0"):
+                        found.append(int(child))
+    return found
+
+
 def free_port() -> int:
     """A port with its neighbours (fast port -2, HA port +1) free too."""
     for _ in range(50):

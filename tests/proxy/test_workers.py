@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.processes import children
 from engine.client.admin.broker import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
@@ -146,18 +147,6 @@ async def test_the_other_tls_modes_serve_through_workers_on_a_reused_port(
                 assert len(await send(prod, 2, mode)) == 2
             finally:
                 await in_thread(prod.shutdown)
-
-
-def children(pid: int, module: str) -> list[int]:
-    """`pid`'s child processes running ``python -m module``."""
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            for child in f.read().split():
-                with open(f"/proc/{child}/cmdline", "rb") as cmdline:
-                    if module.encode() in cmdline.read().split(b"\0"):
-                        found.append(int(child))
-    return found
 
 
 async def ended(pid: int) -> None:
