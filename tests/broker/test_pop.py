@@ -1,4 +1,5 @@
-"""POP over remoting on a real broker: pop + ack, revive (never into the DLQ), change invisible time, batch ack.
+"""POP over remoting on a real broker: pop + ack, revive (never into a DLQ), change invisible
+time, batch ack.
 
 The broker runs on a manual clock here, so invisible times pass by moving the clock and a
 revive round is run by hand (`revive_due`); the long-polling tests are in test_pop_polling.
@@ -27,7 +28,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import request
 from engine.protocol.header.pop import INIT_MODE_MAX, INIT_MODE_MIN
-from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
+from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK
 from engine.protocol.wire import from_json
 from engine.remoting.client import RemotingClient
 from tests.clock import ManualClock
