@@ -4,10 +4,9 @@ stored for each message type, and no status message longer than the cap."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import AsyncIterator
 from pathlib import Path
-
-import unicodedata
 
 import grpc
 import pytest
