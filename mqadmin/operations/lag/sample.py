@@ -133,7 +133,7 @@ class Sampler:
     previous sample of each queue, cached oldest-message reads, brokers seen)."""
 
     def __init__(self, cluster: str, interval_ms: int, *, concurrency: int = CONCURRENCY,
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = now_ms, sweep: int = SWEEP) -> None:
         self.cluster = cluster
         self.interval_ms = interval_ms
         self.concurrency = concurrency
@@ -142,7 +142,8 @@ class Sampler:
         self._oldest: dict[tuple[str, str, int, int], Oldest] = {}
         #: Groups a per-group read showed popping (a pull offset above the committed one).
         self._popping: set[str] = set()
-        self._sweep = 0  # which slice of the groups `Known` cycles read one by one next
+        self.sweep = sweep
+        self._slice = 0  # which slice of the groups a `Known` cycle reads one by one next
 
     def seed(self, samples: Iterable[QueueSample]) -> None:
         """Resume from samples saved earlier (the newest per queue wins)."""
@@ -218,9 +219,9 @@ class Sampler:
     def _one_by_one(self, names: Sequence[str], known: Known) -> set[str]:
         """The groups a `Known` cycle still reads one by one: those that pop, and this
         cycle's slice of the rest."""
-        self._sweep = (self._sweep + 1) % SWEEP
+        at, self._slice = self._slice, (self._slice + 1) % self.sweep
         return (set(known.popping) | self._popping
-                | {g for i, g in enumerate(names) if i % SWEEP == self._sweep})
+                | {g for i, g in enumerate(names) if i % self.sweep == at})
 
     @staticmethod
     async def _configured(admin: MQAdmin, addrs: list[str], gate: asyncio.Semaphore
