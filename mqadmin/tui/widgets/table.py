@@ -11,7 +11,10 @@ its cells (but those drawn from more than the row), so a refresh of 13,000 uncha
 makes no cell at all.
 When the keys come out in the same order as last time only the cells that changed are
 updated, so a refresh neither flickers nor moves the cursor; otherwise the rows are rebuilt
-and the cursor put back on the row it was on.  Column widths come from the cells' plain
+and the cursor put back on the row it was on: the first `FIRST_ROWS` (from the cursor's
+row) at once, the rest a chunk at a time after each paint, so 13,000 topics show their
+first screenful without waiting for the cells of the other 12,800, and a key pressed
+meanwhile waits for one chunk at most.  Column widths come from the cells' plain
 text, measured once when the cell is made, instead of DataTable's measuring of every
 rendered cell (most of the cost of showing a thousand rows).
 """
@@ -33,6 +36,15 @@ from textual.widgets.data_table import Row as TableRow
 
 Row = dict[str, Any]
 Cell = str | Text
+#: Rows added at once when the table is rebuilt (a screenful and more, around the cursor's
+#: row); the rest follow `FILL_ROWS` at a time, each after the screen was painted.
+FIRST_ROWS = 200
+FILL_ROWS = 1000
+
+
+def width(text: str) -> int:
+    """Terminal cells `text` takes (its length when it is ASCII)."""
+    return len(text) if text.isascii() else cell_len(text)
 
 
 def plain(value: Any) -> Cell:
@@ -126,6 +138,8 @@ class RowTable(DataTable[Drawn]):
         self._cells_drawn: dict[str, tuple[Drawn, ...]] = {}
         self._by_key: dict[str, Row] = {}
         self._rows_drawn: dict[str, Row] = {}
+        self._generation = 0  # of the rows' rebuilds: a fill of an older one stops
+        self._filling = False
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -181,34 +195,73 @@ class RowTable(DataTable[Drawn]):
         rows = self.shown_rows()
         keys = [self.key_of(r) for r in rows]
         before, drawn = self._rows_drawn, self._cells_drawn
-        cells = {k: self._cells(r, drawn.get(k) if before.get(k) == r else None)
-                 for k, r in zip(keys, rows, strict=True)}
+
+        def cells_of(k: str, r: Row) -> tuple[Drawn, ...]:
+            return self._cells(r, drawn.get(k) if before.get(k) == r else None)
+
         self._by_key = dict(zip(keys, rows, strict=True))
         # copies: a screen may change a row it showed (as it was drawn is what counts)
         self._rows_drawn = {k: dict(r) for k, r in self._by_key.items()}
-        if keys == self._shown and not columns_changed:
+        if keys == self._shown and not columns_changed and not self._filling:
+            cells = {k: cells_of(k, r) for k, r in zip(keys, rows, strict=True)}
+            columns = list(self.ordered_columns)
             changed: list[tuple[str, str, Drawn]] = []
             for k in keys:
-                old, new = self._cells_drawn.get(k), cells[k]
+                old, new = drawn.get(k), cells[k]
                 if old == new:
                     continue
                 for i, col in enumerate(self.spec):
                     if old is None or old[i] != new[i]:
                         changed.append((k, col.key, new[i]))
-                        self._widen(i, new[i])
+                        column = columns[i]
+                        column.content_width = max(column.content_width, width(new[i].plain))
             self._update_cells(changed)
+            self._cells_drawn = cells
         else:
             self.clear(columns=columns_changed)
             if columns_changed:
                 self._add_columns()
-            for i, column in enumerate(self.ordered_columns):
-                column.content_width = max([cell_len(column.label.plain),
-                                            *(cell_len(c[i].plain) for c in cells.values())])
-            self._add_rows(keys, cells)
+            for column in self.ordered_columns:
+                column.content_width = width(column.label.plain)
+            self._cells_drawn = {}
+            self._generation += 1
+            at = keys.index(keep) if keep in keys else 0
+            first = max(FIRST_ROWS, at + FIRST_ROWS)
+            self._append(keys[:first], rows[:first], cells_of)
             if keep in keys:
-                self.move_cursor(row=keys.index(keep), animate=False)
+                self.move_cursor(row=at, animate=False)
+            self._filling = len(keys) > first
+            if self._filling:
+                self.call_after_refresh(self._fill, self._generation, first, keys, rows,
+                                        cells_of)
         self._shown = keys
-        self._cells_drawn = cells
+
+    def _append(self, keys: Sequence[str], rows: Sequence[Row],
+                cells_of: Callable[[str, Row], tuple[Drawn, ...]]) -> None:
+        """Make the rows' cells, widen the columns to them, add the rows."""
+        cells = {k: cells_of(k, r) for k, r in zip(keys, rows, strict=True)}
+        if cells:
+            for i, column in enumerate(self.ordered_columns):
+                column.content_width = max(column.content_width,
+                                           *(width(c[i].plain) for c in cells.values()))
+        self._add_rows(keys, cells)
+        self._cells_drawn.update(cells)
+
+    def _fill(self, generation: int, start: int, keys: Sequence[str], rows: Sequence[Row],
+              cells_of: Callable[[str, Row], tuple[Drawn, ...]]) -> None:
+        """Add the next `FILL_ROWS` rows of a draw (none if another draw came since)."""
+        if generation != self._generation:
+            return
+        end = start + FILL_ROWS
+        self._append(keys[start:end], rows[start:end], cells_of)
+        self._filling = end < len(keys)
+        if self._filling:
+            self.call_after_refresh(self._fill, generation, end, keys, rows, cells_of)
+
+    @property
+    def filling(self) -> bool:
+        """Whether rows of the last draw are still being added (see `FIRST_ROWS`)."""
+        return self._filling
 
     def _cells(self, row: Row, same: tuple[Drawn, ...] | None) -> tuple[Drawn, ...]:
         """The row's cells; `same`: its cells of the last draw, when the row has not changed
@@ -251,10 +304,6 @@ class RowTable(DataTable[Drawn]):
             self._data[RowKey(row)][ColumnKey(column)] = value
         self._update_count += 1
         self.refresh()
-
-    def _widen(self, index: int, cell: Drawn) -> None:
-        column = self.ordered_columns[index]
-        column.content_width = max(column.content_width, cell_len(cell.plain))
 
     # ------------------------------------------------------------------ widths
     # Every cell here is plain single-line Text: `_draw` sets the column widths from the
