@@ -35,3 +35,19 @@ def test_another_layout_goes_to_the_generic_decoder() -> None:
     assert decode_broker_consume_stats(body, "x") == STATS
     empty = fastjson.dumpb(to_json(ConsumeStatsList()))
     assert decode_broker_consume_stats(empty, "x") == ConsumeStatsList()
+
+
+def test_apache_5_3_bytes() -> None:
+    """5.3.3's answer as it sends it: `pullOffset` 0 in each entry (the broker-wide answer
+    never sets it), `totalInflightDiff` after `totalDiff`."""
+    mq = b'{"brokerName":"broker-a","queueId":0,"topic":"T"}'
+    body = (b'{"brokerAddr":"192.168.1.10:10911","consumeStatsList":[{"CG":[{"consumeTps":'
+            b'2.5E-2,"offsetTable":{' + mq + b':{"brokerOffset":10,"consumerOffset":5,'
+            b'"lastTimestamp":1700000000000,"pullOffset":0}}}]},{"idle":[]}],"totalDiff":5,'
+            b'"totalInflightDiff":0}')
+    found = decode_broker_consume_stats(body, "x")
+    assert found == decode_body(ConsumeStatsList, body, "x")
+    assert found == ConsumeStatsList(
+        [{"CG": [ConsumeStats({MessageQueue("T", "broker-a", 0):
+                               OffsetWrapper(10, 5, 1700000000000, 0)}, 0.025)]},
+         {"idle": []}], "192.168.1.10:10911", 5)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,7 +71,8 @@ async def _online(admin: MQAdmin, addrs: list[str], groups: list[str]) -> Online
 
 
 async def read_groups(admin: MQAdmin, endpoint: Endpoint, *, full: bool = True,
-                      kept: st.KeptSampling | None = None) -> GroupsView:
+                      kept: st.KeptSampling | None = None,
+                      previous: Sequence[str] = ()) -> GroupsView:
     """Every group with its lag, clients and state, and the lag monitor's verdict, rule,
     lag in time, drain ETA, retention risk and lag history (without a collector: sampled,
     by `kept` when the screen keeps a sampling between refreshes); without `full` only the
@@ -78,10 +80,19 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *, full: bool = True,
 
     One GET_BROKER_CONSUME_STATS per broker gives the lag, and (as `Known`) the sampling's
     queues; the clients read for the screen tell the sampling which groups are online and
-    which pop, so it asks the brokers again only for what that answer lacks."""
+    which pop, so it asks the brokers again only for what that answer lacks.  The clients
+    of the `previous` refresh's groups are asked while the brokers gather that answer (on a
+    big cluster each takes a good part of a second), those of new groups after it."""
     brokers = await masters(admin, or_slave=True)
     addrs = list(brokers.values())
-    found = await read_lags(admin, addrs)
+    early = (asyncio.ensure_future(_online(admin, addrs, sorted(previous)))
+             if full and previous else None)
+    try:
+        found = await read_lags(admin, addrs)
+    except BaseException:
+        if early is not None:
+            early.cancel()
+        raise
     lags, failures = found.rows, found.failed
     per: dict[str, Row] = {g: {"group": g, "lag": 0, "tps": 0.0, "last": 0, "queues": 0}
                            for g in found.groups if not g.startswith(SYSTEM_GROUPS)}
@@ -100,7 +111,13 @@ async def read_groups(admin: MQAdmin, endpoint: Endpoint, *, full: bool = True,
     tps: dict[str, float] = defaultdict(float)
     for (group, _), value in pairs.items():
         tps[group] += value
-    online = await _online(admin, addrs, sorted(per)) if full else Online({}, frozenset())
+    online = Online({}, frozenset())
+    if full:
+        online = await early if early is not None else online
+        new = sorted(set(per) - set(online.clients))
+        if new:
+            more = await _online(admin, addrs, new)
+            online = Online(online.clients | more.clients, online.popping | more.popping)
     report = st.LagReport("", "", 0, 0, ())
     if full:
         reads = [found]

@@ -14,7 +14,8 @@ updated, so a refresh neither flickers nor moves the cursor; otherwise the rows 
 and the cursor put back on the row it was on: the first `FIRST_ROWS` (from the cursor's
 row) at once, the rest a chunk at a time after each paint, so 13,000 topics show their
 first screenful without waiting for the cells of the other 12,800, and a key pressed
-meanwhile waits for one chunk at most.  Column widths come from the cells' plain
+meanwhile waits for one chunk at most; a refresh during the fill updates the rows added
+and the fill goes on with the refreshed rows.  Column widths come from the cells' plain
 text, measured once when the cell is made, instead of DataTable's measuring of every
 rendered cell (most of the cost of showing a thousand rows).
 """
@@ -139,7 +140,7 @@ class RowTable(DataTable[Drawn]):
         self._by_key: dict[str, Row] = {}
         self._rows_drawn: dict[str, Row] = {}
         self._generation = 0  # of the rows' rebuilds: a fill of an older one stops
-        self._filling = False
+        self._filled = 0  # rows of `_shown` added to the table so far
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -196,18 +197,21 @@ class RowTable(DataTable[Drawn]):
         keys = [self.key_of(r) for r in rows]
         before, drawn = self._rows_drawn, self._cells_drawn
 
-        def cells_of(k: str, r: Row) -> tuple[Drawn, ...]:
+        def cells_of(k: str) -> tuple[Drawn, ...]:
+            r = self._by_key[k]
             return self._cells(r, drawn.get(k) if before.get(k) == r else None)
 
         self._by_key = dict(zip(keys, rows, strict=True))
         # copies: a screen may change a row it showed (as it was drawn is what counts)
         self._rows_drawn = {k: dict(r) for k, r in self._by_key.items()}
-        if keys == self._shown and not columns_changed and not self._filling:
-            cells = {k: cells_of(k, r) for k, r in zip(keys, rows, strict=True)}
+        if keys == self._shown and not columns_changed:
+            # the rows added so far are updated; a fill still under way adds the others
+            # from these rows
+            cells = {k: cells_of(k) for k in keys[:self._filled]}
             columns = list(self.ordered_columns)
             changed: list[tuple[str, str, Drawn]] = []
-            for k in keys:
-                old, new = drawn.get(k), cells[k]
+            for k, new in cells.items():
+                old = drawn.get(k)
                 if old == new:
                     continue
                 for i, col in enumerate(self.spec):
@@ -217,51 +221,48 @@ class RowTable(DataTable[Drawn]):
                         column.content_width = max(column.content_width, width(new[i].plain))
             self._update_cells(changed)
             self._cells_drawn = cells
-        else:
-            self.clear(columns=columns_changed)
-            if columns_changed:
-                self._add_columns()
-            for column in self.ordered_columns:
-                column.content_width = width(column.label.plain)
-            self._cells_drawn = {}
-            self._generation += 1
-            at = keys.index(keep) if keep in keys else 0
-            first = max(FIRST_ROWS, at + FIRST_ROWS)
-            self._append(keys[:first], rows[:first], cells_of)
-            if keep in keys:
-                self.move_cursor(row=at, animate=False)
-            self._filling = len(keys) > first
-            if self._filling:
-                self.call_after_refresh(self._fill, self._generation, first, keys, rows,
-                                        cells_of)
+            return
+        self.clear(columns=columns_changed)
+        if columns_changed:
+            self._add_columns()
+        for column in self.ordered_columns:
+            column.content_width = width(column.label.plain)
         self._shown = keys
+        self._cells_drawn = {}
+        self._filled = 0
+        self._generation += 1
+        at = keys.index(keep) if keep in keys else 0
+        self._append(max(FIRST_ROWS, at + FIRST_ROWS), cells_of)
+        if keep in keys:
+            self.move_cursor(row=at, animate=False)
+        if self.filling:
+            self.call_after_refresh(self._fill, self._generation)
 
-    def _append(self, keys: Sequence[str], rows: Sequence[Row],
-                cells_of: Callable[[str, Row], tuple[Drawn, ...]]) -> None:
-        """Make the rows' cells, widen the columns to them, add the rows."""
-        cells = {k: cells_of(k, r) for k, r in zip(keys, rows, strict=True)}
+    def _append(self, n: int, cells_of: Callable[[str], tuple[Drawn, ...]]) -> None:
+        """Add the next `n` rows of `_shown`: make their cells, widen the columns to them."""
+        keys = self._shown[self._filled:self._filled + n]
+        cells = {k: cells_of(k) for k in keys}
         if cells:
             for i, column in enumerate(self.ordered_columns):
                 column.content_width = max(column.content_width,
                                            *(width(c[i].plain) for c in cells.values()))
         self._add_rows(keys, cells)
         self._cells_drawn.update(cells)
+        self._filled += len(keys)
 
-    def _fill(self, generation: int, start: int, keys: Sequence[str], rows: Sequence[Row],
-              cells_of: Callable[[str, Row], tuple[Drawn, ...]]) -> None:
-        """Add the next `FILL_ROWS` rows of a draw (none if another draw came since)."""
+    def _fill(self, generation: int) -> None:
+        """Add the next `FILL_ROWS` rows of a rebuild (none if another rebuild came since),
+        as the rows are now (a refresh may have changed them since the rebuild)."""
         if generation != self._generation:
             return
-        end = start + FILL_ROWS
-        self._append(keys[start:end], rows[start:end], cells_of)
-        self._filling = end < len(keys)
-        if self._filling:
-            self.call_after_refresh(self._fill, generation, end, keys, rows, cells_of)
+        self._append(FILL_ROWS, lambda k: self._cells(self._by_key[k], None))
+        if self.filling:
+            self.call_after_refresh(self._fill, generation)
 
     @property
     def filling(self) -> bool:
-        """Whether rows of the last draw are still being added (see `FIRST_ROWS`)."""
-        return self._filling
+        """Whether rows of the last rebuild are still to be added (see `FIRST_ROWS`)."""
+        return self._filled < len(self._shown)
 
     def _cells(self, row: Row, same: tuple[Drawn, ...] | None) -> tuple[Drawn, ...]:
         """The row's cells; `same`: its cells of the last draw, when the row has not changed

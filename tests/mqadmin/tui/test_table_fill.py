@@ -1,6 +1,6 @@
 """`RowTable` on many rows: a rebuild adds the first screenful at once and the rest after
-the screen was painted, a chunk at a time; keys work meanwhile, a new draw during the fill
-starts over, and a refresh of the same rows afterwards only updates the cells that changed."""
+the screen was painted, a chunk at a time; keys work meanwhile, other keys during the fill
+start over, and a refresh of the same rows (during the fill too) only updates cells."""
 
 from __future__ import annotations
 
@@ -29,16 +29,20 @@ async def test_the_first_rows_come_at_once_and_the_rest_after_each_paint() -> No
         assert table.row_count == FIRST_ROWS and table.filling
         await pilot.press("down", "down")  # keys work while the rest is added
         assert table.selected_key == "t00002"
+        added = table.row_count
+        table.show(rows(N, lag=1))  # a refresh during the fill: no rebuild, the fill goes on
+        assert table.row_count == added and table.get_row_at(0)[1].plain == "1"
         while table.filling:
             await pilot.pause()
         assert table.row_count == N
         assert table.get_row_at(N - 1)[0].plain == f"t{N - 1:05d}"
-        assert table.ordered_columns[1].content_width == len(f"{N - 1:,}")
+        assert table.get_row_at(N - 1)[1].plain == f"{N:,}"  # the refreshed row
+        assert table.ordered_columns[1].content_width == len(f"{N:,}")
         assert table.selected_key == "t00002"
 
-        table.show(rows(N, lag=1))  # the same keys: cells updated in place, no rebuild
+        table.show(rows(N, lag=2))  # the same keys: cells updated in place, no rebuild
         assert not table.filling and table.row_count == N
-        assert table.get_row_at(N - 1)[1].plain == f"{N:,}"
+        assert table.get_row_at(N - 1)[1].plain == f"{N + 1:,}"
 
 
 async def test_a_draw_during_the_fill_starts_over_and_keeps_the_cursor_row() -> None:
