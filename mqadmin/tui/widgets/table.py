@@ -40,7 +40,7 @@ Cell = str | Text
 #: Rows added at once when the table is rebuilt (a screenful and more, around the cursor's
 #: row); the rest follow `FILL_ROWS` at a time, each after the screen was painted.
 FIRST_ROWS = 200
-FILL_ROWS = 1000
+FILL_ROWS = 500
 
 
 def width(text: str) -> int:
