@@ -117,8 +117,11 @@ async def refreshes(ns: str, start: str) -> tuple[list[float], list[float], list
     return elapsed, cpu, keys
 
 
-async def measure(ns: str) -> None:
-    for start in ("topics", "groups", "cluster"):
+SCREENS = ("topics", "groups", "cluster")
+
+
+async def measure(ns: str, screens: tuple[str, ...] = SCREENS) -> None:
+    for start in screens:
         paints = [await first_paint(ns, start) for _ in range(PAINTS)]
         print(summary(f"first paint (rows), {start}", [p[0] for p in paints]))
         print(summary(f"CPU of this process to first rows, {start}", [p[1] for p in paints]))
@@ -136,14 +139,17 @@ async def measure(ns: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", "--namesrv", help="a cluster benchmarks.big_cluster filled")
+    parser.add_argument("-s", "--screens", default=",".join(SCREENS),
+                        help="the screens measured, comma-separated (default: %(default)s)")
     opts = parser.parse_args()
+    screens = tuple(opts.screens.split(","))
     print(f"bench_dashboard | {machine()}", flush=True)
     if opts.namesrv:
         print(f"on {opts.namesrv}; load average {os.getloadavg()[0]:.1f}", flush=True)
-        asyncio.run(measure(opts.namesrv))
+        asyncio.run(measure(opts.namesrv, screens))
         return
     with big.big_cluster() as cluster:
-        asyncio.run(measure(cluster.namesrv))
+        asyncio.run(measure(cluster.namesrv, screens))
 
 
 if __name__ == "__main__":

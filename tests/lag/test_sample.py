@@ -50,7 +50,7 @@ def test_fast_consume_stats_decoder_matches_the_generic_one() -> None:
     from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
     from engine.protocol.body.message_queue import MessageQueue
     from engine.protocol.wire import to_json
-    from mqadmin.operations.lag.sample import decode_consume_stats
+    from mqadmin.operations.stats_bodies import decode_consume_stats
 
     table = {MessageQueue('odd"topic\\', "broker-a", 0): OffsetWrapper(5, 3, 17),
              MessageQueue("%RETRY%g", "broker-b", 7): OffsetWrapper(9, 0, 0)}

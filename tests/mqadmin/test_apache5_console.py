@@ -28,8 +28,11 @@ from engine.client import (
     PushConsumer,
 )
 from engine.client.admin.cluster import MQAdmin
+from mqadmin.config import Endpoint
 from mqadmin.operations.consumer import GRPC_NO_RUNNING_INFO
 from mqadmin.tui.data.cluster import read_cluster
+from mqadmin.tui.data.groups import read_groups
+from mqadmin.tui.data.lag import kept_sampling
 from tests.apache5 import (
     BROKER,
     CLUSTER,
@@ -172,6 +175,27 @@ async def test_consumer_progress_lists_groups_not_pop_retry_topics(groups: Group
     only = await _cli("consumerProgress", "-n", groups.ns, "-g", GRPC_GROUP, "-t", TOPIC)
     assert {r["topic"] for r in only[:-1]} == {TOPIC}
     assert all(isinstance(r["inflight"], int) for r in only)
+
+
+async def test_dashboard_groups_read_both_groups(groups: Groups) -> None:
+    """The Consumer groups screen's read on 5.3.3: its broker-wide consume stats (5.3's bytes,
+    read by the quick decoder) feed the lag and the quick sampling, the client lists say
+    both groups are online (the gRPC one told by its client id: its clients pop, so the
+    sampling reads its consume stats per group), and no POP retry topic is a group."""
+    endpoint = Endpoint([groups.ns])
+    kept = kept_sampling(endpoint)
+    async with MQAdmin(groups.ns) as admin:
+        first = await read_groups(admin, endpoint, kept=kept)
+        again = await read_groups(admin, endpoint, kept=kept,
+                                  previous=[str(r["group"]) for r in first.rows])
+    for view in (first, again):
+        rows = {r["group"]: r for r in view.rows}
+        assert f"{GRPC_GROUP}_{TOPIC}" not in rows and not view.failures
+        grpc, remoting = rows[GRPC_GROUP], rows[REMOTING_GROUP]
+        assert (grpc["state"], remoting["state"]) == ("ONLINE", "ONLINE")
+        assert grpc["kind"].endswith("gRPC") and remoting["kind"].endswith("remoting")
+        assert grpc["verdict"] and remoting["verdict"] and view.source == "sampled"
+        assert TOPIC in grpc["topics"].split(",")
 
 
 async def test_consumer_status_does_not_wait_for_what_5_3_never_sends(groups: Groups) -> None:

@@ -4,12 +4,24 @@ what only Apache shows, such as a broker without 5.x's HA status request."""
 from __future__ import annotations
 
 import asyncio
+import time
+from typing import Any
 
+from engine.client import (
+    ClientConfig,
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    MessageExt,
+    PushConsumer,
+)
 from engine.client.admin.cluster import MQAdmin
+from mqadmin.config import Endpoint
 from mqadmin.exit_codes import ExitCode
 from mqadmin.operations.ha import legacy as ha_legacy
 from mqadmin.tui.data.access import ACL_V1_ONLY, AccessView, read_access
 from mqadmin.tui.data.cluster import read_cluster
+from mqadmin.tui.data.groups import read_groups
+from mqadmin.tui.data.lag import kept_sampling
 from tests.mqadmin.apache_cluster import BROKER, ApacheCluster, apache, needs_apache
 from tests.mqadmin.cli import invoke, json_rows
 
@@ -96,3 +108,41 @@ def test_consume_message_orderly_on_a_4x_broker_is_refused(apache: ApacheCluster
                     "-o", "true", "--yes")
     assert result.exit_code == ExitCode.REJECTED, result.stderr
     assert "RocketMQ 4.x" in result.stderr
+
+
+def test_dashboard_groups_read_a_4x_push_group(apache: ApacheCluster) -> None:
+    """The Consumer groups screen's read on 4.9.8: its broker-wide consume stats (4.9's
+    bytes, read by the quick decoder) give the lag and the quick sampling's queues, the
+    client lists the push consumer online."""
+    group = "Dash4Group"
+
+    async def read() -> list[dict[str, Any]]:
+        consumer = PushConsumer(group, ClientConfig(namesrv_addr=apache.ns,
+                                                    heartbeat_broker_interval=2_000))
+
+        def listener(msgs: list[MessageExt], ctx: ConsumeConcurrentlyContext
+                     ) -> ConsumeConcurrentlyStatus:
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        consumer.subscribe("Check", "*")
+        consumer.register_concurrently(listener)
+        await consumer.start()
+        endpoint = Endpoint([apache.ns])
+        kept = kept_sampling(endpoint)
+        try:
+            async with MQAdmin(apache.ns) as admin:
+                deadline = time.monotonic() + 60
+                while True:  # the consumer commits its offset every few seconds
+                    view = await read_groups(admin, endpoint, kept=kept)
+                    row = next((r for r in view.rows if r["group"] == group), None)
+                    if row is not None and row["queues"] and row["state"] == "ONLINE":
+                        return view.rows
+                    assert time.monotonic() < deadline, row
+                    await asyncio.sleep(1)
+        finally:
+            await consumer.shutdown()
+
+    rows = {r["group"]: r for r in asyncio.run(read())}
+    row = rows[group]
+    assert (row["clients"], row["lag"], row["topics"]) == (1, 0, "Check")
+    assert row["kind"] == "PUSH · remoting" and row["verdict"]

@@ -38,6 +38,7 @@ from engine.protocol.body.admin import (
     ConsumeStats,
     ConsumeStatsList,
 )
+from engine.protocol.body.consume_stats_json import encode_consume_stats_list
 from engine.protocol.body.route import KVTable
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import RemotingCommand
@@ -364,4 +365,5 @@ def get_broker_consume_stats(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
             total_diff += stats.compute_total_diff()
             per_topic.append(stats)
         groups.append({group: per_topic})
-    return cmd.response(body=body(ConsumeStatsList(groups, st.config.broker_addr, total_diff)))
+    return cmd.response(body=encode_consume_stats_list(
+        ConsumeStatsList(groups, st.config.broker_addr, total_diff)))

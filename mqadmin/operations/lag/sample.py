@@ -17,32 +17,41 @@ the commit time advances) or gone (it does not): the verdict's STOP rule reads t
 commit time.  A POP group's queues also carry the broker's pull offset (5.3's way): the
 messages between the committed offset and it are in flight (taken, not acked yet), and
 a pull offset that moved is the consumers' work as much as a committed offset that moved.
+
+A caller that has read the brokers' GET_BROKER_CONSUME_STATS and the groups' clients
+already (the dashboard's Consumer groups screen, every refresh) hands them in as `Known`:
+the cycle then takes each (group, broker) from that answer and the online groups from the
+clients read, and asks per group only what the broker-wide answer lacks: Apache's brokers
+leave the pull offset (a POP group's in flight) out of it, so groups that pop (gRPC or POP
+clients online, or a pull offset above the committed one seen before) are still read one
+by one, and so is a rotating slice of the others (a remoting POP consumer says nothing of
+its popping), pairs the broker-wide answer did not cover, and brokers that did not answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from engine.client.admin.cluster import MQAdmin
-from engine.client.core.broker_call import decode_body
 from engine.client.core.errors import ClientError, ServerSystemError
 from engine.client.core.results import PullStatus
-from engine.protocol.body.admin import ConsumeStats, OffsetWrapper
+from engine.protocol.body.admin import OffsetWrapper
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.codes import RequestCode
 from engine.protocol.group_topics import is_system_group
 from engine.protocol.header.broker import GetConsumeStatsRequestHeader
 from engine.protocol.wire import to_ext
 from mqadmin.operations.lag.model import Cycle, Gap, QueueKey, QueueSample
+from mqadmin.operations.stats_bodies import decode_consume_stats
 from mqadmin.operations.targets import consumer_groups, masters
 
 #: Requests in flight at once, by default.
 CONCURRENCY = 32
+#: With `Known`, each cycle also reads one group in this many one by one (see above).
+SWEEP = 20
 #: Groups every RocketMQ broker has for its own tools: never sampled.
 SYSTEM_GROUPS = frozenset({"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER",
                            "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_OWNER",
@@ -54,34 +63,10 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-_STR = rb'"((?:[^"\\]|\\.)*)"'
-#: One entry of a ConsumeStats offset table as fastjson writes it (fields sorted).
-_ENTRY = re.compile(rb'\{"brokerName":' + _STR + rb',"queueId":(-?\d+),"topic":' + _STR
-                    + rb'\}:\{"brokerOffset":(-?\d+),"consumerOffset":(-?\d+),'
-                    rb'"lastTimestamp":(-?\d+)(?:,"pullOffset":(-?\d+))?\}')
-
-
-def _text(raw: bytes) -> str:
-    return json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode()
-
-
-def decode_consume_stats(body: bytes | None, addr: str) -> dict[MessageQueue, OffsetWrapper]:
-    """A GET_CONSUME_STATS body's offset table: one regex pass over the entries as
-    fastjson writes them (20x the generic decoder, which decodes anything else)."""
-    if not body:
-        return {}
-    found = {MessageQueue(_text(m[3]), _text(m[1]), int(m[2])):
-             OffsetWrapper(int(m[4]), int(m[5]), int(m[6]), int(m[7]) if m[7] else None)
-             for m in _ENTRY.finditer(body)}
-    if len(found) == body.count(b'"queueId":'):
-        return found
-    return decode_body(ConsumeStats, body, addr).offset_table
-
-
 async def consume_stats(admin: MQAdmin, addr: str, group: str
                         ) -> dict[MessageQueue, OffsetWrapper]:
     """GET_CONSUME_STATS of `group` on the broker at `addr` (every topic it has offsets
-    for), as `BrokerAdmin.consume_stats` with the fast decoder.
+    for), as `BrokerAdmin.consume_stats` with the quick decoder.
 
     Raises:
         ClientError: as `BrokerAdmin.consume_stats`.
@@ -126,18 +111,39 @@ def list_groups(topics: Iterable[str], known: Collection[str] = ()) -> list[str]
     return sorted(g for g in found if g not in SYSTEM_GROUPS and not is_system_group(g))
 
 
+Table = dict[MessageQueue, OffsetWrapper]
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the caller read this cycle already, so that `Sampler.sample` need not ask it
+    again: each (group, broker name)'s queues from the GET_BROKER_CONSUME_STATS of the
+    brokers named in `brokers` (every subscription group of theirs, with or without
+    offsets), the groups with clients online, and the groups that pop (their in flight is
+    only in GET_CONSUME_STATS's answer on Apache's brokers: read one by one)."""
+
+    tables: Mapping[tuple[str, str], Table]
+    brokers: frozenset[str]
+    online: frozenset[str]
+    popping: frozenset[str] = field(default_factory=frozenset)
+
+
 class Sampler:
     """Samples a cluster cycle after cycle, keeping what the next cycle needs (the
     previous sample of each queue, cached oldest-message reads, brokers seen)."""
 
     def __init__(self, cluster: str, interval_ms: int, *, concurrency: int = CONCURRENCY,
-                 clock: Callable[[], int] = now_ms) -> None:
+                 clock: Callable[[], int] = now_ms, sweep: int = SWEEP) -> None:
         self.cluster = cluster
         self.interval_ms = interval_ms
         self.concurrency = concurrency
         self.clock = clock
         self.previous: dict[QueueKey, QueueSample] = {}
         self._oldest: dict[tuple[str, str, int, int], Oldest] = {}
+        #: Groups a per-group read showed popping (a pull offset above the committed one).
+        self._popping: set[str] = set()
+        self.sweep = sweep
+        self._slice = 0  # which slice of the groups a `Known` cycle reads one by one next
 
     def seed(self, samples: Iterable[QueueSample]) -> None:
         """Resume from samples saved earlier (the newest per queue wins)."""
@@ -146,8 +152,10 @@ class Sampler:
             if held is None or held.ts <= s.ts:
                 self.previous[s.key] = s
 
-    async def sample(self, admin: MQAdmin, groups: Sequence[str] | None = None) -> Cycle:
-        """One cycle over `groups` (every group the name servers know when None)."""
+    async def sample(self, admin: MQAdmin, groups: Sequence[str] | None = None, *,
+                     known: Known | None = None) -> Cycle:
+        """One cycle over `groups` (every group the name servers and brokers know when
+        None), taking what `known` holds instead of asking for it."""
         started = time.perf_counter()
         ts = self.clock()
         try:
@@ -160,10 +168,15 @@ class Sampler:
                          error=reason, duration_ms=(time.perf_counter() - started) * 1000)
         brokers = await masters(admin, info=info, or_slave=True)
         gate = asyncio.Semaphore(self.concurrency)
-        names = list(groups) if groups is not None else list_groups(
-            topics.topic_list, await self._configured(admin, list(brokers.values()), gate))
+        if groups is not None:
+            names = list(groups)
+        else:
+            configured = {g for g, b in known.tables if b in brokers} if known else set()
+            unread = [a for b, a in brokers.items() if known is None or b not in known.brokers]
+            configured |= await self._configured(admin, unread, gate)
+            names = list_groups(topics.topic_list, configured)
 
-        async def stats(group: str, addr: str) -> dict[MessageQueue, OffsetWrapper] | str:
+        async def stats(group: str, addr: str) -> Table | str:
             async with gate:
                 try:
                     return await consume_stats(admin, addr, group)
@@ -171,16 +184,30 @@ class Sampler:
                     return str(exc) or type(exc).__name__
 
         pairs = [(g, b) for g in names for b in brokers]
-        answers = await asyncio.gather(*(stats(g, brokers[b]) for g, b in pairs))
+        answers: list[Table | str | None] = [None] * len(pairs)
+        if known is not None:
+            one_by_one = self._one_by_one(names, known)
+            for i, (g, b) in enumerate(pairs):
+                if g not in one_by_one and b in known.brokers:
+                    answers[i] = known.tables.get((g, b))
+        asked = [i for i, a in enumerate(answers) if a is None]
+        for i, answer in zip(asked, await asyncio.gather(
+                *(stats(pairs[i][0], brokers[pairs[i][1]]) for i in asked)), strict=True):
+            answers[i] = answer
+            if not isinstance(answer, str) and any(
+                    w.pull_offset is not None and w.pull_offset > w.consumer_offset
+                    for w in answer.values()):
+                self._popping.add(pairs[i][0])
         gaps = [Gap(ts, g, b, "broker not registered with the name servers")
                 for g, b in self._known_pairs() if b not in brokers]
         raw: list[tuple[str, MessageQueue, OffsetWrapper]] = []
-        for (group, broker), answer in zip(pairs, answers, strict=True):
-            if isinstance(answer, str):
-                gaps.append(Gap(ts, group, broker, answer))
-            else:
-                raw.extend((group, mq, w) for mq, w in answer.items())
-        online = await self._online(admin, raw, brokers, gate)
+        for (group, broker), got in zip(pairs, answers, strict=True):
+            if isinstance(got, str):
+                gaps.append(Gap(ts, group, broker, got))
+            elif got is not None:
+                raw.extend((group, mq, w) for mq, w in got.items())
+        online = (await self._online(admin, raw, brokers, gate) if known is None
+                  else set(known.online))
         oldest = await self._oldest_reads(admin, raw, brokers, gate)
         samples = [self._sample(ts, group, mq, w, group in online, oldest)
                    for group, mq, w in raw]
@@ -188,6 +215,13 @@ class Sampler:
             self.previous[s.key] = s
         return Cycle(ts, self.cluster, self.interval_ms, tuple(samples), tuple(gaps),
                      tuple(names), (time.perf_counter() - started) * 1000)
+
+    def _one_by_one(self, names: Sequence[str], known: Known) -> set[str]:
+        """The groups a `Known` cycle still reads one by one: those that pop, and this
+        cycle's slice of the rest."""
+        at, self._slice = self._slice, (self._slice + 1) % self.sweep
+        return (set(known.popping) | self._popping
+                | {g for i, g in enumerate(names) if i % self.sweep == at})
 
     @staticmethod
     async def _configured(admin: MQAdmin, addrs: list[str], gate: asyncio.Semaphore

@@ -16,7 +16,7 @@ import asyncio
 import itertools
 import statistics
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from engine.client.admin.cluster import MQAdmin
 from mqadmin.operations.lag import window as win
 from mqadmin.operations.lag.model import QueueKey, QueueSample, Series
 from mqadmin.operations.lag.retention import RetentionForecaster, Risk
-from mqadmin.operations.lag.sample import Errors, Sampler, now_ms
+from mqadmin.operations.lag.sample import Errors, Known, Sampler, now_ms
 from mqadmin.operations.lag.verdict import (
     DEFAULT_ALLOWED_LAG,
     DEFAULT_WINDOW,
@@ -183,13 +183,17 @@ class KeptSampling:
         self._kept: dict[QueueKey, deque[QueueSample]] = {}
         self._times: deque[int] = deque(maxlen=window)
 
-    async def report(self, admin: MQAdmin) -> LagReport:
+    async def report(self, admin: MQAdmin,
+                     known: Callable[[], Awaitable[Known]] | None = None) -> LagReport:
+        """Sample (once when samples are kept, else `samples` times) and judge; `known()`
+        gives, for each sample, what the caller read already (see `Sampler.sample`)."""
         gaps = 0
         seen: set[QueueKey] = set()
         for i in range(1 if self._kept else self.samples):
             if i:
                 await asyncio.sleep(self.spacing)
-            cycle = await self._sampler.sample(admin)
+            cycle = await self._sampler.sample(
+                admin, known=await known() if known is not None else None)
             gaps = len(cycle.gaps)
             self._times.append(cycle.ts)
             seen = set()

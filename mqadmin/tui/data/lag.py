@@ -4,10 +4,12 @@ window when one runs for this cluster, else a short sampling (as `mqadmin lag st
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from engine.client.admin.cluster import MQAdmin
 from mqadmin.config import Endpoint
 from mqadmin.operations.lag import status as st
+from mqadmin.operations.lag.sample import Known
 from mqadmin.operations.lag.verdict import COMMIT_INTERVAL_MS
 
 #: Without a collector: samples taken, and seconds between them, on each refresh.
@@ -31,14 +33,16 @@ def kept_sampling(endpoint: Endpoint) -> st.KeptSampling:
 
 
 async def lag_report(admin: MQAdmin, endpoint: Endpoint, group: str | None = None, *,
-                     kept: st.KeptSampling | None = None) -> st.LagReport:
+                     kept: st.KeptSampling | None = None,
+                     known: Callable[[], Awaitable[Known]] | None = None) -> st.LagReport:
     """The collector's view, else a sampling: `kept` (one sample a refresh, judged with the
-    ones kept from the refreshes before) when the screen keeps one, else a fresh one."""
+    ones kept from the refreshes before, taking what `known()` holds) when the screen
+    keeps one, else a fresh one."""
     found = await asyncio.to_thread(collector_report, endpoint, group)
     if found is not None:
         return found
     if kept is not None and group is None:
-        return await kept.report(admin)
+        return await kept.report(admin, known)
     # a sampling this short cannot tell a stuck offset from one committed every few seconds
     # (Java's and ours: every 5 s): such a queue is UNKNOWN, not STALL
     return await st.sample_report(admin, endpoint.cluster_key, group=group, samples=SAMPLES,

@@ -84,7 +84,9 @@ class GroupsScreen(DashScreen):
         endpoint = self.dashboard.backend.endpoint
         if self._sampling is None or self._sampling.cluster != endpoint.cluster_key:
             self._sampling = kept_sampling(endpoint)
-        return await read_groups(admin, endpoint, kept=self._sampling)
+        shown: GroupsView | None = self.data
+        previous = [str(r["group"]) for r in shown.rows] if shown is not None else []
+        return await read_groups(admin, endpoint, kept=self._sampling, previous=previous)
 
     async def fetch_first(self, admin: MQAdmin) -> GroupsView:
         return await read_groups(admin, self.dashboard.backend.endpoint, full=False)

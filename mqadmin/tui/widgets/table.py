@@ -11,7 +11,11 @@ its cells (but those drawn from more than the row), so a refresh of 13,000 uncha
 makes no cell at all.
 When the keys come out in the same order as last time only the cells that changed are
 updated, so a refresh neither flickers nor moves the cursor; otherwise the rows are rebuilt
-and the cursor put back on the row it was on.  Column widths come from the cells' plain
+and the cursor put back on the row it was on: the first `FIRST_ROWS` (from the cursor's
+row) at once, the rest a chunk at a time after each paint, so 13,000 topics show their
+first screenful without waiting for the cells of the other 12,800, and a key pressed
+meanwhile waits for one chunk at most; a refresh during the fill updates the rows added
+and the fill goes on with the refreshed rows.  Column widths come from the cells' plain
 text, measured once when the cell is made, instead of DataTable's measuring of every
 rendered cell (most of the cost of showing a thousand rows).
 """
@@ -33,6 +37,15 @@ from textual.widgets.data_table import Row as TableRow
 
 Row = dict[str, Any]
 Cell = str | Text
+#: Rows added at once when the table is rebuilt (a screenful and more, around the cursor's
+#: row); the rest follow `FILL_ROWS` at a time, each after the screen was painted.
+FIRST_ROWS = 200
+FILL_ROWS = 500
+
+
+def width(text: str) -> int:
+    """Terminal cells `text` takes (its length when it is ASCII)."""
+    return len(text) if text.isascii() else cell_len(text)
 
 
 def plain(value: Any) -> Cell:
@@ -126,6 +139,8 @@ class RowTable(DataTable[Drawn]):
         self._cells_drawn: dict[str, tuple[Drawn, ...]] = {}
         self._by_key: dict[str, Row] = {}
         self._rows_drawn: dict[str, Row] = {}
+        self._generation = 0  # of the rows' rebuilds: a fill of an older one stops
+        self._filled = 0  # rows of `_shown` added to the table so far
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -181,34 +196,73 @@ class RowTable(DataTable[Drawn]):
         rows = self.shown_rows()
         keys = [self.key_of(r) for r in rows]
         before, drawn = self._rows_drawn, self._cells_drawn
-        cells = {k: self._cells(r, drawn.get(k) if before.get(k) == r else None)
-                 for k, r in zip(keys, rows, strict=True)}
+
+        def cells_of(k: str) -> tuple[Drawn, ...]:
+            r = self._by_key[k]
+            return self._cells(r, drawn.get(k) if before.get(k) == r else None)
+
         self._by_key = dict(zip(keys, rows, strict=True))
         # copies: a screen may change a row it showed (as it was drawn is what counts)
         self._rows_drawn = {k: dict(r) for k, r in self._by_key.items()}
         if keys == self._shown and not columns_changed:
+            # the rows added so far are updated; a fill still under way adds the others
+            # from these rows
+            cells = {k: cells_of(k) for k in keys[:self._filled]}
+            columns = list(self.ordered_columns)
             changed: list[tuple[str, str, Drawn]] = []
-            for k in keys:
-                old, new = self._cells_drawn.get(k), cells[k]
+            for k, new in cells.items():
+                old = drawn.get(k)
                 if old == new:
                     continue
                 for i, col in enumerate(self.spec):
                     if old is None or old[i] != new[i]:
                         changed.append((k, col.key, new[i]))
-                        self._widen(i, new[i])
+                        column = columns[i]
+                        column.content_width = max(column.content_width, width(new[i].plain))
             self._update_cells(changed)
-        else:
-            self.clear(columns=columns_changed)
-            if columns_changed:
-                self._add_columns()
-            for i, column in enumerate(self.ordered_columns):
-                column.content_width = max([cell_len(column.label.plain),
-                                            *(cell_len(c[i].plain) for c in cells.values())])
-            self._add_rows(keys, cells)
-            if keep in keys:
-                self.move_cursor(row=keys.index(keep), animate=False)
+            self._cells_drawn = cells
+            return
+        self.clear(columns=columns_changed)
+        if columns_changed:
+            self._add_columns()
+        for column in self.ordered_columns:
+            column.content_width = width(column.label.plain)
         self._shown = keys
-        self._cells_drawn = cells
+        self._cells_drawn = {}
+        self._filled = 0
+        self._generation += 1
+        at = keys.index(keep) if keep in keys else 0
+        self._append(max(FIRST_ROWS, at + FIRST_ROWS), cells_of)
+        if keep in keys:
+            self.move_cursor(row=at, animate=False)
+        if self.filling:
+            self.call_after_refresh(self._fill, self._generation)
+
+    def _append(self, n: int, cells_of: Callable[[str], tuple[Drawn, ...]]) -> None:
+        """Add the next `n` rows of `_shown`: make their cells, widen the columns to them."""
+        keys = self._shown[self._filled:self._filled + n]
+        cells = {k: cells_of(k) for k in keys}
+        if cells:
+            for i, column in enumerate(self.ordered_columns):
+                column.content_width = max(column.content_width,
+                                           *(width(c[i].plain) for c in cells.values()))
+        self._add_rows(keys, cells)
+        self._cells_drawn.update(cells)
+        self._filled += len(keys)
+
+    def _fill(self, generation: int) -> None:
+        """Add the next `FILL_ROWS` rows of a rebuild (none if another rebuild came since),
+        as the rows are now (a refresh may have changed them since the rebuild)."""
+        if generation != self._generation:
+            return
+        self._append(FILL_ROWS, lambda k: self._cells(self._by_key[k], None))
+        if self.filling:
+            self.call_after_refresh(self._fill, generation)
+
+    @property
+    def filling(self) -> bool:
+        """Whether rows of the last rebuild are still to be added (see `FIRST_ROWS`)."""
+        return self._filled < len(self._shown)
 
     def _cells(self, row: Row, same: tuple[Drawn, ...] | None) -> tuple[Drawn, ...]:
         """The row's cells; `same`: its cells of the last draw, when the row has not changed
@@ -251,10 +305,6 @@ class RowTable(DataTable[Drawn]):
             self._data[RowKey(row)][ColumnKey(column)] = value
         self._update_count += 1
         self.refresh()
-
-    def _widen(self, index: int, cell: Drawn) -> None:
-        column = self.ordered_columns[index]
-        column.content_width = max(column.content_width, cell_len(cell.plain))
 
     # ------------------------------------------------------------------ widths
     # Every cell here is plain single-line Text: `_draw` sets the column widths from the
