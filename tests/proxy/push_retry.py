@@ -6,8 +6,8 @@ How this works: a case creates a fresh topic (NORMAL or FIFO) and a group with i
 PushConsumer whose listener fails (answers FAILURE, or throws) the first K deliveries of each
 message (every delivery with K = -1), sends its messages with raw gRPC stubs (fixed ids, tag,
 keys, properties, so two proxies' dead letters can be compared), and reads each delivery as the
-client reports it (message, delivery attempt, result, when) until the case's end: the message
-succeeded, or every message is in the group's %DLQ% (read with a 4.x remoting pull).  What it
+client reports it (message, delivery attempt, result, when) until each message has succeeded
+or is in the group's %DLQ% (read with a 4.x remoting pull, polled).  What it
 returns is what tests/proxy/test_apache5_push.py compares between Apache 5.3.3 and ours, and
 what tests/proxy/test_push_retry.py asserts of ours alone.
 
@@ -24,10 +24,10 @@ import itertools
 import json
 import os
 import re
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 import grpc
@@ -167,13 +167,12 @@ async def java_client(endpoint: str, topic: str, group: str, fail_first: int,
     # the peer fails the first K deliveries of each message ("always": more failures than any
     # retry policy here allows) and would end once N messages succeeded: N is more than sent,
     # and the case ends it
+    logs = tempfile.TemporaryDirectory(prefix="peer5-")  # the client's log file
     process = await asyncio.create_subprocess_exec(
         JAVA5_PEER, endpoint, "push", topic, group, "1000",
         "--fail-first", str(fail_first if fail_first >= 0 else 1000), "--timeout-s", "600",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PEER5_LOG_DIR": str(Path(os.environ.get("TMPDIR", "/tmp"),
-                                                         f"peer5-{os.getpid()}"))})
-    assert process.stdout is not None and process.stderr is not None
+        env={**os.environ, "PEER5_LOG_DIR": logs.name})
 
     class Lines:
         async def next(self) -> Delivery:
@@ -194,6 +193,7 @@ async def java_client(endpoint: str, topic: str, group: str, fail_first: int,
         if process.returncode is None:
             process.kill()
         await process.wait()
+        logs.cleanup()
 
 
 # --- the scenario ----------------------------------------------------------------------------
