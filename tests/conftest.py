@@ -23,8 +23,10 @@ FIXTURE_HEALTH_CHECKS = [*SPEED_HEALTH_CHECKS, HealthCheck.function_scoped_fixtu
 
 # One Hypothesis profile for the whole suite: no deadline and no speed-dependent health check
 # (a loaded machine must not fail a test), and the same examples on every run (derandomize), so
-# a red run is reproducible.  `pytest --hypothesis-profile=explore` searches with fresh random
-# examples, more of them, for a deliberate look for new failures.
+# a red run is reproducible.  Each property runs the profile's 100 examples (no test raises it:
+# with the same examples every run, more of them only cost time); `pytest
+# --hypothesis-profile=explore` searches with 2,000 fresh random examples a property, for a
+# deliberate look for new failures.
 settings.register_profile("suite", deadline=None, suppress_health_check=SPEED_HEALTH_CHECKS,
                           derandomize=True, print_blob=True)
 settings.register_profile("explore", deadline=None, suppress_health_check=SPEED_HEALTH_CHECKS,

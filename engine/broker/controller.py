@@ -30,7 +30,7 @@ from engine.broker.transaction_check import TransactionCheckService
 from engine.ha.errors import RoleFileError
 from engine.ha.master import HAService
 from engine.remoting.connection import Connection
-from engine.remoting.server import RemotingServer
+from engine.remoting.server import PortInUseError, RemotingServer
 from engine.store.config import MessageStoreConfig
 from engine.store.errors import ConfigFileError
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("engine.broker")
 
 CLIENT_SCAN_INTERVAL_S = 10.0
+PORT_PAIR_TRIES = 50  # listenPort 0: listen ports tried until listenPort - 2 is free too
 
 
 def monotonic_ms() -> int:
@@ -56,13 +57,14 @@ class BrokerController:
             router, self.state, host=config.bind_address, port=config.listen_port,
             on_connection_closed=self._connection_closed, idle_timeout=idle)
         self.fast_server: RemotingServer[BrokerState] | None = None
-        if config.listen_port > 2:
+        if config.listen_port > 2 or config.listen_port == 0:  # port 0: found at start
+            fast_port = config.fast_port if config.listen_port else 0
             self.fast_server = RemotingServer(
-                router, self.state, host=config.bind_address, port=config.fast_port,
+                router, self.state, host=config.bind_address, port=fast_port,
                 on_connection_closed=self._connection_closed, idle_timeout=idle)
         servers = [s for s in (self.server, self.fast_server) if s is not None]
         self.access = self.state.access = BrokerAccess(
-            config, store_config.config_dir, lambda: list(servers))
+            config, store_config.config_dir, self._servers)
         self.registration = NamesrvRegistration(
             lambda: self.state.config, self.state.topics, self.state.client,
             on_master=self._learn_master, ha_server_addr=lambda: self.state.ha_server_addr)
@@ -158,8 +160,7 @@ class BrokerController:
         await self.server.start()
         assert st.ha is not None
         try:
-            if self.fast_server is not None:
-                await self.fast_server.start()
+            await self._start_fast_server()
             await self._start_ha(st.ha)
             if self.metrics is not None:
                 await self.metrics.start()
@@ -182,6 +183,33 @@ class BrokerController:
         self.registration.start()
         log.info("The broker[%s, %s] boot success. serializeType=JSON and name server is %s",
                  st.config.broker_name, st.config.broker_addr, st.config.namesrv_addr)
+
+    def _servers(self) -> list[RemotingServer[BrokerState]]:
+        return [s for s in (self.server, self.fast_server) if s is not None]
+
+    async def _start_fast_server(self) -> None:
+        """Bind the fast port, listenPort - 2.  With listenPort 0 (tests) the listen port is
+        moved until the port two below it is free too: a slave syncs its topics from its
+        master's port - 2, as Apache's do, and must reach that broker, never another process.
+        """
+        fast = self.fast_server
+        if fast is None:
+            return
+        if self.state.config.listen_port:
+            await fast.start()
+            return
+        for _ in range(PORT_PAIR_TRIES):
+            if self.server.port > 2:
+                fast.requested_port = self.server.port - 2
+                try:
+                    await fast.start()
+                    return
+                except PortInUseError:
+                    pass
+            await self.server.stop()
+            await self.server.start()
+        log.warning("no free port two below the listen port %d: no fast port", self.server.port)
+        self.fast_server = None
 
     async def _start_ha(self, ha: HAService) -> None:
         """Bind the HA port; with listenPort 0 (tests), next to the real listen port if free."""

@@ -24,7 +24,7 @@ from engine.proxy.caller import CallContext
 from engine.proxy.core import ProxyCore
 from engine.proxy.messages import check_message_type, message_type, to_remoting
 from engine.proxy.route import queue_for_group
-from engine.proxy.status import ProxyError, status
+from engine.proxy.status import OK_STATUS, ProxyError, status
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.validate import validate_topic
@@ -62,4 +62,6 @@ async def send_message(core: ProxyCore, ctx: CallContext,
              else queues[core.next_turn(topic) % len(queues)])
     (sent,) = await gateway.send(queue, [out], binary=True)
     entry = producer._entry(sent, out.message_id)  # the full path's answer to one message
-    return spb.SendMessageResponse(status=status(entry.status.code), entries=[entry])
+    code = entry.status.code
+    return spb.SendMessageResponse(status=OK_STATUS if code == pb.OK else status(code),
+                                   entries=[entry])

@@ -33,10 +33,19 @@ SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"  # 5.3.3 `MixAll.isSysConsumerGroup`
 
 _JAVA_SPACE_CONTROLS = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")
 _NOT_JAVA_SPACE = frozenset("\xa0\u2007\u202f")
+#: The ASCII characters `Character.isWhitespace` takes: the space and the controls above.
+_ASCII_JAVA_SPACE = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
+#: `isISOControl`: U+0000-U+001F and U+007F-U+009F.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+# These run on every message sent (its id, tag, keys, properties), so the common case, an
+# ASCII text, takes one C-level string method; the rest goes character by character.
 
 
 def java_length(text: str) -> int:
     """`String.length()`: UTF-16 code units."""
+    if text.isascii():
+        return len(text)
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
 
 
@@ -48,12 +57,14 @@ def _java_whitespace(c: str) -> bool:
 
 def is_blank(text: str) -> bool:
     """`StringUtils.isBlank`: empty or only Java whitespace."""
+    if text.isascii():
+        return not text.strip(_ASCII_JAVA_SPACE)
     return all(_java_whitespace(c) for c in text)
 
 
 def has_control(text: str) -> bool:
     """`GrpcValidator.containControlCharacter`: Guava's `CharMatcher.javaIsoControl()`."""
-    return any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text)
+    return _CONTROL.search(text) is not None
 
 
 def _name_problem(name: str, kind: str, max_length: int) -> str | None:

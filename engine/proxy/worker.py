@@ -19,6 +19,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import gc
 import json
 import logging
 import os
@@ -42,6 +43,8 @@ log = logging.getLogger("engine.proxy")
 
 #: Seconds between two looks at the users and rules files (the broker's own interval).
 AUTH_RELOAD_INTERVAL_S = 5.0
+#: Allocations between two collections of the youngest generation (Python's default: 700).
+GC_THRESHOLD = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,16 @@ async def _stdin_closed() -> float | None:
         return None
 
 
+def _settle_heap() -> None:
+    """Keep what start-up made (modules, generated classes, settings) out of every later
+    collection, and collect less often: each call leaves many short-lived containers, few
+    of them in cycles, and a full collection would otherwise walk the whole heap (py-spy:
+    1 to 2% of a worker's CPU under h2load went to collections)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, 10, 10)
+
+
 async def run(spec: WorkerSpec, listen_fd: int | None) -> int:
     auth, reloader = _auth(spec.auth)
     listener = None if listen_fd is None else socket.socket(fileno=listen_fd)
@@ -147,6 +160,7 @@ async def run(spec: WorkerSpec, listen_fd: int | None) -> int:
     # the worker stops when its stdin ends.
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, lambda: None)
+    _settle_heap()
     print(f"ready {proxy.endpoint}", flush=True)
     log.info("proxy worker %d (pid %d) serving", spec.index, os.getpid())
     grace = await _stdin_closed()

@@ -44,7 +44,7 @@ class RemotingServer(Generic[S]):
         close_grace: float = CLOSE_GRACE_S,
     ) -> None:
         self.host = host
-        self._requested_port = port
+        self.requested_port = port
         self.port = port
         self.max_frame = max_frame
         self.idle_timeout = idle_timeout
@@ -107,12 +107,12 @@ class RemotingServer(Generic[S]):
         loop = asyncio.get_running_loop()
         try:
             self._server = await loop.create_server(
-                self._make_connection, self.host, self._requested_port, reuse_address=True
+                self._make_connection, self.host, self.requested_port, reuse_address=True
             )
         except OSError as exc:
             if exc.errno in (98, 48, 10048):  # EADDRINUSE on Linux, macOS, Windows
                 raise PortInUseError(
-                    f"port {self._requested_port} on {self.host} is already in use"
+                    f"port {self.requested_port} on {self.host} is already in use"
                 ) from None
             raise
         self.port = self._server.sockets[0].getsockname()[1]

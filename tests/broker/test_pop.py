@@ -1,4 +1,5 @@
-"""POP over remoting on a real broker: pop + ack, revive, change invisible time, batch ack, DLQ.
+"""POP over remoting on a real broker: pop + ack, revive (never into a DLQ), change invisible
+time, batch ack.
 
 The broker runs on a manual clock here, so invisible times pass by moving the clock and a
 revive round is run by hand (`revive_due`); the long-polling tests are in test_pop_polling.
@@ -27,7 +28,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.protocol.codes import RequestCode, ResponseCode
 from engine.protocol.command import request
 from engine.protocol.header.pop import INIT_MODE_MAX, INIT_MODE_MIN
-from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK, decode_records
+from engine.protocol.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK
 from engine.protocol.wire import from_json
 from engine.remoting.client import RemotingClient
 from tests.clock import ManualClock
@@ -171,26 +172,26 @@ async def test_batch_ack(client: RemotingClient, broker: BrokerController,
     assert back.body == kept[0].body
 
 
-async def test_dead_letter_queue_after_retry_max_times(
+async def test_the_revive_never_dead_letters(
         client: RemotingClient, broker: BrokerController, clock: ManualClock) -> None:
-    """retryMaxTimes 2: delivered with reconsume times 0, 1, 2 (three attempts, as 5.3's
-    proxy allows retryMaxTimes + 1), then moved to %DLQ%<group>."""
+    """retryMaxTimes 2: the message comes back with reconsume times 0, 1, 2, 3, 4 ... and
+    never reaches %DLQ%<group> at a revive, as 5.3.3's `reviveRetry` puts every message back
+    into the pop retry topic: the consumer that pops it past its count dead-letters it."""
     config = broker.state.groups.find_or_create(GROUP)
     assert config is not None
     broker.state.groups.put(replace(config, retry_max_times=2))
     await send(client, broker, 1)
     attempts = []
-    for _ in range(4):
+    for _ in range(5):
         got = await pop(client, broker.addr, GROUP, TOPIC, invisible_ms=1_000,
                         init_mode=INIT_MODE_MIN)
         attempts += [m.record.reconsume_times for m in got.messages]
         revive(broker, clock, 1_000)
-    assert attempts == [0, 1, 2]
-    dlq = broker.state.topics.get(DLQ)
-    assert dlq is not None
-    result = broker.state.store.get_message(GROUP, DLQ, 0, 0, 32)
-    [dead] = decode_records(result.body)
-    assert dead.body == b"m0-0" and dead.reconsume_times == 3
+    assert attempts == [0, 1, 2, 3, 4]
+    assert broker.state.topics.get(DLQ) is None
+    [back] = (await pop(client, broker.addr, GROUP, TOPIC, invisible_ms=1_000)).messages
+    assert back.record.reconsume_times == 5  # from the pop retry topic, reported as TOPIC
+    assert back.body == b"m0-0"
 
 
 async def test_new_group_starts_at_the_last_message_unless_the_queue_is_young(

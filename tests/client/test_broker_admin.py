@@ -26,6 +26,7 @@ from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.body.subscription import SubscriptionGroupConfig
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.codes import RequestCode, ResponseCode
+from engine.protocol.command import RemotingCommand
 from engine.protocol.message import decode_record
 from engine.remoting.client import RemotingClient
 from tests.broker.helpers import heartbeat, send_request
@@ -368,3 +369,28 @@ async def test_topic_attributes_and_orderly_groups(broker: BrokerController,
     await broker_admin.create_group(broker.addr, SubscriptionGroupConfig(
         "Orderly", consume_message_orderly=True))
     assert (await broker_admin.group_config(broker.addr, "Orderly")).orderly is True
+
+
+async def test_runtime_info_asked_before_an_apache_brokers_first_sample_is_asked_again(
+        broker_admin: BrokerAdmin, fake_namesrv: FakeServer) -> None:
+    """Apache 4.9.8 in its first second answers runtime info with SYSTEM_ERROR (its stats
+    samples are empty): asked once more, the console shows the broker, not an error; any
+    other SYSTEM_ERROR is the answer."""
+    asked: list[int] = []
+
+    def runtime(cmd: RemotingCommand) -> RemotingCommand:
+        asked.append(cmd.opaque)
+        if len(asked) == 1:
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                "java.util.NoSuchElementException\n\tat java.util.LinkedList")
+        return cmd.response(body=b'{"table":{"brokerVersionDesc":"V4_9_8"}}')
+
+    def broken(cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.response(ResponseCode.SYSTEM_ERROR, "java.lang.NullPointerException")
+
+    addr = await fake_namesrv({RequestCode.GET_BROKER_RUNTIME_INFO: runtime})
+    assert (await broker_admin.runtime_info(addr)).table == {"brokerVersionDesc": "V4_9_8"}
+    assert len(asked) == 2
+    addr = await fake_namesrv({RequestCode.GET_BROKER_RUNTIME_INFO: broken})
+    with pytest.raises(ServerSystemError, match="NullPointerException"):
+        await broker_admin.runtime_info(addr)

@@ -104,27 +104,42 @@ async def test_listening_consumer_leaves_nothing_in_flight(
 async def test_failing_listener_retries_then_dead_letters(
         start_broker: BrokerFactory, client_config: ClientConfig,
         track: Callable[[T], T]) -> None:
+    """max_reconsume_times 2: delivered with reconsume times 0, 1, 2; popped the fourth time
+    (reconsume times 3) it goes to %DLQ%<group> as 5.3.3's proxy sends it there (a send-back
+    of the pop retry topic's message): reconsume times 4, RETRY_TOPIC the pop retry topic,
+    DELAY 0, WAIT false; and it is not delivered again."""
     broker = await start_broker(revive_interval=50)
     await make_topic(broker, "PopC3", 1)
-    groups = broker.state.groups
-    config = groups.find_or_create("CG_POPC3")
-    assert config is not None
-    groups.put(replace(config, retry_max_times=2))
     producer = await _producer(client_config, track)
-    await producer.send(Message("PopC3", b"poison"))
+    sent = await producer.send(Message("PopC3", b"poison", tags="TagA", keys="KeyA",
+                                       properties={"k": "v"}))
     attempts: list[int] = []
 
     def listener(m: MessageExt) -> ConsumeConcurrentlyStatus:
         attempts.append(m.reconsume_times)
         return LATER
 
-    c = await _consumer(client_config, track, "CG_POPC3", "PopC3", retry_backoff_millis=100)
+    c = await _consumer(client_config, track, "CG_POPC3", "PopC3", retry_backoff_millis=100,
+                        max_reconsume_times=2)
     c.listen(listener)
-    store = broker.state.store
+    store, pop = broker.state.store, broker.state.pop
     await _until(lambda: store.get_max_offset_in_queue("%DLQ%CG_POPC3", 0) == 1)
-    assert attempts == [0, 1, 2]  # retryMaxTimes + 1 deliveries, then the DLQ
+    retry = "%RETRY%CG_POPC3_PopC3"
+    # the forward's ack: nothing of the group in flight, on the topic or its retry topic
+    await _until(lambda: pop.inflight("PopC3", "CG_POPC3", 0) == 0
+                 and pop.inflight(retry, "CG_POPC3", 0) == 0)
+    assert attempts == [0, 1, 2]
     [dead] = decode_records(store.get_message("X", "%DLQ%CG_POPC3", 0, 0, 1).body)
-    assert dead.body == b"poison"
+    assert (dead.topic, dead.body, dead.reconsume_times) == ("%DLQ%CG_POPC3", b"poison", 4)
+    props = dead.properties()
+    assert props["UNIQ_KEY"] == sent.msg_id and props["ORIGIN_MESSAGE_ID"]
+    assert {k: props[k] for k in ("RETRY_TOPIC", "DELAY", "WAIT", "TAGS", "KEYS", "k")} == {
+        "RETRY_TOPIC": retry, "DELAY": "0", "WAIT": "false", "TAGS": "TagA", "KEYS": "KeyA",
+        "k": "v"}
+    # nothing more comes: the retry topic's last message was popped and acked
+    assert store.get_max_offset_in_queue(retry, 0) == 3
+    assert broker.state.offsets.query("CG_POPC3", retry, 0) == 3
+    assert attempts == [0, 1, 2]
 
 
 async def test_fifo_two_consumers_each_queue_in_order(

@@ -62,6 +62,19 @@ async def test_sync_master_waits_for_its_slave_which_serves_reads(
     assert info.master_addr == master.state.ha_server_addr
 
 
+async def test_a_broker_on_port_0_serves_its_fast_port_two_below(
+        make_broker: MakeBroker, client: RemotingClient) -> None:
+    # A slave reads its master's topic table from port - 2 (Apache's SlaveSynchronize): with
+    # listenPort 0 that port is found at start, so the slave reaches this broker, no other.
+    master = await make_broker("m")
+    host, port = master.addr.rsplit(":", 1)
+    assert master.fast_server is not None and master.fast_server.port == int(port) - 2
+    resp = await client.invoke(f"{host}:{int(port) - 2}", send_request("Fast", b"x"))
+    assert resp.code == ResponseCode.SUCCESS
+    table = await call(client, f"{host}:{int(port) - 2}", RequestCode.GET_ALL_TOPIC_CONFIG)
+    assert b"Fast" in (table.body or b"")
+
+
 async def test_slave_without_slave_read_enable_sends_pulls_to_the_master(
         make_broker: MakeBroker, client: RemotingClient) -> None:
     master = await make_broker("m")

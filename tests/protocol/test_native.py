@@ -94,7 +94,6 @@ def decode_all(data: bytes, chunk: int) -> list[RemotingCommand]:
     return out
 
 
-@settings(max_examples=400)
 @given(st.lists(st.tuples(header_doc, st.binary(max_size=40)), min_size=1, max_size=5),
        st.integers(1, 400))
 def test_frames_decode_the_same(frames: list[tuple[Any, bytes]], chunk: int) -> None:
@@ -103,7 +102,6 @@ def test_frames_decode_the_same(frames: list[tuple[Any, bytes]], chunk: int) -> 
     assert fast == pure
 
 
-@settings(max_examples=300)
 @given(st.binary(max_size=300), st.integers(0, 2))
 def test_garbage_is_refused_the_same(data: bytes, prefix: int) -> None:
     head = [b"", FRAME_PREFIX.pack(len(data) + 4, len(data)), FRAME_PREFIX.pack(8, 4)][prefix]
@@ -143,7 +141,6 @@ binary_command = st.builds(
     serialize_type=st.just(SerializeType.ROCKETMQ))
 
 
-@settings(max_examples=400)
 @given(st.lists(binary_command | st.tuples(header_doc, st.binary(max_size=40)), min_size=1,
                 max_size=5), st.integers(1, 400))
 def test_binary_and_json_frames_decode_the_same(frames: list[Any], chunk: int) -> None:
@@ -191,7 +188,6 @@ send_ext = st.fixed_dictionaries(
               "bname": st.sampled_from(["", "broker-b"])})
 
 
-@settings(max_examples=500)
 @given(send_ext, st.sets(st.sampled_from("abcdefgh"), max_size=2))
 def test_send_headers_decode_the_same(ext: dict[str, str], missing: set[str]) -> None:
     for key in missing:
@@ -208,7 +204,6 @@ property_text = st.lists(st.sampled_from(
      "中", "k1 k2", "", "\U0001f600", "\x1c"]), max_size=12).map("".join)
 
 
-@settings(max_examples=1000)
 @given(property_text)
 def test_property_scans_are_the_same(props: str) -> None:
     fast_values = native.dispatch_values
@@ -232,7 +227,6 @@ key_text = st.lists(st.sampled_from(
      "\U0010ffff", "#", "\ud800", "\udfff"]), max_size=16).map("".join)
 
 
-@settings(max_examples=2000)
 @given(st.sampled_from(["T#", "", "中文#", "\U0001f600#", "%RETRY%g#", "\udc80#"]), key_text)
 def test_key_hashes_are_the_same(prefix: str, keys: str) -> None:
     fast = native.key_hashes
@@ -261,7 +255,6 @@ index_entry = st.tuples(st.integers(0, 2**31 - 1) | st.sampled_from([0, 7, 14, 2
                                          2**62]) | st.integers(-(2**40), 2**45))
 
 
-@settings(max_examples=1000)
 @given(st.integers(1, 9), st.integers(1, 5),
        st.sampled_from([0, 1, 1_700_000_000_000, 2**62]),
        st.lists(index_entry, max_size=24), st.binary(min_size=36, max_size=36))
@@ -333,7 +326,6 @@ def test_records_are_written_the_same(tmp_path_factory: pytest.TempPathFactory,
 
 # ------------------------------------------------------------------------- string hash
 
-@settings(max_examples=500)
 @given(st.text(max_size=60) | st.sampled_from(["", "UNIQ_KEY", "\U0001F600x", "é中", "\uffff"]))
 def test_java_string_hashes_are_the_same(text: str) -> None:
     fast, pure = both(lambda: java_string_hash(text))

@@ -173,7 +173,9 @@ async def test_without_polling_time_it_is_the_time_left_less_half_the_request_ti
     got = await client.receive(6, polling_ms=None, client_id="rules-java-1")
     await telemetry.done_writing()
     assert got.code == pb.MESSAGE_NOT_FOUND
-    assert 1.9 <= got.seconds < 4.5  # far from the 6 s deadline
+    # Polled 2 s: polling to the deadline would answer at 5.9 s at the earliest, so the bound
+    # between them leaves a loaded machine 3.5 s of slack (the exact rule: test_receive_checks).
+    assert 1.9 <= got.seconds < 5.5
 
 
 async def test_polling_up_to_the_deadline_answers_before_it(client: Client) -> None:

@@ -4,11 +4,14 @@ stored for each message type, and no status message longer than the cap."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.namesrv.controller import NamesrvController
 from engine.proxy.status import MAX_MESSAGE_LENGTH, status
@@ -84,6 +87,24 @@ def test_java_rules_of_names_and_texts() -> None:
     assert is_blank("") and is_blank(" \t\x1c") and not is_blank("\xa0") and not is_blank("a")
     assert has_control("\t") and has_control("\x7f") and has_control("\x9f")
     assert not has_control("\xa0") and not has_control("é")
+
+
+def _java_whitespace(c: str) -> bool:  # Character.isWhitespace, one character at a time
+    return c in "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f" or (
+        unicodedata.category(c) in ("Zs", "Zl", "Zp") and c not in "\xa0\u2007\u202f")
+
+
+_TEXTS = st.text(st.one_of(st.characters(max_codepoint=0xFF), st.characters(),
+                           st.sampled_from(" \t\x1c\xa0\u2007\u2028\u3000\x85")))
+
+
+@given(_TEXTS)
+def test_text_rules_match_java_character_by_character(text: str) -> None:
+    # validate.py takes a shortcut for ASCII texts; the answers are those of the rules
+    # applied to each character, for any text
+    assert is_blank(text) == all(_java_whitespace(c) for c in text)
+    assert has_control(text) == any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text)
+    assert java_length(text) == len(text.encode("utf-16-le")) // 2
 
 
 def test_namespaces_split_as_5_3_3() -> None:

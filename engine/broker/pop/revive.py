@@ -5,11 +5,11 @@ due, every message it covers that is not acked is read back from its queue and p
 group's pop retry topic (`%RETRY%<group>_<topic>`, or `+` with enableRetryTopicV2; a message
 popped from a retry topic goes back to that topic) with its reconsume times raised by one, its
 properties kept and 1ST_POP_TIME set on its first return.  The retry topic is created on first
-use as 5.3 creates it (one queue, perm 6, the group's offset on it at 0).  A message that has
-already been consumed `retryMaxTimes` times (the subscription group's, 16 by default) goes to
-`%DLQ%<group>` instead: in 5.3 the broker puts it back once more and the proxy's pop filter (or
-the remoting client) moves it to the DLQ at its next delivery, so the number of deliveries is
-the same.  A checkpoint of a topic or group that no longer exists is dropped.  A put that
+use as 5.3 creates it (one queue, perm 6, the group's offset on it at 0).  However often it was
+consumed, a message goes back to the retry topic, never to `%DLQ%<group>`: as in 5.3.3, the
+consumer that pops it past its count sends it there (the proxy's receive filter, our remoting
+`PopConsumer`: CONSUMER_SEND_MSG_BACK with delay level -1).  A checkpoint of a topic or group
+that no longer exists is dropped.  A put that
 fails leaves the checkpoint pending and tries again later (5.3's re-put intervals).  After
 each round the revive queues' offsets advance past what is done and, when something was
 revived, the consumer offsets are written soon, which keeps the window in which a kill -9
@@ -24,14 +24,11 @@ from collections.abc import Callable
 from engine.broker.pop.book import CheckpointBook, Pending
 from engine.broker.pop.broker import PopBroker
 from engine.broker.pop.names import RETRY_QUEUE_NUM
-from engine.broker.topics import create_dlq
 from engine.common.service import Service
 from engine.protocol import receipt
 from engine.protocol.errors import ProtocolError
 from engine.protocol.message import (
     PROPERTY_FIRST_POP_TIME,
-    PROPERTY_ORIGIN_MESSAGE_ID,
-    PROPERTY_RETRY_TOPIC,
     RETRY_GROUP_TOPIC_PREFIX,
     MessageRecord,
     decode_record,
@@ -63,9 +60,8 @@ class ReviveService(Service):
         self.commit_revive_offsets = commit_revive_offsets
         self._failures: dict[int, int] = {}  # id(Pending) -> failed attempts
         self._idle_rounds = 0
-        #: Messages put back into retry topics / dead-letter queues since start.
+        #: Messages put back into retry topics since start.
         self.revived = 0
-        self.dead = 0
 
     async def run_once(self) -> None:
         self.revive_due()
@@ -123,8 +119,7 @@ class ReviveService(Service):
             offset = ck.ack_offset_by_index(index)
             record = self._read(ck.topic, ck.queue_id, offset)
             if record is not None:
-                result = self._put_back(ck.topic, ck.cid, ck.pop_time, group.retry_max_times,
-                                        record)
+                result = self._put_back(ck.topic, ck.cid, ck.pop_time, record)
                 if not result.ok:
                     self._failed(entry, now, result)
                     return put
@@ -157,20 +152,16 @@ class ReviveService(Service):
                       queue_id, offset, exc)
             return None
 
-    def _put_back(self, topic: str, group: str, pop_time: int, max_times: int,
+    def _put_back(self, topic: str, group: str, pop_time: int,
                   record: MessageRecord) -> PutMessageResult:
-        """The message into the group's pop retry topic, or its DLQ when consumed too often."""
+        """The message into the group's pop retry topic, whatever its reconsume times."""
         broker = self.broker
         # A delay level stays (a message delivered from one keeps DELAY): as 5.3.3's
         # reviveRetry, the put parks it for its level again, into the retry topic.
         props = record.properties()
         if record.reconsume_times == 0 or PROPERTY_FIRST_POP_TIME not in props:
             props[PROPERTY_FIRST_POP_TIME] = str(pop_time)
-        if record.reconsume_times >= max_times:
-            target = create_dlq(broker.topics, group).topic_name
-            props.setdefault(PROPERTY_RETRY_TOPIC, receipt.normal_topic(topic, group))
-            props.setdefault(PROPERTY_ORIGIN_MESSAGE_ID, record.msg_id)
-        elif topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             target = topic
         else:
             target = receipt.pop_retry_topic(topic, group, v2=broker.config.enable_retry_topic_v2)
@@ -186,10 +177,5 @@ class ReviveService(Service):
         result = broker.store.append_message(msg)
         if result.ok:
             broker.stats.on_put(target, 1, len(msg.body))
-            if target.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                self.revived += 1
-            else:
-                self.dead += 1
-                log.info("message %s of group %s consumed %d times: moved to %s",
-                         record.msg_id, group, record.reconsume_times + 1, target)
+            self.revived += 1
         return result

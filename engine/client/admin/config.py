@@ -9,17 +9,22 @@ arms the next rounds of the cleanup service and does not wait for them).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from engine.client.core.broker_call import BrokerCalls
-from engine.client.core.errors import BadResponseError
+from engine.client.core.errors import BadResponseError, ServerSystemError
 from engine.common import properties
 from engine.protocol.body.admin import BrokerStatsData
 from engine.protocol.body.route import KVTable
 from engine.protocol.codes import RequestCode
 from engine.protocol.header.broker import ViewBrokerStatsDataRequestHeader
 from engine.protocol.wire import to_ext
+
+#: The remark of an Apache broker's runtime info asked before its first stats sample.
+STATS_NOT_SAMPLED = "java.util.NoSuchElementException"
+STATS_SAMPLE_S = 1.0  # StoreStatsService samples once a second
 
 
 def setting_text(value: Any) -> str:
@@ -66,7 +71,18 @@ class BrokerConfigCalls(BrokerCalls):
 
     async def runtime_info(self, addr: str) -> KVTable:
         """GET_BROKER_RUNTIME_INFO (28): version, put/get totals and TPS, disk use, offsets
-        (request-codes.md §3.10 names the keys); every value is a string."""
+        (request-codes.md §3.10 names the keys); every value is a string.
+
+        An Apache broker in its first second answers SYSTEM_ERROR with a
+        `java.util.NoSuchElementException` (its StoreStatsService's per-second samples are
+        still empty; seen with 4.9.8): it is asked once more, a second later.
+        """
+        try:
+            return await self._body(KVTable, addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        except ServerSystemError as exc:
+            if STATS_NOT_SAMPLED not in exc.remark:
+                raise
+        await asyncio.sleep(STATS_SAMPLE_S)
         return await self._body(KVTable, addr, RequestCode.GET_BROKER_RUNTIME_INFO)
 
     async def broker_stats(self, addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:

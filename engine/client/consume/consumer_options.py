@@ -99,4 +99,7 @@ class PopOptions:
     order: bool = False  # FIFO pops: a queue's messages in order, one consumer at a time
     receivers: int = 2  # POP requests in flight while listening
     retry_backoff_millis: int = 1000  # a failed message turns visible again this much later
+    # a message popped again after this many reconsumes goes to %DLQ%<group> (the
+    # Java client's maxReconsumeTimes default; the 5.x proxy's maxAttempts less one)
+    max_reconsume_times: int = 16
     await_termination_millis: int = 10_000  # shutdown waits this long for listener calls

@@ -9,8 +9,13 @@ runs a listener over what `receivers` POP loops bring: a coroutine listener's ca
 pop's messages run together, successes are acked in one BATCH_ACK per pop, failures made
 visible again after `retry_backoff_millis`; with
 `order=True` (FIFO pops), a batch's messages one after the other, each acked after its
-success, and after a failure the rest of the batch comes back with it.  The consumer
-registers with its brokers as a CONSUME_POP member, so the console lists it.
+success, and after a failure the rest of the batch comes back with it.  A message popped
+with more than `max_reconsume_times` reconsumes is not handed to the listener: it goes to
+`%DLQ%<group>` (CONSUMER_SEND_MSG_BACK, delay level -1, then an ack), as 5.3.3's proxy sends a
+message past its client's maxAttempts (`PopMessageResultFilterImpl`, TO_DLQ), so its dead
+letter is the one 5.3.3 stores (the broker's revive never dead-letters; Apache's Java POP
+consumer acks such a message and it is lost).  The consumer registers with its brokers as a
+CONSUME_POP member, so the console lists it.
 """
 
 from __future__ import annotations
@@ -51,12 +56,15 @@ from engine.protocol.body.heartbeat import (
 )
 from engine.protocol.body.message_queue import MessageQueue
 from engine.protocol.errors import ProtocolError
+from engine.protocol.header.broker import ConsumerSendMsgBackRequestHeader
 from engine.protocol.header.pop import INIT_MODE_MAX, INIT_MODE_MIN, PopMessageRequestHeader
 from engine.protocol.message import PROPERTY_POP_CK, decode_record
 from engine.protocol.version import CURRENT_VERSION, version_desc
 
 log = logging.getLogger(__name__)
 
+#: CONSUMER_SEND_MSG_BACK's delay level that sends a message to the group's DLQ at once.
+DLQ_DELAY_LEVEL = -1
 PopListener = Callable[
     [MessageExt], "ConsumeConcurrentlyStatus | Awaitable[ConsumeConcurrentlyStatus | None] | None"]
 ERROR_PAUSE = 1.0  # seconds a receive loop waits after a failed POP
@@ -203,6 +211,25 @@ class PopConsumer(ConsumerSupport):
                               "receipt expired, was acked, or is unknown)")
         return replace(msg, properties={**msg.properties, PROPERTY_POP_CK: new.encode()})
 
+    async def forward_to_dlq(self, msg: MessageExt) -> None:
+        """The popped message to `%DLQ%<group>` (CONSUMER_SEND_MSG_BACK with delay level -1
+        to the broker it was popped from), then acked, as 5.3.3's proxy forwards one.
+
+        Raises:
+            ClientError: the broker refused the send-back (the message then comes back
+                after its invisible time).
+        """
+        receipt = receipt_of(msg)
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset, group=self.group, delay_level=DLQ_DELAY_LEVEL,
+            origin_msg_id=msg.msg_id, origin_topic=msg.topic, max_reconsume_times=0)
+        await self.instance.api.send_back(self._addr(receipt.broker_name), header)
+        try:
+            await self.ack(msg)  # 5.3.3 acks after the forward, whatever the ack says
+        except ClientError as exc:
+            log.info("%s: ack of %s after its forward to the DLQ failed: %s", self.group,
+                     msg.msg_id, exc)
+
     # ------------------------------------------------------------------ listening
 
     def listen(self, listener: PopListener) -> None:
@@ -222,12 +249,36 @@ class PopConsumer(ConsumerSupport):
                 log.warning("%s: pop of %s failed: %s", self.group, topic, exc)
                 await asyncio.sleep(ERROR_PAUSE)
                 continue
+            msgs = self._deliverable(msgs)
             if not msgs:
                 continue
             if self.options.order:
                 await self._consume_in_order(msgs)
             else:
                 await self._consume_batch(msgs)
+
+    def _deliverable(self, msgs: list[MessageExt]) -> list[MessageExt]:
+        """The messages for the listener; those reconsumed more than `max_reconsume_times`
+        go to the DLQ instead, in the background."""
+        limit = self.options.max_reconsume_times
+        keep = []
+        for m in msgs:
+            if m.reconsume_times > limit:
+                self.spawn(self._dead_letter(m), work=True)
+            else:
+                keep.append(m)
+        return keep
+
+    async def _dead_letter(self, msg: MessageExt) -> None:
+        try:
+            await self.forward_to_dlq(msg)
+        except ClientError as exc:
+            log.warning("%s: %s (reconsumed %d times) not sent to the DLQ, it will come back "
+                        "after its invisible time: %s", self.group, msg.msg_id,
+                        msg.reconsume_times, exc)
+        else:
+            log.info("%s: %s reconsumed %d times: sent to %%DLQ%%%s", self.group, msg.msg_id,
+                     msg.reconsume_times, self.group)
 
     async def _call(self, msg: MessageExt) -> bool:
         assert self.listener is not None
@@ -321,6 +372,7 @@ class PopConsumer(ConsumerSupport):
                  "consumeFromWhere": o.consume_from_where.name,
                  "popBatchNums": str(o.pop_batch_size),
                  "popInvisibleTime": str(o.invisible_time_millis),
+                 "maxReconsumeTimes": str(o.max_reconsume_times),
                  "PROP_CONSUME_ORDERLY": str(o.order).lower(),
                  "PROP_CONSUME_TYPE": ConsumeType.CONSUME_POP.name,
                  "PROP_CLIENT_VERSION": version_desc(CURRENT_VERSION),
