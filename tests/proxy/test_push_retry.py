@@ -1,0 +1,119 @@
+"""The official Python and Node.js PushConsumers' retries and dead letters through our proxy
+(tests/proxy/push_retry.py; test_apache5_push.py runs the same cases against Apache 5.3.3 too):
+a NORMAL message failed twice comes back with its delivery attempt raised and succeeds the third
+time; one that always fails, or whose listener throws, is delivered max-attempts times and is
+then in %DLQ%<group>; a FIFO message group waits behind its failing first message, retried by
+the client, until that one is in the DLQ (or succeeds).
+
+The Node.js client (1.0.8) reads no customized backoff (the one every group's settings carry,
+as 5.3.3's): its NORMAL nacks are for 0 s and a FIFO message gets one attempt, forwarded to the
+DLQ when it fails; the same against 5.3.3.
+
+Long polls of 3 s (the proxy's maximum here) so a nacked message comes back in seconds: a
+redelivery waits for the consumer's pending long poll to end, as on 5.3.3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.namesrv.controller import NamesrvController
+from tests.proxy.conftest import Stack, running_stack
+from tests.proxy.nodejs import NodeClient
+from tests.proxy.push_retry import (
+    DEAD,
+    FIFO,
+    FIFO_RETRY,
+    RETRY,
+    THROWN,
+    Case,
+    Driver,
+    node_client_driver,
+    python_client,
+    run_case,
+)
+from tests.proxy.test_apache5_compare import _creator
+from tests.proxy.test_simple_consumer import CONSUMER_PROXY
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+async def push_stack(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Stack]:
+    async with running_stack(tmp_path, namesrv, CONSUMER_PROXY) as stack:
+        yield stack
+
+
+@pytest.fixture(params=["python", "node"])
+def client(request: pytest.FixtureRequest) -> tuple[str, Driver]:
+    if request.param == "python":
+        return "python", python_client
+    node: NodeClient = request.getfixturevalue("node_client")
+    return "node", node_client_driver(node)
+
+
+async def _run(stack: Stack, driver: Driver, case: Case) -> dict[str, Any]:
+    seen, _ = await run_case(stack.endpoint, stack.broker.addr, _creator(stack.broker.addr),
+                             driver, case)
+    return seen
+
+
+def _dead_one(dead: dict[str, Any], body: bytes, keys: str) -> None:
+    assert dead["topic"] == f"%DLQ%PushGroup{dead['topic'].split('PushGroup')[1]}"
+    assert dead["body"] == body
+    props = dead["properties"]
+    assert (props["KEYS"], props["TAGS"], props["k"]) == (keys, "TagA", "v")
+    assert props["ORIGIN_MESSAGE_ID"] and props["UNIQ_KEY"]
+
+
+async def test_a_message_failed_twice_succeeds_the_third_time(push_stack: Stack,
+                                                              client: tuple[str, Driver]) -> None:
+    seen = await _run(push_stack, client[1], RETRY)
+    assert seen["deliveries"] == [(0, "poison", 1, "FAILURE", False),
+                                  (0, "poison", 2, "FAILURE", False),
+                                  (0, "poison", 3, "SUCCESS", False)]
+    assert seen["dead"] == []
+
+
+@pytest.mark.parametrize("case", [DEAD, THROWN], ids=["failure", "thrown"])
+async def test_a_message_always_failing_goes_to_the_dlq_after_max_attempts(
+        push_stack: Stack, client: tuple[str, Driver], case: Case) -> None:
+    seen = await _run(push_stack, client[1], case)
+    result = "THROWN" if case.throws else "FAILURE"
+    assert seen["deliveries"] == [(0, "poison", 1, result, False),
+                                  (0, "poison", 2, result, False)]
+    (dead,) = seen["dead"]
+    _dead_one(dead, b"poison", "Key0")
+
+
+async def test_a_fifo_group_waits_behind_its_failing_message_until_the_dlq(
+        push_stack: Stack, client: tuple[str, Driver]) -> None:
+    seen = await _run(push_stack, client[1], FIFO)
+    # the Python client retries a FIFO message itself (reporting the broker's attempt each
+    # time); the Node.js client does not (no customized backoff): one attempt each
+    tries = 2 if client[0] == "python" else 1
+    assert seen["deliveries"] == [(0, "first", 1, "FAILURE", True)] * tries + [
+        (1, "second", 1, "FAILURE", True)] * tries
+    first, second = seen["dead"]
+    _dead_one(first, b"first", "Key0")
+    _dead_one(second, b"second", "Key1")
+    assert first["reconsume"] == second["reconsume"] == 1
+
+
+async def test_a_fifo_message_retried_by_the_client_succeeds_before_the_next(
+        push_stack: Stack, client: tuple[str, Driver]) -> None:
+    seen = await _run(push_stack, client[1], FIFO_RETRY)
+    if client[0] == "python":
+        assert seen["deliveries"] == [
+            (0, "first", 1, "FAILURE", True), (0, "first", 1, "FAILURE", True),
+            (0, "first", 1, "SUCCESS", True), (1, "second", 1, "FAILURE", True),
+            (1, "second", 1, "FAILURE", True), (1, "second", 1, "SUCCESS", True)]
+        assert seen["dead"] == []
+    else:  # one attempt each, then the DLQ
+        assert seen["deliveries"] == [(0, "first", 1, "FAILURE", True),
+                                      (1, "second", 1, "FAILURE", True)]
+        assert [dead["body"] for dead in seen["dead"]] == [b"first", b"second"]
