@@ -27,8 +27,8 @@ lint: $(STAMP)
 	$(BIN)/mypy engine mqadmin
 
 # The tests run on four pytest-xdist workers, two per core of a 2-core machine: most tests wait
-# on servers or processes (one worker per core: 174 s, four: 145 s, quiet 2-core machine); the
-# Spark tests share one worker and its session (tests/scheduling.py).
+# on servers, processes and protocol timers (four workers: 227 s, the cores 65% busy; see
+# docs/design.md); the Spark tests share one worker and its session (tests/scheduling.py).
 # `make test WORKERS=0` runs them all in this process, one after the other.
 # The Node.js client tests install their npm client on first use (tests/proxy/nodejs.py) and
 # skip without node/npm or the npm registry (-ra, in pyproject.toml, prints why).
