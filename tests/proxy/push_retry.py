@@ -27,7 +27,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import grpc
@@ -39,6 +39,7 @@ from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.client import RemotingClient
 from tests.broker.conftest import call
 from tests.proxy.conftest import in_thread
+from tests.proxy.differential import CreateTopic, dead_letters, described, routed
 from tests.proxy.nodejs import NodeClient
 from tests.proxy.official import (
     ClientConfiguration,
@@ -49,7 +50,6 @@ from tests.proxy.official import (
     PushConsumer,
 )
 from tests.proxy.official import Message as OfficialMessage
-from tests.proxy.test_apache5_dlq import _dead, _described
 from tests.proxy.test_receive_rules import headers
 
 JAVA5_PEER = os.environ.get("RMQ_JAVA5_PEER", "")
@@ -57,7 +57,6 @@ JAVA5_PEER = os.environ.get("RMQ_JAVA5_PEER", "")
 #: after a backoff and the end of the client's pending 20 s long poll, and a NORMAL dead letter
 #: moved at the pop after that (5.3.3).
 SETTLE_TIMEOUT_S = 240.0
-CreateTopic = Callable[[str, int, str | None], Awaitable[None]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -231,16 +230,6 @@ async def make_group(broker: str, group: str, retry_max_times: int, *, orderly: 
     assert made.code == ResponseCode.SUCCESS, made.remark
 
 
-async def _routed(stub: service_pb2_grpc.MessagingServiceStub, topic: str) -> None:
-    for _ in range(100):  # a new topic reaches the name server in the background
-        route = await stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic)),
-                                      metadata=headers(), timeout=10)
-        if route.status.code == pb.OK:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{topic} never routed")
-
-
 async def _send(stub: service_pb2_grpc.MessagingServiceStub, case: Case, topic: str,
                 tag: str) -> list[str]:
     ids = []
@@ -266,7 +255,7 @@ async def _settled(broker: str, group: str, bodies: tuple[str, ...],
     remoting = RemotingClient()
     try:
         while True:
-            dead = await _dead(remoting, broker, group)
+            dead = await dead_letters(remoting, broker, group)
             gone = {record.body.decode() for record in dead} | {
                 d.body for d in deliveries if d.result == "SUCCESS"}
             if gone >= set(bodies):
@@ -288,7 +277,7 @@ async def run_case(endpoint: str, broker: str, create: CreateTopic, driver: Driv
     deliveries: list[Delivery] = []
     async with grpc.aio.insecure_channel(endpoint) as channel:
         stub = service_pb2_grpc.MessagingServiceStub(channel)
-        await _routed(stub, topic)
+        await routed(stub, topic)
         async with driver(endpoint, topic, group, case.fail_first, case.throws) as consumer:
 
             async def collect() -> None:
@@ -318,6 +307,6 @@ async def run_case(endpoint: str, broker: str, create: CreateTopic, driver: Driv
     seen = {
         "deliveries": [(order.get(d.message_id), d.body, d.attempt, d.result,
                         d.message_group is not None) for d in deliveries],
-        "dead": [_described(record, tag) for record in dead],
+        "dead": [described(record, tag) for record in dead],
     }
     return seen, gaps

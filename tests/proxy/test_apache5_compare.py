@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,13 @@ import pytest
 
 from engine.client.admin.broker import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
-from engine.protocol.body.topic import TopicConfig
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.client import RemotingClient
 from tests.apache5 import Apache5, apache5, needs_apache5
 from tests.proxy.conftest import running_stack
+from tests.proxy.differential import CreateTopic, topic_creator
 
 pytestmark = [needs_apache5, pytest.mark.timeout(300)]
 __all__ = ["apache5"]
@@ -29,7 +28,6 @@ HEADERS = (("x-mq-client-id", "compare-client-1"), ("x-mq-language", "PYTHON"),
            ("x-mq-client-version", "5.1.2"), ("x-mq-protocol", "GRPC_V2"))
 TIMEOUT = 10
 GROUPS = ("order-1", "order-42", "order-777", "customer-9")
-CreateTopic = Callable[[str, int, str | None], Awaitable[None]]
 
 
 def _message(topic: str, n: int, group: str = "") -> pb.Message:
@@ -112,21 +110,9 @@ async def scenario(endpoint: str, broker_addr: str, create: CreateTopic) -> dict
     return seen
 
 
-def _creator(broker_addr: str) -> CreateTopic:
-    async def create(topic: str, queues: int, message_type: str | None) -> None:
-        client = RemotingClient()
-        try:
-            await BrokerAdmin(client).create_topic(
-                broker_addr, TopicConfig(topic, queues, queues),
-                attributes={"+message.type": message_type} if message_type else None)
-        finally:
-            await client.close()
-    return create
-
-
 async def test_our_proxy_answers_as_apache_5_3_3(apache5: Apache5, tmp_path: Path,
                                                   namesrv: NamesrvController) -> None:
-    theirs = await scenario(apache5.grpc, apache5.broker, _creator(apache5.broker))
+    theirs = await scenario(apache5.grpc, apache5.broker, topic_creator(apache5.broker))
     async with running_stack(tmp_path, namesrv) as stack:
         async def create(topic: str, queues: int, message_type: str | None) -> None:
             await stack.create_topic(topic, queues, message_type)

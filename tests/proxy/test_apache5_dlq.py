@@ -25,17 +25,14 @@ import pytest
 
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.codes import RequestCode, ResponseCode
-from engine.protocol.message import decode_records
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from engine.remoting.client import RemotingClient
 from tests.apache5 import Apache5, apache5, needs_apache5
 from tests.broker.conftest import call
-from tests.broker.helpers import pull_request
 from tests.proxy.conftest import running_stack
-from tests.proxy.test_apache5_compare import _creator
-from tests.proxy.test_apache5_receive import _routed
+from tests.proxy.differential import dead_letters, described, routed, topic_creator
 from tests.proxy.test_receive_rules import Client, headers
 
 pytestmark = [needs_apache5, pytest.mark.timeout(900)]
@@ -43,11 +40,6 @@ NACK_S = 1
 #: How far apart the two proxies may put the dead letter (seconds after the last nack).
 TOLERANCE_S = 2.5
 __all__ = ["apache5"]
-
-#: Properties whose values are the run's own (ids, times, hosts); only their presence counts.
-VOLATILE = {"UNIQ_KEY", "ORIGIN_MESSAGE_ID", "1ST_POP_TIME", "POP_CK", "MSG_REGION",
-            "TRACE_ON", "CLUSTER", "MAX_OFFSET", "MIN_OFFSET", "__BORNHOST"}
-
 
 async def _group(remoting: RemotingClient, broker: str, group: str, *, orderly: bool) -> None:
     body = json.dumps({"groupName": group, "consumeEnable": True, "retryMaxTimes": 1,
@@ -57,12 +49,6 @@ async def _group(remoting: RemotingClient, broker: str, group: str, *, orderly: 
     assert made.code == ResponseCode.SUCCESS, made.remark
 
 
-async def _dead(remoting: RemotingClient, broker: str, group: str) -> list[Any]:
-    resp = await remoting.invoke(broker, pull_request(f"%DLQ%{group}", 0, 0, group=group),
-                                 timeout=10)
-    return decode_records(resp.body or b"") if resp.code == ResponseCode.SUCCESS else []
-
-
 async def _until_dead(client: Client, remoting: RemotingClient, broker: str, topic: str,
                       group: str, client_id: str) -> tuple[list[int], Any, float]:
     """Receive and nack until the group's DLQ holds the message: the attempts delivered, the
@@ -70,7 +56,7 @@ async def _until_dead(client: Client, remoting: RemotingClient, broker: str, top
     attempts: list[int] = []
     last = time.monotonic()
     for _ in range(12):
-        dead = await _dead(remoting, broker, group)
+        dead = await dead_letters(remoting, broker, group)
         if dead:
             return attempts, dead[0], time.monotonic() - last
         got = await client.receive(25, topic=topic, group=group, client_id=client_id,
@@ -89,19 +75,11 @@ async def _until_dead(client: Client, remoting: RemotingClient, broker: str, top
     raise AssertionError(f"never in %DLQ%{group}: attempts {attempts}")
 
 
-def _described(record: Any, tag: str) -> dict[str, Any]:
-    props = record.properties()
-    return {"topic": record.topic.replace(tag, "*"), "reconsume": record.reconsume_times,
-            "body": record.body,
-            "properties": {k: ("..." if k in VOLATILE else v.replace(tag, "*"))
-                           for k, v in sorted(props.items())}}
-
-
 async def scenario(endpoint: str, broker: str) -> tuple[dict[str, Any], dict[str, float]]:
     tag = f"{time.time_ns() % 10**9:09d}"
     seen: dict[str, Any] = {}
     took: dict[str, float] = {}
-    create = _creator(broker)
+    create = topic_creator(broker)
     remoting = RemotingClient()
     try:
         async with grpc.aio.insecure_channel(endpoint) as channel:
@@ -111,7 +89,7 @@ async def scenario(endpoint: str, broker: str) -> tuple[dict[str, Any], dict[str
                 topic, group = f"Dlq{kind}{tag}", f"DlqGroup{kind}{tag}"
                 client_id = f"dlq-{kind}-{tag}"
                 await create(topic, 1, message_type)
-                await _routed(client, topic)
+                await routed(client.stub, topic)
                 await _group(remoting, broker, group, orderly=message_type == "FIFO")
                 telemetry = await client.settings(client_id, group=group, topic=topic)
                 msg = pb.Message(topic=pb.Resource(name=topic), body=b"poison",
@@ -127,7 +105,7 @@ async def scenario(endpoint: str, broker: str) -> tuple[dict[str, Any], dict[str
                 attempts, dead, took[kind] = await _until_dead(client, remoting, broker, topic,
                                                                group, client_id)
                 seen[f"{kind} attempts"] = attempts
-                seen[f"{kind} dead"] = _described(dead, tag)
+                seen[f"{kind} dead"] = described(dead, tag)
                 after = await client.receive(8, topic=topic, group=group, client_id=client_id,
                                              polling_ms=5000)
                 seen[f"{kind} after"] = (after.code, len(after.messages))

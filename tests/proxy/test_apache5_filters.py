@@ -19,8 +19,7 @@ from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from tests.apache5 import needs_apache5, running_apache5
 from tests.proxy.conftest import running_stack
-from tests.proxy.test_apache5_compare import _creator
-from tests.proxy.test_apache5_receive import _routed
+from tests.proxy.differential import routed, topic_creator
 from tests.proxy.test_receive_rules import Client, headers
 
 pytestmark = [needs_apache5, pytest.mark.timeout(900)]
@@ -36,14 +35,14 @@ EXPRESSIONS = (
 
 async def scenario(endpoint: str, broker: str) -> dict[str, Any]:
     tag = f"{time.time_ns() % 10**9:09d}"
-    create = _creator(broker)
+    create = topic_creator(broker)
     seen: dict[str, Any] = {}
     async with grpc.aio.insecure_channel(endpoint) as channel:
         client = Client(service_pb2_grpc.MessagingServiceStub(channel), endpoint,
                         lambda t: create(t, 1, None))
         topic = f"Filters{tag}"
         await create(topic, 1, None)
-        await _routed(client, topic)
+        await routed(client.stub, topic)
         for n, (msg_tag, props) in enumerate(SENT):
             msg = pb.Message(topic=pb.Resource(name=topic), body=str(n).encode(),
                              user_properties=props)

@@ -19,6 +19,7 @@ import pytest
 from engine.namesrv.controller import NamesrvController
 from tests.apache5 import Apache5, apache5, needs_apache5
 from tests.proxy.conftest import running_stack
+from tests.proxy.differential import topic_creator
 from tests.proxy.nodejs import NodeClient
 from tests.proxy.push_retry import (
     DEAD,
@@ -34,7 +35,6 @@ from tests.proxy.push_retry import (
     python_client,
     run_case,
 )
-from tests.proxy.test_apache5_compare import _creator
 
 pytestmark = [needs_apache5, pytest.mark.timeout(1800)]
 __all__ = ["apache5"]
@@ -50,12 +50,12 @@ async def _both(apache5: Apache5, tmp_path: Path, namesrv: NamesrvController, dr
     theirs: dict[str, Any] = {}
     for case in cases:
         theirs[case.name] = await run_case(apache5.grpc, apache5.broker,
-                                           _creator(apache5.broker), driver, case)
+                                           topic_creator(apache5.broker), driver, case)
     ours: dict[str, Any] = {}
     async with running_stack(tmp_path, namesrv) as stack:
         for case in cases:
             ours[case.name] = await run_case(stack.endpoint, stack.broker.addr,
-                                             _creator(stack.broker.addr), driver, case)
+                                             topic_creator(stack.broker.addr), driver, case)
     print("ours", ours, "\ntheirs", theirs)
     differs: dict[str, Any] = {}
     for case in cases:

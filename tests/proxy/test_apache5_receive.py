@@ -12,23 +12,21 @@ against a fixed bound.
 
 from __future__ import annotations
 
-import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 
-from engine.client.admin.broker import BrokerAdmin
 from engine.namesrv.controller import NamesrvController
-from engine.protocol.body.topic import TopicConfig
 from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
-from engine.remoting.client import RemotingClient
 from tests.apache5 import Apache5, apache5, needs_apache5
 from tests.proxy.conftest import running_stack
+from tests.proxy.differential import routed, topic_creator
 from tests.proxy.test_receive_rules import GROUP, Client, headers, undecodable_answers
 
 pytestmark = [needs_apache5, pytest.mark.timeout(600)]
@@ -43,22 +41,12 @@ def _timed(answer: Any) -> tuple[Any, float]:
     return answer.code, answer.seconds
 
 
-async def _routed(client: Client, topic: str) -> None:
-    for _ in range(100):  # a new topic reaches the name server in the background
-        route = await client.stub.QueryRoute(spb.QueryRouteRequest(
-            topic=pb.Resource(name=topic)), metadata=headers(), timeout=10)
-        if route.status.code == pb.OK:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{topic} never routed")
-
-
 async def scenario(client: Client) -> tuple[dict[str, Any], dict[str, float]]:
     """What a proxy answers (codes, messages, counts), and how long its empty receives took."""
     tag = f"{time.time_ns() % 10**9:09d}"
     topic = f"RcvCmp{tag}"
     await client.create_topic(topic)
-    await _routed(client, topic)
+    await routed(client.stub, topic)
     telemetry = await client.settings(topic=topic)
     seen: dict[str, Any] = {}
     took: dict[str, float] = {}
@@ -123,14 +111,10 @@ async def scenario(client: Client) -> tuple[dict[str, Any], dict[str, float]]:
     return seen, took
 
 
-def _apache_creator(broker_addr: str) -> Any:
-    async def create(topic: str) -> None:
-        client = RemotingClient()
-        try:
-            await BrokerAdmin(client).create_topic(broker_addr, TopicConfig(topic, 4, 4))
-        finally:
-            await client.close()
-    return create
+def four_queues(broker_addr: str) -> Callable[[str], Awaitable[None]]:
+    """Topics of four queues made on `broker_addr`."""
+    create = topic_creator(broker_addr)
+    return lambda topic: create(topic, 4, None)
 
 
 async def test_receives_are_answered_as_apache_5_3_3_answers_them(
@@ -138,7 +122,7 @@ async def test_receives_are_answered_as_apache_5_3_3_answers_them(
     async with grpc.aio.insecure_channel(apache5.grpc) as channel:
         theirs, their_times = await scenario(Client(
             service_pb2_grpc.MessagingServiceStub(channel), apache5.grpc,
-            _apache_creator(apache5.broker)))
+            four_queues(apache5.broker)))
     async with (running_stack(tmp_path, namesrv) as stack,
                 grpc.aio.insecure_channel(stack.endpoint) as channel):
         ours, our_times = await scenario(Client(

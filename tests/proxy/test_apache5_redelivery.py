@@ -31,7 +31,8 @@ from engine.remoting.client import RemotingClient
 from tests.apache5 import Apache5, apache5, needs_apache5
 from tests.broker.conftest import call
 from tests.proxy.conftest import running_stack
-from tests.proxy.test_apache5_receive import _apache_creator, _routed
+from tests.proxy.differential import routed
+from tests.proxy.test_apache5_receive import four_queues
 from tests.proxy.test_receive_rules import GROUP, Client, headers
 
 pytestmark = [needs_apache5, pytest.mark.timeout(900)]
@@ -73,7 +74,7 @@ async def redelivery(client: Client) -> tuple[dict[str, Any], dict[str, float]]:
     topic, given_up_topic = f"Redeliver{tag}", f"GivenUp{tag}"
     for name in (topic, given_up_topic):
         await client.create_topic(name)
-        await _routed(client, name)
+        await routed(client.stub, name)
     telemetry = await client.settings(topic=topic)
     seen: dict[str, Any] = {}
     took: dict[str, float] = {}
@@ -123,7 +124,7 @@ async def long_polls(client: Client) -> tuple[dict[str, Any], dict[str, float]]:
     """Every await time, as the Python and the Java client ask, all at once (empty topic)."""
     topic = f"Awaits{time.time_ns() % 10**9:09d}"
     await client.create_topic(topic)
-    await _routed(client, topic)
+    await routed(client.stub, topic)
     telemetry = await client.settings(topic=topic, request_timeout_s=REQUEST_TIMEOUT_S)
     cases = [(style, wait) for style in ("python", "java") for wait in AWAITS_S]
     answers = await asyncio.gather(*(
@@ -151,7 +152,7 @@ async def _both(apache5: Apache5, tmp_path: Path, namesrv: NamesrvController,
                 scenario: Any) -> None:
     async with grpc.aio.insecure_channel(apache5.grpc) as channel:
         theirs = await scenario(Client(service_pb2_grpc.MessagingServiceStub(channel),
-                                       apache5.grpc, _apache_creator(apache5.broker)))
+                                       apache5.grpc, four_queues(apache5.broker)))
     async with (running_stack(tmp_path, namesrv) as stack,
                 grpc.aio.insecure_channel(stack.endpoint) as channel):
         ours = await scenario(Client(service_pb2_grpc.MessagingServiceStub(channel),
@@ -183,7 +184,7 @@ async def broadcast_groups(client: Client, broker: str
     tag = f"{time.time_ns() % 10**9:09d}"
     topic = f"Broadcast{tag}"
     await client.create_topic(topic)
-    await _routed(client, topic)
+    await routed(client.stub, topic)
     seen: dict[str, Any] = {}
     remoting = RemotingClient()
     try:
@@ -228,7 +229,7 @@ async def test_broadcast_groups_as_apache_5_3_3(apache5: Apache5, tmp_path: Path
     async with grpc.aio.insecure_channel(apache5.grpc) as channel:
         theirs = await broadcast_groups(
             Client(service_pb2_grpc.MessagingServiceStub(channel), apache5.grpc,
-                   _apache_creator(apache5.broker)), apache5.broker)
+                   four_queues(apache5.broker)), apache5.broker)
     async with (running_stack(tmp_path, namesrv) as stack,
                 grpc.aio.insecure_channel(stack.endpoint) as channel):
         ours = await broadcast_groups(

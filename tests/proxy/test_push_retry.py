@@ -23,6 +23,7 @@ import pytest
 
 from engine.namesrv.controller import NamesrvController
 from tests.proxy.conftest import Stack, running_stack
+from tests.proxy.differential import topic_creator
 from tests.proxy.nodejs import NodeClient
 from tests.proxy.push_retry import (
     DEAD,
@@ -36,7 +37,6 @@ from tests.proxy.push_retry import (
     python_client,
     run_case,
 )
-from tests.proxy.test_apache5_compare import _creator
 from tests.proxy.test_simple_consumer import CONSUMER_PROXY
 
 pytestmark = pytest.mark.timeout(300)
@@ -57,7 +57,7 @@ def client(request: pytest.FixtureRequest) -> tuple[str, Driver]:
 
 
 async def _run(stack: Stack, driver: Driver, case: Case) -> dict[str, Any]:
-    seen, _ = await run_case(stack.endpoint, stack.broker.addr, _creator(stack.broker.addr),
+    seen, _ = await run_case(stack.endpoint, stack.broker.addr, topic_creator(stack.broker.addr),
                              driver, case)
     return seen
 
