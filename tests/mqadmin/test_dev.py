@@ -35,6 +35,16 @@ def gone(pid: int) -> bool:
     return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def kill_9(pid: int, timeout: float = 60) -> None:
+    """SIGKILL `pid` and return once it is dead: the signal only marks it, and on a busy
+    machine it can still run (and read as running to `dev status`) for a while."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while not gone(pid):
+        assert time.monotonic() < deadline, f"pid {pid} still alive {timeout} s after SIGKILL"
+        time.sleep(0.02)
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "dev"
@@ -154,7 +164,7 @@ def test_dev_up_restarts_only_what_is_dead(data_dir: Path) -> None:
     namesrv = {r["process"]: r for r in rows_of(first)}["namesrv"]["addr"]
     assert invoke("getBrokerConfig", "-c", dev.CLUSTER, "-n", namesrv).exit_code == 0
     old = {r["process"]: r["pid"] for r in rows_of(first)}
-    os.kill(old["broker-a-n2"], signal.SIGKILL)
+    kill_9(old["broker-a-n2"])
     code, status, err = status_of(data_dir)
     assert code == ExitCode.ERROR
     assert "broker-a-n2" in err and "not running" in err and "dev up" in err
@@ -218,7 +228,7 @@ def test_dev_restart_rehearses_a_switchover(data_dir: Path) -> None:
 
     # a failover: the new master dies, n1 takes over, `up` brings n2 back as its slave
     until_slave_connected(namesrv)
-    os.kill(status["broker-a-n2"]["pid"], signal.SIGKILL)
+    kill_9(status["broker-a-n2"]["pid"])
     failed_over = invoke("failover", "-b", dev.BROKER, "--context", "dev", "--accept-loss",
                          "--yes")
     assert failed_over.exit_code == 0, failed_over.stderr

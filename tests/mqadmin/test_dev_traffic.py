@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ from mqadmin.dev import access
 from mqadmin.dev import cluster as dev
 
 from .cli import invoke, rows_of
-from .test_dev import status_of, until_slave_connected
+from .test_dev import kill_9, status_of, until_slave_connected
 
 
 @pytest.fixture
@@ -69,7 +67,7 @@ def test_traffic_survives_switchover_and_failover(data_dir: Path) -> None:
 
     until_slave_connected(namesrv)
     _, status, _ = status_of(data_dir)
-    os.kill(status["broker-a-n2"]["pid"], signal.SIGKILL)
+    kill_9(status["broker-a-n2"]["pid"])
     failed_over = invoke("failover", "-b", dev.BROKER, "--context", "dev", "--accept-loss",
                          "--yes")
     assert failed_over.exit_code == 0, failed_over.stderr
