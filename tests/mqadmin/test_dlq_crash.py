@@ -92,7 +92,8 @@ def test_sigkill_at_random_points_then_resume(cluster: BackgroundCluster) -> Non
 def test_ctrl_c_names_the_batch_to_resume(cluster: BackgroundCluster) -> None:
     setup_group(cluster, "g1", "Orders", dlq_perm=6)
     stuff(cluster, "g1", "Orders", 300)
-    proc = _mqadmin("dlq", "resend", "-g", "g1", "--yes", "-n", cluster.ns, "--rate", "100")
+    # 300 at 20 a second: 15 s in which the Ctrl-C lands, however busy the machine
+    proc = _mqadmin("dlq", "resend", "-g", "g1", "--yes", "-n", cluster.ns, "--rate", "20")
     assert proc.stderr is not None
     batch = next(line.split()[1].rstrip(":") for line in proc.stderr
                  if line.startswith("batch "))

@@ -162,13 +162,15 @@ class _Pacer:
 
     def __init__(self, rate: float | None) -> None:
         self.rate = rate
-        self.start = time.monotonic()
+        self.start: float | None = None  # the first send's time: a slow start is no credit
         self.count = 0
 
     def chunk(self) -> int:
         return CHUNK if not self.rate else max(1, min(CHUNK, int(self.rate / 10)))
 
     async def wait(self, n: int) -> None:
+        if self.start is None:
+            self.start = time.monotonic()
         if self.rate:
             delay = self.start + self.count / self.rate - time.monotonic()
             if delay > 0:
