@@ -21,8 +21,14 @@ from tests.mqadmin.dlq_helpers import setup_group, stuff
 N = 2000
 
 
+#: `mqadmin` with Ctrl-C as a terminal delivers it: a suite started in the background (`&` in
+#: a script) passes its processes SIGINT ignored, and Python keeps an ignored SIGINT ignored.
+AS_FROM_A_TERMINAL = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)"
+                      "; from mqadmin.app import main; sys.exit(main())")
+
+
 def _mqadmin(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "mqadmin.app", *args],
+    return subprocess.Popen([sys.executable, "-c", AS_FROM_A_TERMINAL, *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env=os.environ.copy())
 
