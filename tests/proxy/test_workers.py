@@ -53,12 +53,23 @@ def producer(workers: Workers) -> Producer:
     return Producer(ClientConfiguration(workers.endpoint, Credentials()), (TOPIC,))
 
 
-async def send(client: Producer, count: int, prefix: str) -> list[str]:
+async def send(client: Producer, count: int, prefix: str, *, failures: int = 0) -> list[str]:
+    """The ids of `count` sends; with `failures`, a send that fails (its own retries all
+    reaching a killed worker's connection before the channel reconnects) is made again, up
+    to that many times, as an application would: only acknowledged sends count."""
     ids = []
     for i in range(count):
         msg = Message()
         msg.topic, msg.body = TOPIC, f"{prefix}-{i}".encode()
-        ids.append(str((await in_thread(client.send, msg)).message_id))
+        while True:
+            try:
+                ids.append(str((await in_thread(client.send, msg)).message_id))
+                break
+            except Exception:
+                if failures <= 0:
+                    raise
+                failures -= 1
+                await asyncio.sleep(0.2)
     return ids
 
 
@@ -100,7 +111,8 @@ async def test_a_killed_worker_is_started_again_and_the_producer_loses_nothing(
     try:
         ids = await send(prod, 5, "before")
         os.kill(workers.proxy.pids[index], signal.SIGKILL)
-        ids += await send(prod, 10, "after")  # the client reconnects (to either worker)
+        # the client reconnects (to either worker); sends refused until then are made again
+        ids += await send(prod, 10, "after", failures=50)
         for _ in range(600):
             if workers.proxy.restarts == 1 and len(workers.proxy.pids) == 2:
                 break
