@@ -31,6 +31,11 @@ ControllerOpt = Annotated[str, typer.Option(
     "-a", "--controllerAddress", help="The controller's address (several with ';').")]
 BrokerNameOpt = Annotated[str, typer.Option(
     "-bn", "--brokerName", help="The broker set (broker name).")]
+#: getSyncStateSet and getBrokerEpoch: one broker set, or every set of a cluster.
+OneSetOpt = Annotated[str | None, typer.Option(
+    "-b", "--brokerName", help="Which broker set.")]
+EverySetOpt = Annotated[str | None, typer.Option(
+    "-c", "--clusterName", help="Every broker set of this cluster (name servers).")]
 
 
 def _now_ms() -> int:
@@ -53,10 +58,8 @@ def get_controller_metadata(controller: ControllerOpt, output: OutputOpt = Outpu
 @app.command("getSyncStateSet", rich_help_panel=PANEL)
 def get_sync_state_set(
     controller: ControllerOpt,
-    broker_name: Annotated[str | None, typer.Option(
-        "-b", "--brokerName", help="Which broker set.")] = None,
-    cluster: Annotated[str | None, typer.Option(
-        "-c", "--clusterName", help="Every broker set of this cluster (name servers).")] = None,
+    broker_name: OneSetOpt = None,
+    cluster: EverySetOpt = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,
@@ -87,10 +90,8 @@ async def _cluster_brokers(admin: MQAdmin, cluster: str) -> list[str]:
 
 @app.command("getBrokerEpoch", rich_help_panel=PANEL)
 def get_broker_epoch(
-    broker_name: Annotated[str | None, typer.Option(
-        "-b", "--brokerName", help="Which broker set.")] = None,
-    cluster: Annotated[str | None, typer.Option(
-        "-c", "--clusterName", help="Every broker set of this cluster.")] = None,
+    broker_name: OneSetOpt = None,
+    cluster: EverySetOpt = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = OutputFormat.TABLE,

@@ -13,20 +13,13 @@ from mqadmin.exit_codes import ExitCode
 from tests.conftest import closed_port_addr
 from tests.lag.test_cli import lagging_group
 from tests.mqadmin.cli import invoke
-from tests.mqadmin.conftest import BackgroundCluster, start_cluster
+from tests.mqadmin.conftest import BackgroundCluster, two_clusters
 
 
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[tuple[BackgroundCluster, BackgroundCluster]]:
-    first = start_cluster(tmp_path / "a")
-    try:
-        second = start_cluster(tmp_path / "b")
-        try:
-            yield first, second
-        finally:
-            second.stop()
-    finally:
-        first.stop()
+    with two_clusters(tmp_path) as both:
+        yield both
 
 
 def add_context(name: str, ns: str) -> None:

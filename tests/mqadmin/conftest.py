@@ -9,6 +9,7 @@ Every test gets its own mqadmin home (contexts, audit database) under tmp_path.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -219,6 +220,20 @@ def start_cluster(root: Path, **broker_changes: Any) -> BackgroundCluster:
         running.stop()
         raise
     return running
+
+
+@contextlib.contextmanager
+def two_clusters(root: Path) -> Iterator[tuple[BackgroundCluster, BackgroundCluster]]:
+    """Two background clusters (under root/a and root/b), stopped after."""
+    first = start_cluster(root / "a")
+    try:
+        second = start_cluster(root / "b")
+        try:
+            yield first, second
+        finally:
+            second.stop()
+    finally:
+        first.stop()
 
 
 @pytest.fixture

@@ -16,21 +16,14 @@ from mqadmin.tui.screens.fleet import FleetScreen
 from mqadmin.tui.screens.topics import TopicsScreen
 from tests.conftest import closed_port_addr
 from tests.mqadmin.cli import invoke
-from tests.mqadmin.conftest import BackgroundCluster, start_cluster
+from tests.mqadmin.conftest import BackgroundCluster, two_clusters
 from tests.mqadmin.tui.pilot import SIZE, keys_of, loaded, table, until
 
 
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[tuple[BackgroundCluster, BackgroundCluster]]:
-    first = start_cluster(tmp_path / "a")
-    try:
-        second = start_cluster(tmp_path / "b")
-        try:
-            yield first, second
-        finally:
-            second.stop()
-    finally:
-        first.stop()
+    with two_clusters(tmp_path) as both:
+        yield both
 
 
 def fleet_app(*names: str) -> Dashboard:
