@@ -62,7 +62,6 @@ class BrokerController:
             self.fast_server = RemotingServer(
                 router, self.state, host=config.bind_address, port=fast_port,
                 on_connection_closed=self._connection_closed, idle_timeout=idle)
-        servers = [s for s in (self.server, self.fast_server) if s is not None]
         self.access = self.state.access = BrokerAccess(
             config, store_config.config_dir, self._servers)
         self.registration = NamesrvRegistration(
@@ -101,7 +100,7 @@ class BrokerController:
             from engine.broker.metrics.exporter import MetricsExporter
             self.metrics = MetricsExporter(st, config.metrics_host,
                                            config.metrics_prom_exporter_port)
-            for server in servers:  # rocketmq_rpc_latency: timed only with metrics on
+            for server in self._servers():  # rocketmq_rpc_latency: timed only with metrics on
                 server.set_dispatcher(self.metrics.timed_dispatcher(router))
         self._started = False
 

@@ -96,10 +96,7 @@ class OffsetLookup:
         self.instance = instance
 
     async def _addr(self, mq: MessageQueue) -> str:
-        addr = self.instance.master_addr(mq.broker_name)
-        if addr is None:
-            await self.instance.update_route(mq.topic)
-            addr = self.instance.master_addr(mq.broker_name)
+        addr = await self.instance.master_addr_of(mq)
         if addr is None:
             raise OffsetUnknownError(f"The broker[{mq.broker_name}] not exist")
         return addr

@@ -82,10 +82,7 @@ async def lite_pull_loop(consumer: LiteHost, mq: MessageQueue, pq: ProcessQueue,
             await asyncio.sleep(delay)
             continue
         sub = c.subscription_of(mq.topic)
-        found = c.instance.routes.subscribe_addr(mq.broker_name)
-        if found is None:
-            await c.instance.update_route(mq.topic)
-            found = c.instance.routes.subscribe_addr(mq.broker_name)
+        found = await c.instance.subscribe_addr_of(mq)
         cmd = pull_request(c.group, mq, offset, sub, max_nums=o.pull_batch_size, sys_flag=flag,
                            commit_offset=0, suspend_ms=o.broker_suspend_max_time_millis)
         try:

@@ -105,10 +105,7 @@ class RemoteBrokerOffsetStore:
             return READ_FAILED
 
     async def _addr(self, mq: MessageQueue) -> str | None:
-        found = self.instance.routes.subscribe_addr(mq.broker_name)
-        if found is None:
-            await self.instance.update_route(mq.topic)
-            found = self.instance.routes.subscribe_addr(mq.broker_name)
+        found = await self.instance.subscribe_addr_of(mq)
         return None if found is None else found.addr
 
     async def _commit(self, mq: MessageQueue, offset: int, answered: bool) -> None:

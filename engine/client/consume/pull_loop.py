@@ -82,12 +82,9 @@ class PullLoop:
         sub = c.subscription_of(mq.topic)
         if sub is None:
             return error_delay
-        found = c.instance.routes.subscribe_addr(mq.broker_name, self.broker_id)
+        found = await c.instance.subscribe_addr_of(mq, self.broker_id)
         if found is None:
-            await c.instance.update_route(mq.topic)
-            found = c.instance.routes.subscribe_addr(mq.broker_name, self.broker_id)
-            if found is None:
-                return error_delay
+            return error_delay
         commit = 0
         if o.message_model is MessageModel.CLUSTERING:
             commit = c.offset_store.table.get(mq, 0)

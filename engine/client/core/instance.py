@@ -33,10 +33,11 @@ from engine.client.core.errors import ClientError, ClientStateError, TopicNotExi
 from engine.client.core.members import ConsumerMember, InnerProducer, ProducerMember
 from engine.client.core.namesrv import NamesrvAdmin
 from engine.client.core.nsaddr import fetch_namesrv_addr
-from engine.client.core.routes import RouteTable
+from engine.client.core.routes import BrokerAddr, RouteTable
 from engine.client.core.timers import Periodic
 from engine.protocol.body.heartbeat import HeartbeatData, ProducerData
-from engine.protocol.body.route import TopicRouteData
+from engine.protocol.body.message_queue import MessageQueue
+from engine.protocol.body.route import MASTER_ID, TopicRouteData
 from engine.remoting.client import RemotingClient
 
 log = logging.getLogger(__name__)
@@ -264,6 +265,25 @@ class ClientInstance:
 
     def master_addr(self, broker_name: str) -> str | None:
         return self.routes.master_addr(broker_name)
+
+    async def master_addr_of(self, mq: MessageQueue) -> str | None:
+        """The master of `mq`'s broker; when it is not known, the topic's route is asked for
+        once more first."""
+        addr = self.master_addr(mq.broker_name)
+        if addr is None:
+            await self.update_route(mq.topic)
+            addr = self.master_addr(mq.broker_name)
+        return addr
+
+    async def subscribe_addr_of(self, mq: MessageQueue,
+                                broker_id: int = MASTER_ID) -> BrokerAddr | None:
+        """Where to read `mq` (`RouteTable.subscribe_addr`); when its broker is not known,
+        the topic's route is asked for once more first."""
+        found = self.routes.subscribe_addr(mq.broker_name, broker_id)
+        if found is None:
+            await self.update_route(mq.topic)
+            found = self.routes.subscribe_addr(mq.broker_name, broker_id)
+        return found
 
 
 def _capped(route: TopicRouteData, nums: int) -> TopicRouteData:

@@ -165,10 +165,7 @@ class Producer:
     # ------------------------------------------------------------------ the attempt
 
     async def _addr(self, mq: MessageQueue) -> str:
-        addr = self.instance.master_addr(mq.broker_name)
-        if addr is None:
-            await self.instance.update_route(mq.topic)
-            addr = self.instance.master_addr(mq.broker_name)
+        addr = await self.instance.master_addr_of(mq)
         if addr is None:
             raise BrokerNotFoundError(mq.broker_name)
         return addr
