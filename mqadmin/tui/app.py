@@ -65,6 +65,9 @@ SCREENS: dict[str, tuple[tuple[str, ...], str]] = {
 HEALTH_EVERY = 5.0
 #: The slower half of the header (lag verdicts, dead letters) every this many rounds.
 EXTRA_EVERY = 3
+#: The slower half's first read comes this soon after the first round (the screen's data is
+#: in by then), not a whole round later.
+EXTRA_FIRST_AFTER = 1.0
 
 
 class Dashboard(App[None]):
@@ -264,9 +267,11 @@ class Dashboard(App[None]):
                     extra = Text(f"  ·  dead letters / lag: {message_for(exc)}", style="dim")
             rounds += 1
             self.post_message(HealthChanged(text + extra if ok else text, ok))
+            pause = HEALTH_EVERY if ok else HEALTH_EVERY * 2
+            if ok and rounds == 1:
+                pause = EXTRA_FIRST_AFTER
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._health_wake.wait(),
-                                       HEALTH_EVERY if ok else HEALTH_EVERY * 2)
+                await asyncio.wait_for(self._health_wake.wait(), pause)
 
     def on_health_changed(self, message: HealthChanged) -> None:
         self.health = message.text

@@ -10,12 +10,16 @@ as 5.3.3's): its NORMAL nacks are for 0 s and a FIFO message gets one attempt, f
 DLQ when it fails; the same against 5.3.3.
 
 Long polls of 3 s (the proxy's maximum here) so a nacked message comes back in seconds: a
-redelivery waits for the consumer's pending long poll to end, as on 5.3.3.
+redelivery waits for the consumer's pending long poll to end, as on 5.3.3.  A case is mostly
+waiting (backoffs, long polls), so one client's five cases run side by side on one proxy, each
+with its own topic, group and PushConsumer; each case's expectation is checked and every one
+that fails is reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +60,6 @@ def client(request: pytest.FixtureRequest) -> tuple[str, Driver]:
     return "node", node_client_driver(node)
 
 
-async def _run(stack: Stack, driver: Driver, case: Case) -> dict[str, Any]:
-    seen, _ = await run_case(stack.endpoint, stack.broker.addr, topic_creator(stack.broker.addr),
-                             driver, case)
-    return seen
-
-
 def _dead_one(dead: dict[str, Any], body: bytes, keys: str) -> None:
     assert dead["topic"] == f"%DLQ%PushGroup{dead['topic'].split('PushGroup')[1]}"
     assert dead["body"] == body
@@ -70,32 +68,31 @@ def _dead_one(dead: dict[str, Any], body: bytes, keys: str) -> None:
     assert props["ORIGIN_MESSAGE_ID"] and props["UNIQ_KEY"]
 
 
-async def test_a_message_failed_twice_succeeds_the_third_time(push_stack: Stack,
-                                                              client: tuple[str, Driver]) -> None:
-    seen = await _run(push_stack, client[1], RETRY)
+def failed_twice_succeeds_the_third_time(seen: dict[str, Any], client: str) -> None:
     assert seen["deliveries"] == [(0, "poison", 1, "FAILURE", False),
                                   (0, "poison", 2, "FAILURE", False),
                                   (0, "poison", 3, "SUCCESS", False)]
     assert seen["dead"] == []
 
 
-@pytest.mark.parametrize("case", [DEAD, THROWN], ids=["failure", "thrown"])
-async def test_a_message_always_failing_goes_to_the_dlq_after_max_attempts(
-        push_stack: Stack, client: tuple[str, Driver], case: Case) -> None:
-    seen = await _run(push_stack, client[1], case)
-    result = "THROWN" if case.throws else "FAILURE"
+def always_failing_goes_to_the_dlq_after_max_attempts(seen: dict[str, Any], client: str,
+                                                      result: str = "FAILURE") -> None:
     assert seen["deliveries"] == [(0, "poison", 1, result, False),
                                   (0, "poison", 2, result, False)]
     (dead,) = seen["dead"]
     _dead_one(dead, b"poison", "Key0")
 
 
-async def test_a_fifo_group_waits_behind_its_failing_message_until_the_dlq(
-        push_stack: Stack, client: tuple[str, Driver]) -> None:
-    seen = await _run(push_stack, client[1], FIFO)
+def always_throwing_goes_to_the_dlq_after_max_attempts(seen: dict[str, Any],
+                                                       client: str) -> None:
+    always_failing_goes_to_the_dlq_after_max_attempts(seen, client, "THROWN")
+
+
+def fifo_group_waits_behind_its_failing_message_until_the_dlq(seen: dict[str, Any],
+                                                              client: str) -> None:
     # the Python client retries a FIFO message itself (reporting the broker's attempt each
     # time); the Node.js client does not (no customized backoff): one attempt each
-    tries = 2 if client[0] == "python" else 1
+    tries = 2 if client == "python" else 1
     assert seen["deliveries"] == [(0, "first", 1, "FAILURE", True)] * tries + [
         (1, "second", 1, "FAILURE", True)] * tries
     first, second = seen["dead"]
@@ -104,10 +101,9 @@ async def test_a_fifo_group_waits_behind_its_failing_message_until_the_dlq(
     assert first["reconsume"] == second["reconsume"] == 1
 
 
-async def test_a_fifo_message_retried_by_the_client_succeeds_before_the_next(
-        push_stack: Stack, client: tuple[str, Driver]) -> None:
-    seen = await _run(push_stack, client[1], FIFO_RETRY)
-    if client[0] == "python":
+def fifo_message_retried_by_the_client_succeeds_before_the_next(seen: dict[str, Any],
+                                                                client: str) -> None:
+    if client == "python":
         assert seen["deliveries"] == [
             (0, "first", 1, "FAILURE", True), (0, "first", 1, "FAILURE", True),
             (0, "first", 1, "SUCCESS", True), (1, "second", 1, "FAILURE", True),
@@ -117,3 +113,28 @@ async def test_a_fifo_message_retried_by_the_client_succeeds_before_the_next(
         assert seen["deliveries"] == [(0, "first", 1, "FAILURE", True),
                                       (1, "second", 1, "FAILURE", True)]
         assert [dead["body"] for dead in seen["dead"]] == [b"first", b"second"]
+
+
+#: Each case and what the client must have seen in it.
+EXPECTED: dict[Case, Callable[[dict[str, Any], str], None]] = {
+    RETRY: failed_twice_succeeds_the_third_time,
+    DEAD: always_failing_goes_to_the_dlq_after_max_attempts,
+    THROWN: always_throwing_goes_to_the_dlq_after_max_attempts,
+    FIFO: fifo_group_waits_behind_its_failing_message_until_the_dlq,
+    FIFO_RETRY: fifo_message_retried_by_the_client_succeeds_before_the_next,
+}
+
+
+async def test_every_case_side_by_side(push_stack: Stack, client: tuple[str, Driver]) -> None:
+    name, driver = client
+    broker = push_stack.broker.addr
+    runs = await asyncio.gather(*(
+        run_case(push_stack.endpoint, broker, topic_creator(broker), driver, case)
+        for case in EXPECTED))
+    wrong = {}
+    for expected, (seen, _) in zip(EXPECTED.values(), runs, strict=True):
+        try:
+            expected(seen, name)
+        except AssertionError as error:
+            wrong[expected.__name__] = (seen, str(error))
+    assert not wrong, wrong
