@@ -7,15 +7,21 @@ it ended (``applied``, ``partial``, ``unverified``, ``failed``).  Plans and resu
 stored as JSON text so the same rows the CLI printed can be shown again.  Secrets never reach
 the file: `append`, the one writer, records a secret argument only as ``******``.  sqlite_utils is
 imported when the database is first used, so read-only commands never pay for it.
+
+The same file holds the DLQ ledger, the lag window and the report runs; every module opens it
+with `open_db`, so a writer waits for another (the dashboard's header reading the ledger
+while a change is audited, a collector beside a CLI) instead of failing at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import getpass
 import json
 import socket
-from collections.abc import Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,20 +49,50 @@ def db_path() -> Path:
     return home() / DB_FILE
 
 
-def _open() -> Database:
+#: How long a statement waits for another connection's lock before it fails.
+BUSY_TIMEOUT_S = 30.0
+
+
+def open_db(path: Path | None = None,
+            tables: Callable[[Database], None] | None = None) -> Database:
+    """The admin database (`db_path`, or `path`) in WAL mode, every statement waiting up to
+    `BUSY_TIMEOUT_S` for another connection's lock, with `tables(db)` run to create what is
+    missing (in one transaction).  The switch to WAL runs under a lock file beside the
+    database: it does not wait on a busy file, SQLite fails it at once instead."""
     from sqlite_utils import Database
 
-    path = db_path()
+    path = path or db_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = Database(path)
+    db = Database(sqlite3.connect(path, timeout=BUSY_TIMEOUT_S))
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if db.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            db.conn.execute("PRAGMA journal_mode=WAL")
+        if tables is not None:
+            # the write lock first: a statement that reads the schema and then writes fails
+            # at once ("database is locked") when another connection wrote in between
+            db.conn.execute("BEGIN IMMEDIATE")
+            try:
+                tables(db)
+            except BaseException:
+                db.conn.rollback()
+                raise
+            db.conn.commit()
+    return db
+
+
+def _audit_table(db: Database) -> None:
     if AUDIT_TABLE not in db.table_names():
         db.table(AUDIT_TABLE).create({
-            "id": int, "at": str, "who": str, "context": str, "namesrv": str, "command": str,
-            "args": str, "target": str, "outcome": str, "exit_code": int, "message": str,
-            "plan": str, "result": str,
+            "id": int, "at": str, "who": str, "context": str, "namesrv": str,
+            "command": str, "args": str, "target": str, "outcome": str, "exit_code": int,
+            "message": str, "plan": str, "result": str,
         }, pk="id")
         db.table(AUDIT_TABLE).create_index(["at"])
-    return db
+
+
+def _open() -> Database:
+    return open_db(tables=_audit_table)
 
 
 def who() -> str:

@@ -44,11 +44,10 @@ def _now() -> str:
 
 
 def _open() -> Any:
-    from sqlite_utils import Database
+    return history.open_db(tables=_table)
 
-    path = history.db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = Database(path)
+
+def _table(db: Any) -> None:
     if TABLE not in db.table_names():
         db.table(TABLE).create({
             "id": int, "started": str, "finished": str, "status": str, "kind": str,
@@ -57,7 +56,6 @@ def _open() -> Any:
             "groups": int, "groups_in_breach": int, "slo_minutes": float,
             "top_offenders": str, "error": str, "pid": int,
         }, pk="id")
-    return db
 
 
 def start(*, kind: str, period: str, period_from: str, period_to: str, trigger: str,

@@ -69,6 +69,24 @@ class Batch:
     reason: str = ""
 
 
+def _tables(db: Database) -> None:
+    names = set(db.table_names())
+    if BATCHES not in names:
+        db.table(BATCHES).create({
+            "batch": str, "scope": str, "group_name": str, "action": str, "target": str,
+            "filters": str, "who": str, "at": str, "total": int, "reason": str}, pk="batch")
+        db.table(BATCHES).create_index(["scope", "group_name"])
+    if LEDGER not in names:
+        db.table(LEDGER).create({
+            "id": int, "batch": str, "scope": str, "group_name": str, "dl_key": str,
+            "dl_msg_id": str, "dl_offset_msg_id": str, "origin_topic": str,
+            "target_topic": str, "new_msg_id": str, "new_broker": str, "new_queue_id": int,
+            "new_queue_offset": int, "state": str, "status": str, "who": str, "at": str,
+            "updated_at": str}, pk="id")
+        db.table(LEDGER).create_index(["scope", "group_name", "dl_key"])
+        db.table(LEDGER).create_index(["batch", "state"])
+
+
 class Ledger:
     """The ledger of one cluster (`scope`): ``with Ledger(scope) as ledger: ...``."""
 
@@ -82,28 +100,8 @@ class Ledger:
     @property
     def db(self) -> Database:
         if self._db is None:
-            from sqlite_utils import Database
-
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = Database(self.path)
-            db.execute("PRAGMA journal_mode=WAL")
+            db = history.open_db(self.path, tables=_tables)
             db.execute("PRAGMA synchronous=NORMAL")  # durable across a process kill
-            names = set(db.table_names())
-            if BATCHES not in names:
-                db.table(BATCHES).create({
-                    "batch": str, "scope": str, "group_name": str, "action": str,
-                    "target": str, "filters": str, "who": str, "at": str, "total": int,
-                    "reason": str}, pk="batch")
-                db.table(BATCHES).create_index(["scope", "group_name"])
-            if LEDGER not in names:
-                db.table(LEDGER).create({
-                    "id": int, "batch": str, "scope": str, "group_name": str, "dl_key": str,
-                    "dl_msg_id": str, "dl_offset_msg_id": str, "origin_topic": str,
-                    "target_topic": str, "new_msg_id": str, "new_broker": str,
-                    "new_queue_id": int, "new_queue_offset": int, "state": str,
-                    "status": str, "who": str, "at": str, "updated_at": str}, pk="id")
-                db.table(LEDGER).create_index(["scope", "group_name", "dl_key"])
-                db.table(LEDGER).create_index(["batch", "state"])
             self._db = db
         return self._db
 

@@ -59,14 +59,10 @@ class CycleInfo:
 
 def open_db(path: Path | None = None) -> Database:
     """The admin database with the lag tables (created when missing)."""
-    from sqlite_utils import Database
+    return history.open_db(path, tables=_tables)
 
-    path = path or history.db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = Database(path)
-    db.execute("PRAGMA busy_timeout = 10000")
-    if db.conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-        db.enable_wal()
+
+def _tables(db: Database) -> None:
     names = set(db.table_names())
     if SAMPLES not in names:
         db.table(SAMPLES).create(_SAMPLE_COLUMNS)
@@ -97,7 +93,6 @@ def open_db(path: Path | None = None) -> Database:
     if STATE not in names:
         db.table(STATE).create({"cluster": str, "consumer_group": str, "status": str,
                                 "risk": int, "ts": int}, pk=("cluster", "consumer_group"))
-    return db
 
 
 def _sample_row(cycle: Cycle, s: QueueSample) -> dict[str, Any]:

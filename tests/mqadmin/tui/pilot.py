@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from textual import events
+from textual.keys import _character_to_key
 from textual.pilot import Pilot
 
 from mqadmin.config import Endpoint
@@ -57,4 +59,10 @@ def keys_of(pilot: Pilot[None], selector: str | None = None) -> list[str]:
 
 
 async def type_text(pilot: Pilot[None], text: str) -> None:
-    await pilot.press(*[{" ": "space"}.get(c, c) for c in text])
+    """Type `text` as one burst of key events (as a paste or a fast typist would), then let
+    the app settle once: `pilot.press` waits for the app to go idle after every key, about
+    0.14 s a key here.  The keys are the ones `pilot.press` sends, in order."""
+    for char in text:
+        key = char if char.isalnum() else _character_to_key(char)
+        pilot.app.post_message(events.Key(key, char))
+    await pilot.pause()
