@@ -62,6 +62,17 @@ function stdinClosed() {
   });
 }
 
+// Start a PushConsumer, say "started", let it consume until the test closes stdin, stop it.
+async function consumeUntilStdinCloses(consumer) {
+  await consumer.startup();
+  emit('started', { clientId: consumer.clientId });
+  try {
+    await stdinClosed();
+  } finally {
+    await consumer.shutdown();
+  }
+}
+
 // The messages and codes of the errors `err` was caused by, outermost first.
 function causes(err) {
   const chain = [];
@@ -88,4 +99,6 @@ function run(scenario) {
     });
 }
 
-module.exports = { args, clientOptions, emit, logger, run, stdinClosed, viewOf };
+module.exports = {
+  args, clientOptions, consumeUntilStdinCloses, emit, logger, run, stdinClosed, viewOf,
+};

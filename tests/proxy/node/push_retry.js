@@ -4,7 +4,7 @@
 'use strict';
 
 const { PushConsumer, ConsumeResult } = require('rocketmq-client-nodejs');
-const { args, clientOptions, emit, run, stdinClosed, viewOf } = require('./common');
+const { args, clientOptions, consumeUntilStdinCloses, emit, run, viewOf } = require('./common');
 
 run(async () => {
   const started = process.hrtime.bigint();
@@ -27,11 +27,5 @@ run(async () => {
       },
     },
   }));
-  await consumer.startup();
-  emit('started', { clientId: consumer.clientId });
-  try {
-    await stdinClosed();
-  } finally {
-    await consumer.shutdown();
-  }
+  await consumeUntilStdinCloses(consumer);
 });
