@@ -25,7 +25,7 @@ How this works:
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, cast
 
 from hpack import Decoder
 from hpack.exceptions import HPACKError, OversizedHeaderListError
@@ -95,7 +95,7 @@ class _Failed(Exception):
 class _Stream:
     """One stream's mutable state while it is open or half-closed."""
 
-    __slots__ = ("id", "remote_open", "local_open", "send_window", "recv_window", "pending")
+    __slots__ = ("id", "local_open", "pending", "recv_window", "remote_open", "send_window")
 
     def __init__(self, stream_id: int, send_window: int, recv_window: int) -> None:
         self.id = stream_id
@@ -214,7 +214,7 @@ class ServerConnection:
         self.initiate()
         self._out.append(encode_goaway(self._highest, error_code, debug))
         if error_code:
-            self._closed = True
+            self._end()
         else:
             self._goaway_last = self._highest
 
@@ -448,8 +448,15 @@ class ServerConnection:
     def _fail(self, events: list[Event], code: ErrorCode, debug: str) -> None:
         """A connection error: queue GOAWAY, report it, ignore everything after."""
         self._out.append(encode_goaway(self._highest, code, debug.encode()))
-        self._closed = True
+        self._end()
         events.append(ConnectionEnded(code, self._highest, False))
+
+    def _end(self) -> None:
+        """The connection is over: every stream is gone, sends are dropped."""
+        self._closed = True
+        self._streams.clear()
+        self._blocked.clear()
+        self._rest = b""
 
     def _stream_error(self, events: list[Event], sid: int, code: ErrorCode) -> None:
         """RST_STREAM `sid`; a stream the application knows is reported and forgotten."""
@@ -558,7 +565,7 @@ class ServerConnection:
             if hit is not None:
                 return list(hit[0]), hit[1]
         try:
-            headers: Headers = list(self._decoder.decode(block))
+            headers = cast(Headers, list(self._decoder.decode(block)))
         except OversizedHeaderListError as exc:
             raise _Failed(ErrorCode.ENHANCE_YOUR_CALM, str(exc)) from None
         except HPACKError as exc:
@@ -588,7 +595,8 @@ class ServerConnection:
         if sid <= self._highest:
             if sid in self._reset_by_us:
                 return
-            raise _Failed(ErrorCode.STREAM_CLOSED, f"HEADERS on closed stream {sid}")
+            # a new stream id must exceed every earlier one (RFC 9113 section 5.1.1)
+            raise _Failed(ErrorCode.PROTOCOL_ERROR, f"HEADERS on closed stream {sid}")
         self._highest = sid
         if self._goaway_last is not None or len(self._streams) >= self._max_streams:
             self._stream_error(events, sid, ErrorCode.REFUSED_STREAM)
