@@ -75,6 +75,16 @@ from engine.proxy.h2.frames import (
     encode_window_update,
 )
 
+__all__ = [
+    "ConnectionEnded",
+    "DataReceived",
+    "Event",
+    "H2Error",
+    "RequestReceived",
+    "ServerConnection",
+    "StreamReset",
+]
+
 _pack = HEADER.pack
 #: At most this many decoded all-indexed blocks are kept (a client sends few distinct ones).
 _CACHE_LIMIT: Final = 512
