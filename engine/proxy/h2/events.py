@@ -2,8 +2,10 @@
 
 Error tree (peer input never raises; only a caller's misuse does):
 
-    H2Error        -- a call that cannot be right whatever the peer did
-                      (sending on a stream that was never opened)
+    H2Error            -- a call that cannot be right whatever the peer did
+                          (sending on a stream that was never opened)
+    ConnectionFailure  -- internal: a connection error found while parsing; it never leaves
+                          `ServerConnection.receive`, which turns it into GOAWAY
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ Headers = list[tuple[str, str]]
 
 class H2Error(Exception):
     """The application called the connection in a way that is a bug on its side."""
+
+
+class ConnectionFailure(Exception):
+    """Internal: the peer broke the protocol so that the connection must end with `code`
+    (an RFC 9113 error code); the message is GOAWAY's debug data."""
+
+    def __init__(self, code: int, debug: str) -> None:
+        super().__init__(debug)
+        self.code = code
 
 
 @dataclass(frozen=True, slots=True)

@@ -172,7 +172,7 @@ _STATIC_FIELD: Final = {field: i for i, field in enumerate(_STATIC, 1) if field[
 _STATIC_NAME: Final = {name: i for i, (name, _) in reversed(list(enumerate(_STATIC, 1)))}
 
 
-def _integer(value: int, prefix_bits: int, first: int) -> bytes:
+def encode_integer(value: int, prefix_bits: int, first: int) -> bytes:
     """An HPACK integer (RFC 7541 section 5.1) whose first byte carries `first`'s high
     bits."""
     limit = (1 << prefix_bits) - 1
@@ -189,13 +189,13 @@ def _integer(value: int, prefix_bits: int, first: int) -> bytes:
 
 def _string(text: str) -> bytes:
     raw = text.encode()
-    return _integer(len(raw), 7, 0) + raw
+    return encode_integer(len(raw), 7, 0) + raw
 
 
 def _name_part(name: str) -> bytes:
     index = _STATIC_NAME.get(name)
     if index is not None:
-        return _integer(index, 4, 0)  # literal without indexing, indexed name
+        return encode_integer(index, 4, 0)  # literal without indexing, indexed name
     return b"\x00" + _string(name)    # literal without indexing, new name
 
 
@@ -209,7 +209,7 @@ def encode_field(name: str, value: str) -> bytes:
     """One header field (`name` lowercase, as HTTP/2 requires) as our encoder writes it."""
     index = _STATIC_FIELD.get((name, value))
     if index is not None:
-        return _integer(index, 7, 0x80)
+        return encode_integer(index, 7, 0x80)
     prefix = _NAMES.get(name)
     if prefix is None:
         prefix = _NAMES[name] = _name_part(name)

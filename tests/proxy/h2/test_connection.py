@@ -219,6 +219,8 @@ CONNECTION_ERRORS = {
         ErrorCode.FRAME_SIZE_ERROR),
     "HEADERS padding longer than the block": (
         frame(HEADERS, END_HEADERS | PADDED, 1, b"\x10" + REQUEST[:8]), ErrorCode.PROTOCOL_ERROR),
+    "HEADERS too short for its priority": (frame(HEADERS, END_HEADERS | PRIORITY_FLAG, 1,
+                                                 b"\x00\x00\x00"), ErrorCode.FRAME_SIZE_ERROR),
     "HPACK index 0": (frame(HEADERS, END_HEADERS, 1, b"\x80"), ErrorCode.COMPRESSION_ERROR),
     "HPACK index past the table": (frame(HEADERS, END_HEADERS, 1, b"\x83\xff\x10"),
                                    ErrorCode.COMPRESSION_ERROR),
@@ -566,3 +568,16 @@ def test_client_encoder_blocks_decode() -> None:
     events = peer.send(b"".join(frame(HEADERS, END_HEADERS | END_STREAM, s, encoder.encode(fields))
                                 for s in (1, 3, 5)))
     assert [e.headers for e in events if isinstance(e, RequestReceived)] == [fields] * 3
+
+
+def test_a_lower_header_table_size_is_signalled_once() -> None:
+    peer = Peer.started(settings=setting(1, 0))  # the peer's decoder keeps no table
+    peer.send(request(1) + request(3))
+    peer.conn.send_unary(1, HEAD, MESSAGE, TRAILERS)
+    peer.conn.send_unary(3, HEAD, MESSAGE, TRAILERS)
+    frames = peer.frames()
+    assert frames[0].payload == b"\x20" + HEAD  # a size update to 0 first, then the block
+    assert [f.payload for f in frames if f.kind == HEADERS][1:] == [TRAILERS, HEAD, TRAILERS]
+    peer.decoder.max_allowed_table_size = 0
+    assert [fields for _, fields, _ in peer.headers(frames)][:2] == [
+        [(":status", "200"), ("content-type", "application/grpc")], [("grpc-status", "0")]]
