@@ -212,8 +212,6 @@ class ServerConnection(StreamSender):
                     self._on_headers(events, flags, sid, data[start:pos])
                 else:
                     self._on_other(events, kind, flags, sid, data[start:pos])
-                if self._closed:
-                    return events
         except ConnectionFailure as failure:
             self._fail(events, failure.code, str(failure))
             return events

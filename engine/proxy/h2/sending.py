@@ -234,6 +234,8 @@ class StreamSender:
         return True
 
     def flush_blocked(self) -> None:
+        """Send what waits, stream by stream in the order they blocked, while the
+        connection's window lasts (after the peer opened a window)."""
         for stream in list(self._blocked.values()):
             if self._conn_send <= 0:
                 break

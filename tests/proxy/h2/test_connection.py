@@ -4,9 +4,12 @@ ways, graceful GOAWAY, and one exchange with a real HTTP/2 client (h2load)."""
 
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from hpack import Encoder
 
 from engine.proxy.h2.connection import ServerConnection
@@ -343,7 +346,8 @@ def test_more_streams_than_allowed_are_refused() -> None:
     assert peer.send(frame(DATA, 0, 5, b"more") + request(7)) == []  # dropped, still full
     peer.conn.send_unary(1, HEAD, MESSAGE, TRAILERS)
     assert [f.stream for f in peer.frames()] == [7, 1, 1, 1]
-    assert [e.stream_id for e in peer.send(request(9))] == [9, 9]
+    assert peer.send(request(9)) == [RequestReceived(9, REQUEST_FIELDS, False),
+                                     DataReceived(9, MESSAGE, True)]
 
 
 def test_the_peers_reset_stops_a_stream() -> None:
@@ -581,3 +585,43 @@ def test_a_lower_header_table_size_is_signalled_once() -> None:
     peer.decoder.max_allowed_table_size = 0
     assert [fields for _, fields, _ in peer.headers(frames)][:2] == [
         [(":status", "200"), ("content-type", "application/grpc")], [("grpc-status", "0")]]
+
+
+# -- any input ------------------------------------------------------------------------------
+
+_streams = st.sampled_from([0, 1, 3, 5, 7, 2])
+_flags = st.sampled_from([0, END_STREAM, END_HEADERS, END_HEADERS | END_STREAM, PADDED, ACK])
+_frames = st.lists(st.one_of(
+    st.tuples(st.integers(0, 10), st.integers(0, 255), st.integers(0, 9), st.binary(max_size=40)),
+    st.tuples(st.just(HEADERS), _flags, _streams, st.sampled_from([REQUEST, REQUEST[:5], b""])),
+    st.tuples(st.just(CONTINUATION), _flags, _streams, st.sampled_from([REQUEST, b"\x88"])),
+    st.tuples(st.just(DATA), _flags, _streams, st.binary(max_size=40)),
+    st.tuples(st.just(WINDOW_UPDATE), st.just(0), _streams,
+              st.integers(0, 2**31 - 1).map(lambda n: struct.pack(">I", n))),
+    st.tuples(st.just(SETTINGS), st.sampled_from([0, ACK]), st.just(0),
+              st.lists(st.tuples(st.integers(1, 7), st.integers(0, 2**32 - 1)), max_size=3)
+              .map(lambda pairs: b"".join(setting(k, v) for k, v in pairs))),
+    st.tuples(st.just(RST_STREAM), st.just(0), _streams, st.just(b"\x00\x00\x00\x08"))),
+    max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(frames=_frames, cut=st.integers(0, 2000), window=st.sampled_from([0, 10, 65_535]))
+def test_any_frames_never_raise(frames: list[tuple[int, int, int, bytes]], cut: int,
+                                window: int) -> None:
+    """Peer input never raises, what we send is whole frames, and after a connection error
+    nothing more happens."""
+    peer = Peer.started(settings=setting(4, window))
+    data = request(1) + b"".join(frame(kind, flags, stream, payload)
+                                 for kind, flags, stream, payload in frames)
+    events = peer.send(data[:cut]) + peer.send(data[cut:])
+    for stream in (1, 3, 5):
+        with contextlib.suppress(H2Error):
+            peer.conn.send_unary(stream, HEAD, b"x" * 30, TRAILERS)
+    peer.send(window_update(0, 100) + window_update(1, 100))
+    read_frames(peer.conn.data_to_send())
+    ended = [e for e in events if isinstance(e, ConnectionEnded) and not e.by_peer]
+    assert len(ended) <= 1
+    if ended:
+        assert events[-1] is ended[0] and peer.conn.closed and peer.conn.open_streams == 0
+        assert peer.send(request(99)) == [] and peer.conn.data_to_send() == b""
