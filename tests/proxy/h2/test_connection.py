@@ -1,6 +1,6 @@
 """ServerConnection driven with hand-built frames: a unary exchange byte for byte, input split
 anywhere, the HPACK cache, CONTINUATION, every protocol error with its code, flow control both
-ways, graceful GOAWAY, and one exchange with a real HTTP/2 client (h2load)."""
+ways, graceful GOAWAY, and any input never raising."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import contextlib
 import struct
 
 import pytest
+from hpack import Encoder
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hpack import Encoder
 
 from engine.proxy.h2.connection import ServerConnection
 from engine.proxy.h2.events import (
