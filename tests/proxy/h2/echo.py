@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import cast
 
 from engine.proxy.h2.connection import ServerConnection
 from engine.proxy.h2.events import ConnectionEnded, DataReceived, RequestReceived
@@ -22,10 +23,9 @@ class EchoProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
         self.conn.initiate()
-        transport.write(self.conn.data_to_send())
+        self.transport.write(self.conn.data_to_send())
 
     def data_received(self, data: bytes) -> None:
         assert self.transport is not None
