@@ -45,11 +45,15 @@ class BlockDecoder:
             if hit is not None:
                 return list(hit[0]), hit[1]
         try:
-            headers = cast(Headers, list(self._decoder.decode(block)))
+            raw = cast(list[tuple[bytes, bytes]], self._decoder.decode(block, raw=True))
         except OversizedHeaderListError as exc:
             raise ConnectionFailure(ErrorCode.ENHANCE_YOUR_CALM, str(exc)) from None
         except HPACKError as exc:
             raise ConnectionFailure(ErrorCode.COMPRESSION_ERROR, str(exc)) from None
+        # Field values are octets: bytes that are not UTF-8 survive as surrogates
+        # (str.encode("utf-8", "surrogateescape") gives them back), never an error.
+        headers = [(name.decode("utf-8", "surrogateescape"),
+                    value.decode("utf-8", "surrogateescape")) for name, value in raw]
         malformed = request_is_malformed(headers)
         if not cacheable:
             self._cache.clear()

@@ -14,16 +14,27 @@ CONNECTION_SPECIFIC: Final = frozenset(
 _REQUEST_PSEUDO: Final = frozenset({":method", ":scheme", ":path", ":authority"})
 
 
+_FORBIDDEN_IN_VALUES: Final = ("\x00", "\r", "\n")
+_EDGE_WHITESPACE: Final = (" ", "\t")
+
+
+def _bad_value(value: str) -> bool:
+    """A value with NUL, CR or LF, or white space at either end (section 8.2.1)."""
+    return bool(value) and (any(c in value for c in _FORBIDDEN_IN_VALUES)
+                            or value.startswith(_EDGE_WHITESPACE)
+                            or value.endswith(_EDGE_WHITESPACE))
+
+
 def _bad_regular(name: str, value: str) -> bool:
     return (not name or name != name.lower() or name in CONNECTION_SPECIFIC
-            or (name == "te" and value != "trailers"))
+            or (name == "te" and value != "trailers") or _bad_value(value))
 
 
 def request_is_malformed(headers: Headers) -> bool:
     """True unless the list is a valid request header section: pseudo-header fields first,
     each of :method, :scheme, :path once (:path not empty; a CONNECT has :authority and
     neither :scheme nor :path), no unknown pseudo-header, regular names lowercase and not
-    connection-specific."""
+    connection-specific, no value with NUL, CR, LF or white space at either end."""
     seen: set[str] = set()
     method = ""
     regular = False
@@ -32,6 +43,8 @@ def request_is_malformed(headers: Headers) -> bool:
             if regular or name in seen or name not in _REQUEST_PSEUDO:
                 return True
             seen.add(name)
+            if _bad_value(value):
+                return True
             if name == ":method":
                 method = value
             elif name == ":path" and not value:

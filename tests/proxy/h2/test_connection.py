@@ -298,6 +298,10 @@ STREAM_ERRORS = {
                            ErrorCode.PROTOCOL_ERROR),
     "te other than trailers": (frame(HEADERS, END_HEADERS, 3, REQUEST + b"\x00\x02te\x04gzip"), 3,
                                ErrorCode.PROTOCOL_ERROR),
+    "a value with a line feed": (frame(HEADERS, END_HEADERS, 3, REQUEST + b"\x00\x01a\x03b\nc"),
+                                 3, ErrorCode.PROTOCOL_ERROR),
+    "a value ending in a space": (frame(HEADERS, END_HEADERS, 3, REQUEST + b"\x00\x01a\x02b "),
+                                  3, ErrorCode.PROTOCOL_ERROR),
     "stream WINDOW_UPDATE of 0": (window_update(1, 0), 1, ErrorCode.PROTOCOL_ERROR),
     "stream window overflow": (window_update(1, 0x7FFF_FFFF), 1, ErrorCode.FLOW_CONTROL_ERROR),
     "trailers without END_STREAM": (frame(HEADERS, END_HEADERS, 1, b"\x00\x01a\x01b"), 1,
@@ -625,3 +629,12 @@ def test_any_frames_never_raise(frames: list[tuple[int, int, int, bytes]], cut: 
     if ended:
         assert events[-1] is ended[0] and peer.conn.closed and peer.conn.open_streams == 0
         assert peer.send(request(99)) == [] and peer.conn.data_to_send() == b""
+
+
+def test_values_that_are_not_utf8_arrive_intact() -> None:
+    peer = Peer.started()
+    events = peer.send(frame(HEADERS, END_HEADERS | END_STREAM, 1,
+                             REQUEST + b"\x00\x01a\x03\xff\xfeb"))
+    assert isinstance(events[0], RequestReceived)
+    value = events[0].headers[-1][1]
+    assert value.encode("utf-8", "surrogateescape") == b"\xff\xfeb"
