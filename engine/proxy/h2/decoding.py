@@ -4,20 +4,20 @@ change the dynamic table.
 A block made only of one-byte indexed fields (every byte >= 0x80) adds nothing to the table,
 so equal bytes decode to an equal list for as long as the table is unchanged: its decoded list
 (and whether it is a well-formed request) is kept by its bytes. Any other block may change the
-table and clears the cache once decoded. Clients send such blocks for every request after the
-first (h2load, grpc-java, grpc-go).
+table and clears the cache once decoded. h2load sends such blocks for every request after
+the first; a client whose metadata changes with each request (a RocketMQ 5 client's request
+id, date and signature, a gRPC deadline) does not, and goes through the decoder every time
+(`hpack_decoder.HpackDecoder`).
 """
 
 from __future__ import annotations
 
-from typing import Final, cast
-
-from hpack import Decoder
-from hpack.exceptions import HPACKError, OversizedHeaderListError
+from typing import Final
 
 from engine.proxy.h2.events import ConnectionFailure, Headers
 from engine.proxy.h2.fields import request_is_malformed
 from engine.proxy.h2.frames import ErrorCode
+from engine.proxy.h2.hpack_decoder import HeaderListTooLarge, HpackDecoder, HpackError
 
 #: At most this many decoded all-indexed blocks are kept (a client sends few distinct ones).
 _CACHE_LIMIT: Final = 512
@@ -27,7 +27,7 @@ class BlockDecoder:
     """The connection's HPACK decoder, bounded by SETTINGS_MAX_HEADER_LIST_SIZE."""
 
     def __init__(self, max_header_list_size: int) -> None:
-        self._decoder = Decoder(max_header_list_size)
+        self._decoder = HpackDecoder(max_header_list_size)
         self._cache: dict[bytes, tuple[Headers, bool]] = {}
 
     def decode(self, block: bytes) -> tuple[Headers, bool]:
@@ -45,15 +45,11 @@ class BlockDecoder:
             if hit is not None:
                 return list(hit[0]), hit[1]
         try:
-            raw = cast(list[tuple[bytes, bytes]], self._decoder.decode(block, raw=True))
-        except OversizedHeaderListError as exc:
+            headers = self._decoder.decode(block)
+        except HeaderListTooLarge as exc:
             raise ConnectionFailure(ErrorCode.ENHANCE_YOUR_CALM, str(exc)) from None
-        except HPACKError as exc:
+        except HpackError as exc:
             raise ConnectionFailure(ErrorCode.COMPRESSION_ERROR, str(exc)) from None
-        # Field values are octets: bytes that are not UTF-8 survive as surrogates
-        # (str.encode("utf-8", "surrogateescape") gives them back), never an error.
-        headers = [(name.decode("utf-8", "surrogateescape"),
-                    value.decode("utf-8", "surrogateescape")) for name, value in raw]
         malformed = request_is_malformed(headers)
         if not cacheable:
             self._cache.clear()

@@ -146,8 +146,8 @@ def encode_goaway(last_stream_id: int, error_code: int, debug: bytes = b"") -> b
     return encode_frame(GOAWAY, 0, 0, GOAWAY_HEAD.pack(last_stream_id, error_code) + debug)
 
 
-# HPACK static table (RFC 7541 appendix A), 1-based.
-_STATIC: Final = (
+#: The HPACK static table (RFC 7541 appendix A): entry i is STATIC_TABLE[i - 1].
+STATIC_TABLE: Final = (
     (":authority", ""), (":method", "GET"), (":method", "POST"), (":path", "/"),
     (":path", "/index.html"), (":scheme", "http"), (":scheme", "https"), (":status", "200"),
     (":status", "204"), (":status", "206"), (":status", "304"), (":status", "400"),
@@ -165,11 +165,11 @@ _STATIC: Final = (
     ("set-cookie", ""), ("strict-transport-security", ""), ("transfer-encoding", ""),
     ("user-agent", ""), ("vary", ""), ("via", ""), ("www-authenticate", ""),
 )
-assert len(_STATIC) == 61
+assert len(STATIC_TABLE) == 61
 #: (name, value) -> static index, for indexed fields.
-_STATIC_FIELD: Final = {field: i for i, field in enumerate(_STATIC, 1) if field[1]}
+_STATIC_FIELD: Final = {field: i for i, field in enumerate(STATIC_TABLE, 1) if field[1]}
 #: name -> the first static index with that name, for literal fields.
-_STATIC_NAME: Final = {name: i for i, (name, _) in reversed(list(enumerate(_STATIC, 1)))}
+_STATIC_NAME: Final = {name: i for i, (name, _) in reversed(list(enumerate(STATIC_TABLE, 1)))}
 
 
 def encode_integer(value: int, prefix_bits: int, first: int) -> bytes:

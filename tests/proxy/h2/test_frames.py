@@ -8,17 +8,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.proxy.h2.frames import (
-    _STATIC,
     HEADERS,
+    STATIC_TABLE,
     encode_field,
     encode_frame,
     encode_headers,
     encode_integer,
 )
 
-_names = st.one_of(st.sampled_from([name for name, _ in _STATIC]),
+_names = st.one_of(st.sampled_from([name for name, _ in STATIC_TABLE]),
                    st.text("abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=300))
-_values = st.one_of(st.sampled_from([value for _, value in _STATIC]),
+_values = st.one_of(st.sampled_from([value for _, value in STATIC_TABLE]),
                     st.text(max_size=300))
 
 
