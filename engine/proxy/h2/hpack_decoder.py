@@ -4,13 +4,14 @@
 How this works: one loop over the block reads each field representation by its first
 byte (indexed; literal with incremental indexing; dynamic table size update; literal without
 indexing or never indexed), integers and string lengths inline when they fit their prefix.
-Huffman-coded strings go through the `hpack` package's decoder. Names and values are octets:
+Huffman-coded strings are decoded a byte at a time with a table derived from the `hpack`
+package's nibble automaton. Names and values are octets:
 they become str by UTF-8 with surrogateescape, so bytes that are not UTF-8 survive
 (`str.encode("utf-8", "surrogateescape")` gives them back) and never fail. The dynamic table
 holds decoded strings with their RFC 7541 sizes (octets + 32), newest first.
 
 It is `hpack.Decoder`'s work at about a quarter of its cost: a request from a RocketMQ 5
-client (15 fields, some new in every request) decodes in ~10 us instead of ~40 us.
+client (15 fields, some new in every request) decodes in ~9 us instead of ~33 us.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Final
 
-from hpack.exceptions import HPACKDecodingError
-from hpack.huffman_table import decode_huffman
+from hpack.huffman_table import (
+    HUFFMAN_COMPLETE,
+    HUFFMAN_EMIT_SYMBOL,
+    HUFFMAN_FAIL,
+    HUFFMAN_TABLE,
+)
 
 from engine.proxy.h2.events import Headers
 from engine.proxy.h2.frames import STATIC_TABLE
@@ -59,6 +64,53 @@ def _integer(block: bytes, pos: int, value: int) -> tuple[int, int]:
             raise HpackError("integer too long")
 
 
+#: Huffman decoding a byte at a time: for state << 8 | byte, the next state << 8 (with
+#: _ACCEPT if the string may end there; -1 if the code is invalid) and the octets it emits.
+#: Built on first use from the hpack package's nibble automaton (nghttp2's), 65,536 steps.
+_STEPS: list[tuple[int, bytes]] = []
+_ACCEPT: Final = 1 << 20
+
+
+def _build_steps() -> None:
+    steps = []
+    for state in range(len(HUFFMAN_TABLE) // 16):
+        for octet in range(256):
+            high, high_flags, high_out = HUFFMAN_TABLE[state * 16 + (octet >> 4)]
+            low, low_flags, low_out = HUFFMAN_TABLE[high * 16 + (octet & 0x0F)]
+            if (high_flags | low_flags) & HUFFMAN_FAIL:
+                steps.append((-1, b""))
+                continue
+            out = bytes((high_out,)) if high_flags & HUFFMAN_EMIT_SYMBOL else b""
+            if low_flags & HUFFMAN_EMIT_SYMBOL:
+                out += bytes((low_out,))
+            steps.append((low << 8 | (_ACCEPT if low_flags & HUFFMAN_COMPLETE else 0), out))
+    _STEPS[:] = steps
+
+
+def huffman_decode(raw: bytes) -> bytes:
+    """The octets a Huffman-coded string literal (RFC 7541 section 5.2) stands for.
+
+    Raises:
+        HpackError: an invalid code, EOS, or padding that is not the start of EOS.
+    """
+    if not _STEPS:
+        _build_steps()
+    steps = _STEPS
+    state = 0
+    step = _ACCEPT
+    parts = []
+    for octet in raw:
+        step, out = steps[state | octet]
+        if step < 0:
+            raise HpackError("invalid Huffman code")
+        if out:
+            parts.append(out)
+        state = step & 0xFFFF
+    if not step & _ACCEPT:
+        raise HpackError("Huffman string cut short")
+    return b"".join(parts)
+
+
 def _string(block: bytes, pos: int) -> tuple[bytes, int]:
     """A string literal at `pos` (section 5.2): its octets, Huffman-decoded if so coded,
     and the position after it."""
@@ -74,10 +126,7 @@ def _string(block: bytes, pos: int) -> tuple[bytes, int]:
         raise HpackError("string cut short")
     raw = block[pos:stop]
     if first & 0x80:
-        try:
-            raw = decode_huffman(raw)
-        except HPACKDecodingError as exc:
-            raise HpackError(str(exc)) from None
+        raw = huffman_decode(raw)
     return raw, stop
 
 

@@ -7,11 +7,19 @@ from __future__ import annotations
 import pytest
 from hpack import Decoder, Encoder, NeverIndexedHeaderTuple
 from hpack.exceptions import HPACKError
+from hpack.huffman import HuffmanEncoder
+from hpack.huffman_constants import REQUEST_CODES, REQUEST_CODES_LENGTH
+from hpack.huffman_table import decode_huffman
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.proxy.h2.frames import STATIC_TABLE
-from engine.proxy.h2.hpack_decoder import HeaderListTooLarge, HpackDecoder, HpackError
+from engine.proxy.h2.hpack_decoder import (
+    HeaderListTooLarge,
+    HpackDecoder,
+    HpackError,
+    huffman_decode,
+)
 
 _names = st.one_of(st.sampled_from([name for name, _ in STATIC_TABLE]),
                    st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=20))
@@ -104,3 +112,21 @@ def test_limits() -> None:
         HpackDecoder(1000).decode(b"\xff" + b"\x80" * 5 + b"\x01")  # an endless integer
     assert HpackDecoder(1000).decode(b"\x00\x01a\x02\xff\xfe")[0][1].encode(
         "utf-8", "surrogateescape") == b"\xff\xfe"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=40))
+def test_huffman_as_hpack_decodes_it(raw: bytes) -> None:
+    try:
+        expected = decode_huffman(raw)
+    except HPACKError:
+        with pytest.raises(HpackError):
+            huffman_decode(raw)
+        return
+    assert huffman_decode(raw) == expected
+
+
+@given(st.binary(max_size=100))
+def test_huffman_round_trip(octets: bytes) -> None:
+    coded = HuffmanEncoder(REQUEST_CODES, REQUEST_CODES_LENGTH).encode(octets)
+    assert huffman_decode(coded) == octets
