@@ -194,7 +194,11 @@ class HpackDecoder:
                 index = first & 0x7F
                 if index == 0x7F:
                     index, pos = _integer(block, pos, index)
-                name, value, size, _ = self._entry(index)
+                if 0 < index <= _STATIC_COUNT:
+                    name, value = _STATIC[index]
+                    size = _STATIC_SIZE[index]
+                else:
+                    name, value, size, _ = self._entry(index)
             elif first & 0x20 and not first & 0x40:  # dynamic table size update (6.3)
                 if out:
                     raise HpackError("table size update after a field")
