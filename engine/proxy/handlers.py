@@ -14,6 +14,7 @@ where one does not parse, which ends the call the same way.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import grpc
@@ -85,25 +86,47 @@ def _stream_stream(behavior: Callable[..., AsyncIterator[Any]]) -> Callable[...,
     return handle
 
 
-def add_to_server(servicer: object, server: grpc.aio.Server) -> None:
-    """Register every method of the service `servicer` implements (by the method's name)."""
-    handlers: dict[str, grpc.RpcMethodHandler] = {}
+@dataclass(frozen=True, slots=True)
+class Method:
+    """One method of the service, wrapped as every front serves it (grpcio's, h2/)."""
+
+    name: str
+    handler: Callable[..., Any]
+    parse: Callable[[bytes], Any]
+    serialize: Callable[[Any], bytes]
+    client_streaming: bool
+    server_streaming: bool
+
+
+def methods(servicer: object) -> dict[str, Method]:
+    """Every method of the service `servicer` implements (by the method's name), its
+    requests parsed as grpc-java parses them."""
+    table: dict[str, Method] = {}
     for method in spb.DESCRIPTOR.services_by_name["MessagingService"].methods:
         behavior = getattr(servicer, method.name)
-        parse = _parser(getattr(spb, method.input_type.name))
-        serialize = getattr(spb, method.output_type.name).SerializeToString
         streams = (method.client_streaming, method.server_streaming)
         if streams == (False, False):
-            handlers[method.name] = grpc.unary_unary_rpc_method_handler(
-                _unary_unary(behavior), parse, serialize)
+            handler = _unary_unary(behavior)
         elif streams == (False, True):
-            handlers[method.name] = grpc.unary_stream_rpc_method_handler(
-                _unary_stream(behavior), parse, serialize)
+            handler = _unary_stream(behavior)
         elif streams == (True, True):
-            handlers[method.name] = grpc.stream_stream_rpc_method_handler(
-                _stream_stream(behavior), parse, serialize)
+            handler = _stream_stream(behavior)
         else:  # the service has no client-streaming-only method
-            handlers[method.name] = grpc.stream_unary_rpc_method_handler(
-                behavior, parse, serialize)
+            handler = behavior
+        table[method.name] = Method(
+            method.name, handler, _parser(getattr(spb, method.input_type.name)),
+            getattr(spb, method.output_type.name).SerializeToString, *streams)
+    return table
+
+
+def add_to_server(servicer: object, server: grpc.aio.Server) -> None:
+    """Register every method of the service `servicer` implements with grpcio's server."""
+    kinds = {(False, False): grpc.unary_unary_rpc_method_handler,
+             (False, True): grpc.unary_stream_rpc_method_handler,
+             (True, True): grpc.stream_stream_rpc_method_handler,
+             (True, False): grpc.stream_unary_rpc_method_handler}
+    handlers: dict[str, grpc.RpcMethodHandler] = {
+        name: kinds[m.client_streaming, m.server_streaming](m.handler, m.parse, m.serialize)
+        for name, m in methods(servicer).items()}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     server.add_registered_method_handlers(SERVICE, handlers)
