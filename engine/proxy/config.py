@@ -104,6 +104,9 @@ class ProxyConfig:
     #: This engine's: the proxy's worker processes (workers.py); negative, one per core;
     #: 0, none (the proxy in the broker's or mqproxy's own process).
     proxy_workers: int = -1
+    #: This engine's: what serves the gRPC port, "grpcio" (grpcio's asyncio server) or
+    #: "h2" (our own HTTP/2, engine/proxy/h2; several times less CPU a call).
+    grpc_front: str = "grpcio"
 
     @property
     def tls_mode(self) -> TlsMode:

@@ -26,6 +26,7 @@ from engine.proxy.auth import GrpcAuth
 from engine.proxy.brokers import BrokerGateway
 from engine.proxy.config import ProxyConfig, TlsMode
 from engine.proxy.core import ProxyCore
+from engine.proxy.h2.grpc_server import GrpcFront
 from engine.proxy.join_process import FIRST_BYTE_TIMEOUT_S, LOOPBACK
 from engine.proxy.join_supervisor import JoinProcess
 from engine.proxy.service import MessagingService
@@ -66,6 +67,8 @@ class ProxyServer:
         self.gateway = BrokerGateway(config, namesrv_addr, credentials=credentials)
         self.core = ProxyCore(config, self.gateway, auth)
         self.server: grpc.aio.Server | None = None
+        #: Our own HTTP/2 front (grpcFront "h2"), instead of grpcio's server.
+        self.front: GrpcFront | None = None
         self.port = 0
         #: The permissive mode's port (None in the other modes).
         self.join: JoinProcess | None = None
@@ -97,6 +100,9 @@ class ProxyServer:
         host = self._advertised_host()
         if mode is not TlsMode.DISABLED and self.tls is None:
             self.tls = await load_material(self.config, (host, self.host))
+        if self.config.grpc_front == "h2":
+            await self._start_front(mode, host)
+            return
         size = self.config.grpc_max_inbound_message_size
         server = grpc.aio.server(options=[
             ("grpc.max_receive_message_length", size),
@@ -144,6 +150,36 @@ class ProxyServer:
                  "local" if self.config.local_mode else "cluster", mode.value,
                  f", {self.tls.source}" if self.tls is not None else "")
 
+    async def _start_front(self, mode: TlsMode, host: str) -> None:
+        """Serve through our own HTTP/2 (h2/): one listening socket, TLS by the mode."""
+        where = f"{self.host}:{self.config.grpc_server_port}"
+        listener = self.listener
+        if listener is None:
+            try:
+                listener = socket.create_server(
+                    (self.host, self.config.grpc_server_port), backlog=1024,
+                    family=socket.AF_INET6 if ":" in self.host else socket.AF_INET,
+                    reuse_port=self.reuse_port)
+            except OSError as exc:
+                raise ProxyPortInUseError(f"cannot bind the gRPC port {where}: "
+                                          f"{exc.strerror or exc}") from None
+        front = GrpcFront(handlers.methods(MessagingService(self.core)),
+                          max_message_size=self.config.grpc_max_inbound_message_size)
+        front.first_byte_timeout = self.first_byte_timeout
+        try:
+            await front.serve(listener, None if self.tls is None else self.tls.ssl_context(),
+                              permissive=mode is TlsMode.PERMISSIVE)
+        except BaseException:
+            listener.close()
+            raise
+        self.front, self.port = front, listener.getsockname()[1]
+        self.core.advertised = self.config.local_serve_addr or f"{host}:{self.port}"
+        self.janitor.start()
+        log.info("gRPC proxy serving on %s (cluster %s, %s mode, TLS %s%s, our HTTP/2)",
+                 self.core.advertised, self.config.cluster_name,
+                 "local" if self.config.local_mode else "cluster", mode.value,
+                 f", {self.tls.source}" if self.tls is not None else "")
+
     @staticmethod
     def _bind(server: grpc.aio.Server, where: str, tls: TlsMaterial | None) -> int:
         try:
@@ -172,10 +208,13 @@ class ProxyServer:
         for session in self.core.sessions.all():
             if session.outbox is not None:
                 session.outbox.put_nowait(None)  # the stream's writer returns: the call ends
+        grace = self.config.grpc_shutdown_time_seconds if grace is None else grace
         if self.server is not None:
-            await self.server.stop(self.config.grpc_shutdown_time_seconds if grace is None
-                                   else grace)
+            await self.server.stop(grace)
             self.server = None
+        if self.front is not None:
+            await self.front.stop(grace)
+            self.front = None
         if self.join is not None:
             await self.join.stop()
             self.join = None
