@@ -318,7 +318,7 @@ class ServerConnection(StreamSender):
             self._on_header_block(events, flags, sid, payload, bad_priority)
             return
         if len(payload) > self._max_header_list * _BLOCK_SLACK:
-            raise ConnectionFailure(ErrorCode.ENHANCE_YOUR_CALM, "header block too large")
+            raise ConnectionFailure(ErrorCode.PROTOCOL_ERROR, "header block too large")
         self._cont_id = sid
         self._cont_flags = flags
         self._cont_parts = [payload]
@@ -328,7 +328,7 @@ class ServerConnection(StreamSender):
     def _on_continuation(self, events: list[Event], flags: int, payload: bytes) -> None:
         self._cont_size += len(payload)
         if self._cont_size > self._max_header_list * _BLOCK_SLACK:
-            raise ConnectionFailure(ErrorCode.ENHANCE_YOUR_CALM, "header block too large")
+            raise ConnectionFailure(ErrorCode.PROTOCOL_ERROR, "header block too large")
         self._cont_parts.append(payload)
         if flags & END_HEADERS:
             sid = self._cont_id

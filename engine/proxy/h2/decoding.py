@@ -36,8 +36,9 @@ class BlockDecoder:
 
         Raises:
             ConnectionFailure: COMPRESSION_ERROR for a block that does not decode,
-                ENHANCE_YOUR_CALM for a list over the size limit (the decoder's table is
-                then out of step with the peer's: the connection cannot go on).
+                PROTOCOL_ERROR for a list over the size limit (Netty's code, so 5.3.3's;
+                the decoder's table is then out of step with the peer's: the connection
+                cannot go on).
         """
         cacheable = not block or min(block) >= 0x80
         if cacheable:
@@ -47,7 +48,7 @@ class BlockDecoder:
         try:
             headers = self._decoder.decode(block)
         except HeaderListTooLarge as exc:
-            raise ConnectionFailure(ErrorCode.ENHANCE_YOUR_CALM, str(exc)) from None
+            raise ConnectionFailure(ErrorCode.PROTOCOL_ERROR, str(exc)) from None
         except HpackError as exc:
             raise ConnectionFailure(ErrorCode.COMPRESSION_ERROR, str(exc)) from None
         malformed = request_is_malformed(headers)

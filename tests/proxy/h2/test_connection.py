@@ -160,7 +160,7 @@ def test_a_continuation_flood_is_cut_short() -> None:
     peer = Peer.started()
     flood = continuation_flood(10_000)
     events = peer.send(flood)
-    assert events == [ConnectionEnded(ErrorCode.ENHANCE_YOUR_CALM, 0, False)]
+    assert events == [ConnectionEnded(ErrorCode.PROTOCOL_ERROR, 0, False)]
     assert read_frames(peer.conn.data_to_send())[-1].kind == GOAWAY
 
 
@@ -168,7 +168,7 @@ def test_an_oversized_header_list() -> None:
     peer = Peer.started(ServerConnection(max_header_list_size=100))
     block = b"\x83\x86\x84" + b"\x00\x01a\x7f\x00" + b"x" * 127  # a: 127 x's, 160 with overhead
     assert connection_error(peer, frame(HEADERS, END_HEADERS, 1, block))[0] == (
-        ErrorCode.ENHANCE_YOUR_CALM)
+        ErrorCode.PROTOCOL_ERROR)
 
 
 # -- connection errors ----------------------------------------------------------------------
