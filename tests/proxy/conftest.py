@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +36,15 @@ T = TypeVar("T")
 #: The proxy of the tests: any free port, message types checked (5.3's default: each test
 #: creates its topic with the `message.type` it sends), short route caching.
 TEST_PROXY = ProxyConfig(grpc_server_port=0, topic_route_service_cache_refresh_seconds=1)
+#: The gRPC front the proxy's tests run against: grpcio's by default; `PROXY_FRONT=h2` runs
+#: them against our own HTTP/2 (engine/proxy/h2).
+FRONT = os.environ.get("PROXY_FRONT", "grpcio")
+
+
+def with_front(config: ProxyConfig) -> ProxyConfig:
+    """`config` served by the front the tests run against."""
+    return config if config.grpc_front == FRONT else dataclasses.replace(config,
+                                                                         grpc_front=FRONT)
 
 
 @dataclasses.dataclass
@@ -64,7 +74,7 @@ async def running_stack(tmp_path: Path, namesrv: NamesrvController,
                         proxy_config: ProxyConfig = TEST_PROXY,
                         **broker_changes: Any) -> AsyncIterator[Stack]:
     async with running_broker(tmp_path, namesrv, **broker_changes) as broker:
-        proxy = local_proxy(broker, proxy_config)
+        proxy = local_proxy(broker, with_front(proxy_config))
         await proxy.start()
         try:
             yield Stack(broker, proxy)

@@ -17,7 +17,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.remoting.client import RemotingClient
 from tests.broker.conftest import running_broker
 from tests.broker.test_main import env, write_conf
-from tests.proxy.conftest import in_thread
+from tests.proxy.conftest import FRONT, in_thread
 from tests.proxy.official import ClientConfiguration, Credentials, Message, Producer
 
 STARTUP_S = 60
@@ -27,7 +27,7 @@ TOPIC = "ProcessTopic"
 
 def proxy_json(tmp_path: Path, **settings: object) -> Path:
     path = tmp_path / "rmq-proxy.json"
-    path.write_text(json.dumps({"grpcServerPort": 0, **settings}))
+    path.write_text(json.dumps({"grpcServerPort": 0, "grpcFront": FRONT, **settings}))
     return path
 
 

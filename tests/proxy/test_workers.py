@@ -22,7 +22,7 @@ from engine.protocol.body.topic import TopicConfig
 from engine.proxy.server import ProxyPortInUseError
 from engine.remoting.client import RemotingClient
 from tests.broker.test_main import write_conf
-from tests.proxy.conftest import in_thread
+from tests.proxy.conftest import FRONT, in_thread
 from tests.proxy.official import (
     ClientConfiguration,
     Credentials,
@@ -196,7 +196,7 @@ async def test_mqbroker_enable_proxy_runs_its_workers_and_they_end_with_it(
         workers = children(proc.pid, "engine.proxy.worker")
         assert len(workers) == 2
         joins = [j for w in workers for j in children(w, "engine.proxy.join_process")]
-        assert len(joins) == 2
+        assert len(joins) == (2 if FRONT == "grpcio" else 0)  # ours needs no join process
         assert await send_one(endpoint, TOPIC)
         proc.send_signal(getattr(signal, stop))
         code = await asyncio.wait_for(proc.wait(), STARTUP_S)

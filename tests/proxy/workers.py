@@ -22,7 +22,7 @@ from engine.proxy.v2 import service_pb2_grpc
 from engine.proxy.workers import ProxyWorkers
 from engine.remoting.client import RemotingClient
 from tests.broker.conftest import running_broker
-from tests.proxy.conftest import in_thread
+from tests.proxy.conftest import in_thread, with_front
 from tests.proxy.sockets import client_ports, served_ports
 
 T = TypeVar("T")
@@ -64,7 +64,7 @@ async def running_workers(tmp_path: Path, namesrv: NamesrvController,
                     attributes={"+message.type": kind} if kind else None)
         finally:
             await client.close()
-        proxy = local_workers(broker, config)
+        proxy = local_workers(broker, with_front(config))
         assert proxy is not None
         await proxy.start()
         try:
