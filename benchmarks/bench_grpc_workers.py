@@ -1,7 +1,8 @@
 """One-message sends and receives + acks through the proxy's worker processes (proxyWorkers).
 
-Runs `mqbroker --enable-proxy` with proxyWorkers 1 and 2 (bench_grpc's broker: its own
-process, the name server in this one) and measures, with the targets of issue 35:
+Runs `mqbroker --enable-proxy` with proxyWorkers 1 and 2, each with grpcio's front and with
+ours (grpcFront h2; `--front grpcio` or `--front h2` runs one only) (bench_grpc's broker: its
+own process, the name server in this one) and measures, with the targets of issue 35:
 
 * one-message SendMessage calls driven by h2load (4 connections x 64 in flight, 1 KiB; every
   message counted in the store afterwards; target 10,000 msgs/s), and a single
@@ -39,6 +40,8 @@ from engine.remoting.loop import run
 CALLS = 30_000
 RUNS = 3
 RECEIVE_CONSUMERS = 16
+#: (grpcFront, proxyWorkers) side by side: grpcio's front and ours, 1 and 2 workers.
+FRONTS = [("grpcio", 1), ("grpcio", 2), ("h2", 1), ("h2", 2)]
 
 
 def process_tree(broker_pid: int) -> dict[str, int]:
@@ -65,18 +68,16 @@ def _sockets(pid: int) -> set[int]:
 
 
 def connections_per_worker(tree: dict[str, int], port: int) -> list[int]:
-    """How many connections to `port` each worker (its join) holds now."""
+    """How many connections to `port` each worker (its join, if it has one) holds now."""
     accepted: dict[int, int] = {}
     for name in ("tcp", "tcp6"):
         for line in Path(f"/proc/net/{name}").read_text().splitlines()[1:]:
             parts = line.split()
             if parts[3] == "01" and int(parts[1].split(":")[1], 16) == port:
                 accepted[int(parts[9])] = 1
-    counts = []
-    for name, pid in sorted(tree.items()):
-        if name.startswith("join"):
-            counts.append(sum(1 for inode in _sockets(pid) if inode in accepted))
-    return counts
+    holders = "join" if any(name.startswith("join") for name in tree) else "worker"
+    return [sum(1 for inode in _sockets(pid) if inode in accepted)
+            for name, pid in sorted(tree.items()) if name.startswith(holders)]
 
 
 def h2load_sends(endpoint: str, tree: dict[str, int], label: str, *, connections: int,
@@ -136,7 +137,7 @@ def h2load_sends(endpoint: str, tree: dict[str, int], label: str, *, connections
     for name in tree:
         print(f"    {name:<9} CPU {statistics.median(r[1][name] for r in runs):6.1f} us/msg, "
               f"busiest thread {statistics.median(r[2][name] for r in runs):6.1f} us/msg")
-    if len(tree) > 3:
+    if len(tree) > 2:
         print(f"  connections per worker while it ran: {[r[3] for r in runs]}")
     return statistics.median(rates)
 
@@ -170,29 +171,33 @@ async def bench_receive(endpoint: str, tree: dict[str, int], channels: int,
             await channel.close()
 
 
-def main() -> None:
+def main(fronts: list[tuple[str, int]]) -> None:
     print(machine())
-    ours: dict[int, float] = {}
+    ours: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp, namesrv_in_thread(tmp) as ns_addr:
-        for workers in (1, 2):
-            with base.broker_with_proxy(tmp, ns_addr, {"proxyWorkers": workers}) as (
+        for front, workers in fronts:
+            with base.broker_with_proxy(tmp, ns_addr, {"proxyWorkers": workers,
+                                                       "grpcFront": front}) as (
                     endpoint, pid, broker):
                 tree = process_tree(pid)
-                while len(tree) < 1 + 2 * workers:  # the port listens before they run
+                per_worker = 2 if front == "grpcio" else 1  # grpcio's needs a join process
+                while len(tree) < 1 + per_worker * workers:  # the port listens before
                     time.sleep(0.1)
                     tree = process_tree(pid)
+                label = f"grpcFront={front}, proxyWorkers={workers}"
 
                 def count(addr: str = broker) -> int:
                     return run(base.stored_count(addr))
 
-                ours[workers] = h2load_sends(
-                    endpoint, tree, f"proxyWorkers={workers}: SendMessage, one 1 KiB "
+                ours[label] = h2load_sends(
+                    endpoint, tree, f"{label}: SendMessage, one 1 KiB "
                     "message per call, 4 connections x 64 in flight (h2load)",
                     connections=4, streams=64, stored=count)
-                h2load_sends(endpoint, tree, f"proxyWorkers={workers}: one connection's "
+                h2load_sends(endpoint, tree, f"{label}: one connection's "
                              "ceiling, 1 connection x 64 in flight (h2load)",
                              connections=1, streams=64, stored=count)
                 if workers == 2:
+                    print(f"{label}:")
                     run(base.fill_for_receive(endpoint))
                     run(bench_receive(endpoint, tree, base.CHANNELS,
                                       base.RECEIVE_IN_FLIGHT))
@@ -202,8 +207,8 @@ def main() -> None:
     home = os.environ.get("APACHE_RMQ5_HOME")
     if home:
         apache = bench_apache5(home)
-        for workers, rate in ours.items():
-            print(f"proxyWorkers={workers} / Apache 5.3.3: {rate / apache:.2f}")
+        for label, rate in ours.items():
+            print(f"{label} / Apache 5.3.3: {rate / apache:.2f}")
 
 
 def bench_apache5(home: str) -> float:
@@ -248,5 +253,7 @@ def bench_apache5(home: str) -> float:
 if __name__ == "__main__":
     if sys.argv[1:] == ["--apache-only"]:
         bench_apache5(os.environ["APACHE_RMQ5_HOME"])
+    elif sys.argv[1:2] == ["--front"] and len(sys.argv) == 3:  # one front only
+        main([(front, workers) for front, workers in FRONTS if front == sys.argv[2]])
     else:
-        main()
+        main(FRONTS)
