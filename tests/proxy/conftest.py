@@ -36,9 +36,9 @@ T = TypeVar("T")
 #: The proxy of the tests: any free port, message types checked (5.3's default: each test
 #: creates its topic with the `message.type` it sends), short route caching.
 TEST_PROXY = ProxyConfig(grpc_server_port=0, topic_route_service_cache_refresh_seconds=1)
-#: The gRPC front the proxy's tests run against: grpcio's by default; `PROXY_FRONT=h2` runs
-#: them against our own HTTP/2 (engine/proxy/h2).
-FRONT = os.environ.get("PROXY_FRONT", "grpcio")
+#: The gRPC front the proxy's tests run against: the default (ours, engine/proxy/h2), or
+#: grpcio's with `PROXY_FRONT=grpcio` (`make test` runs the front's own tests both ways).
+FRONT = os.environ.get("PROXY_FRONT") or ProxyConfig().grpc_front
 
 
 def with_front(config: ProxyConfig) -> ProxyConfig:

@@ -173,7 +173,7 @@ async def test_stop_closes_joined_connections_and_leaves_no_process_or_thread(
         tmp_path: Path, namesrv: NamesrvController) -> None:
     threads = set(threading.enumerate())
     async with running_broker(tmp_path, namesrv) as broker:
-        proxy = local_proxy(broker, TEST_PROXY)
+        proxy = local_proxy(broker, dataclasses.replace(TEST_PROXY, grpc_front="grpcio"))
         await proxy.start()
         assert proxy.join is not None and proxy.join.process is not None
         process = proxy.join.process

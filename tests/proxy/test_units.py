@@ -41,6 +41,9 @@ def test_proxy_config_takes_apache_keys_and_tells_unknown_from_unused(tmp_path: 
 def test_bad_proxy_config_values_name_their_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="grpcServerPort"):
         load_proxy_config({"grpcServerPort": "eighty"})
+    with pytest.raises(ConfigError, match="'grpcFront': 'netty' is not one of h2, grpcio"):
+        load_proxy_config({"grpcFront": "netty"})
+    assert load_proxy_config({"grpcFront": "grpcio"})[0].grpc_front == "grpcio"
     path = tmp_path / "bad.json"
     path.write_text("[1, 2]")
     with pytest.raises(ConfigError, match="JSON object"):

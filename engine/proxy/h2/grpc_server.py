@@ -9,15 +9,17 @@ and reads its requests from a queue the DATA frames fill.  What the connection h
 written once per event-loop turn (`_flush` scheduled by the first call that has something),
 so many answers share a write.  A call ends with the method's status (`abort`), UNKNOWN
 "Application error processing RPC" if the method raised (logged), its deadline (the task
-cancelled, the stream reset, as grpc-java's server does) or the client's RST_STREAM (the task
-cancelled).  The connection ending cancels its calls.
+cancelled, DEADLINE_EXCEEDED) or the client's RST_STREAM (the task cancelled).  The
+connection ending cancels its calls.
 
 Ports: in the disabled mode a plaintext server, in the enforcing one a TLS server (ALPN h2);
-in the permissive mode (5.3's default) `GrpcFront` accepts itself and looks at each
-connection's first byte without reading it (MSG_PEEK): 0x16, a TLS handshake record, makes it
-a TLS connection, anything else (the HTTP/2 preface) a plaintext one; a connection silent for
-FIRST_BYTE_TIMEOUT_S is closed.  A graceful stop sends GOAWAY on every connection, waits for
-the calls in flight up to the grace, then cancels what is left and closes.
+in the permissive mode (5.3's default) `GrpcFront` accepts itself, one connection per
+wake-up (workers sharing the listener are all woken, so they share a burst), and looks at
+each connection's first byte without reading it (MSG_PEEK): 0x16, a TLS handshake record,
+makes it a TLS connection, anything else (the HTTP/2 preface) a plaintext one; a connection
+silent for FIRST_BYTE_TIMEOUT_S is closed.  A graceful stop sends GOAWAY on every
+connection, waits for the calls in flight up to the grace, then cancels what is left and
+closes.
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ from engine.proxy.h2.connection import (
     ServerConnection,
     StreamReset,
 )
-from engine.proxy.h2.frames import ErrorCode
 from engine.proxy.handlers import SERVICE, Method
 
 log = logging.getLogger("engine.proxy.h2")
@@ -67,6 +68,7 @@ UNKNOWN = grpc.StatusCode.UNKNOWN.value[0]
 INTERNAL = grpc.StatusCode.INTERNAL.value[0]
 UNIMPLEMENTED = grpc.StatusCode.UNIMPLEMENTED.value[0]
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
+DEADLINE_EXCEEDED = grpc.StatusCode.DEADLINE_EXCEEDED.value[0]
 #: grpc-java's description of a call whose method raised.
 APPLICATION_ERROR = "Application error processing RPC"
 _PATH_PREFIX = f"/{SERVICE}/"
@@ -328,13 +330,12 @@ class GrpcConnection(asyncio.Protocol):
             call.queue.put_nowait(_END)
 
     def _expire(self, call: Call) -> None:
-        """The call's deadline passed: cancel its method and reset the stream."""
+        """The call's deadline passed: its method is cancelled and the call ends
+        DEADLINE_EXCEEDED (as grpc-core's server ends it; the client's own deadline has
+        usually ended it on its side already)."""
         call.timer = None
-        if self.calls.get(call.stream_id) is not call:
-            return
-        self._drop(call)
-        self.conn.reset_stream(call.stream_id, ErrorCode.CANCEL)
-        self._schedule_flush()
+        if self.calls.get(call.stream_id) is call:
+            self._fail(call, DEADLINE_EXCEEDED, "Deadline Exceeded")
 
     def _trailers_only(self, stream_id: int, code: int, details: str) -> None:
         self.conn.send_headers(stream_id, status_headers(code, details, trailers_only=True),
@@ -399,7 +400,8 @@ class GrpcFront:
         self.stopping = False
         self.first_byte_timeout = FIRST_BYTE_TIMEOUT_S
         self._servers: list[asyncio.AbstractServer] = []
-        self._acceptor: asyncio.Task[None] | None = None
+        #: The permissive mode's listening socket, accepted from here.
+        self._listener: socket.socket | None = None
         self._sniffers: set[asyncio.Task[None]] = set()
         self._idle: asyncio.Event | None = None
 
@@ -413,23 +415,28 @@ class GrpcFront:
         loop = asyncio.get_running_loop()
         if permissive:
             listener.setblocking(False)
-            self._acceptor = loop.create_task(self._accept(listener, tls))
+            loop.add_reader(listener.fileno(), self._accept, listener, tls)
+            self._listener = listener
         else:
             self._servers.append(await loop.create_server(self._protocol, sock=listener,
                                                           ssl=tls))
 
-    async def _accept(self, listener: socket.socket, tls: ssl.SSLContext | None) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                sock, _ = await loop.sock_accept(listener)
-            except OSError as exc:  # out of descriptors, a connection reset while queued
-                log.warning("accept on the gRPC port failed: %s", exc)
-                await asyncio.sleep(0.1)
-                continue
-            task = loop.create_task(self._sniff(sock, tls))
-            self._sniffers.add(task)
-            task.add_done_callback(self._sniffers.discard)
+    def _accept(self, listener: socket.socket, tls: ssl.SSLContext | None) -> None:
+        """One connection each time the listener is readable: workers sharing the listener
+        are all woken by a new connection, so taking one at a time spreads a burst over
+        them instead of leaving it to the first awake."""
+        try:
+            sock, _ = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return  # another worker took it
+        except OSError as exc:  # out of descriptors, a connection reset while queued
+            log.warning("accept on the gRPC port failed: %s", exc)
+            return
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        task = asyncio.get_running_loop().create_task(self._sniff(sock, tls))
+        self._sniffers.add(task)
+        task.add_done_callback(self._sniffers.discard)
 
     async def _sniff(self, sock: socket.socket, tls: ssl.SSLContext | None) -> None:
         loop = asyncio.get_running_loop()
@@ -465,10 +472,9 @@ class GrpcFront:
         """Stop accepting, GOAWAY every connection, wait up to `grace` seconds for the
         calls in flight, then end what is left and close every connection."""
         self.stopping = True
-        if self._acceptor is not None:
-            self._acceptor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._acceptor
+        if self._listener is not None:
+            asyncio.get_running_loop().remove_reader(self._listener.fileno())
+            self._listener = None
         for task in list(self._sniffers):
             task.cancel()
         for server in self._servers:
