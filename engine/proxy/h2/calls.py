@@ -196,7 +196,12 @@ def read_request(headers: list[tuple[str, str]]) -> tuple[
             elif name == "grpc-encoding":
                 encoding = value
         elif name.endswith("-bin"):
-            metadata.append((name, base64.b64decode(value + "=" * (-len(value) % 4))))
+            try:
+                metadata.append((name, base64.b64decode(value + "=" * (-len(value) % 4),
+                                                        validate=True)))
+            except ValueError:  # binascii.Error
+                raise CallError(grpc.StatusCode.INTERNAL.value[0],
+                                f"Invalid base64 in binary header {name}") from None
         else:
             metadata.append((name, value))
     if method != "POST":

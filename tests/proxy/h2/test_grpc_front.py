@@ -16,10 +16,12 @@ from typing import Any
 
 import grpc
 import pytest
+from hpack import Decoder, Encoder
 
 from engine.proxy.h2.grpc_server import GrpcFront
 from engine.proxy.handlers import SERVICE, Method
 from engine.proxy.tls import self_signed
+from tests.proxy.h2frames import END_HEADERS, END_STREAM, HEADERS, frame, start
 
 MAX_MESSAGE = 4 * 1024 * 1024
 TIMEOUT = 10.0
@@ -251,3 +253,36 @@ async def test_a_graceful_stop_lets_calls_in_flight_finish_and_refuses_new_ones(
             await asyncio.wait_for(stopping, TIMEOUT)
     finally:
         listener.close()
+
+
+async def _answer_headers(endpoint: str, fields: list[tuple[str, str]]) -> dict[str, str]:
+    """Send one request's HEADERS (END_STREAM) as given; the answer's header fields."""
+    host, port = endpoint.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(start() + frame(HEADERS, END_HEADERS | END_STREAM, 1,
+                                     Encoder().encode(fields)))
+        decoder = Decoder()
+        while True:
+            head = await asyncio.wait_for(reader.readexactly(9), TIMEOUT)
+            payload = await reader.readexactly(int.from_bytes(head[:3], "big"))
+            if head[3] == HEADERS and int.from_bytes(head[5:9], "big") == 1:
+                return {str(k): str(v) for k, v in decoder.decode(payload)}
+    finally:
+        writer.close()
+
+
+async def test_requests_that_are_not_grpc_get_a_status_saying_why() -> None:
+    request = [(":method", "POST"), (":scheme", "http"), (":authority", "proxy"),
+               (":path", f"/{SERVICE}/Echo"), ("content-type", "application/grpc")]
+    async with serving(Methods()) as (_, endpoint):
+        cases = {
+            "GET": ([(":method", "GET"), *request[1:]], "Method 'GET' is not supported"),
+            "text": ([*request[:4], ("content-type", "text/plain")],
+                     "Content-Type 'text/plain' is not supported"),
+            "base64": ([*request, ("trace-bin", "@@@")],
+                       "Invalid base64 in binary header trace-bin"),
+        }
+        for fields, message in cases.values():
+            answer = await _answer_headers(endpoint, fields)
+            assert (answer["grpc-status"], answer["grpc-message"]) == ("13", message)
