@@ -61,6 +61,22 @@ def test_protocol_does_no_io_and_store_does_not_use_remoting() -> None:
         assert not bad, f"{path} imports {bad}"
 
 
+#: The gRPC front's layer over its sans-IO HTTP/2 (the only modules of engine/proxy/h2 that
+#: may do IO or know gRPC).
+H2_FRONT = ("grpc_server.py", "calls.py")
+
+
+def test_the_http2_connection_does_no_io_and_knows_no_grpc() -> None:
+    for path in (ROOT / "engine" / "proxy" / "h2").glob("*.py"):
+        if path.name in H2_FRONT:
+            continue
+        bad = {n for n in _imports(path) if n.split(".")[0] in (
+            "asyncio", "socket", "selectors", "ssl", "grpc", "google")
+            or n.startswith("engine.proxy.h2.grpc_server") or n.startswith(
+                "engine.proxy.h2.calls")}
+        assert not bad, f"{path} imports {bad}"
+
+
 def _forbidden(name: str, forbidden: tuple[str, ...]) -> bool:
     return any(name == f or name.startswith(f + ".") for f in forbidden)
 
