@@ -168,7 +168,8 @@ class ProxyServer:
         front.first_byte_timeout = self.first_byte_timeout
         try:
             await front.serve(listener, None if self.tls is None else self.tls.ssl_context(),
-                              permissive=mode is TlsMode.PERMISSIVE)
+                              permissive=mode is TlsMode.PERMISSIVE,
+                              shared=self.listener is not None)
         except BaseException:
             listener.close()
             raise

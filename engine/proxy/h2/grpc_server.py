@@ -13,22 +13,24 @@ cancelled, DEADLINE_EXCEEDED) or the client's RST_STREAM (the task cancelled).  
 connection ending cancels its calls.
 
 Ports: in the disabled mode a plaintext server, in the enforcing one a TLS server (ALPN h2);
-in the permissive mode (5.3's default) `GrpcFront` accepts itself, one connection per
-wake-up (workers sharing the listener are all woken, so they share a burst), and looks at
-each connection's first byte without reading it (MSG_PEEK): 0x16, a TLS handshake record,
-makes it a TLS connection, anything else (the HTTP/2 preface) a plaintext one; a connection
-silent for FIRST_BYTE_TIMEOUT_S is closed.  A graceful stop sends GOAWAY on every
-connection, waits for the calls in flight up to the grace, then cancels what is left and
-closes.
+in the permissive mode (5.3's default) `GrpcFront` accepts itself, in a thread blocked in
+accept() (the kernel wakes one such waiter per connection, in turn, so workers sharing the
+listener share a burst), and looks at each connection's first byte without reading it
+(MSG_PEEK): 0x16, a TLS handshake record, makes it a TLS connection, anything else (the
+HTTP/2 preface) a plaintext one; a connection silent for FIRST_BYTE_TIMEOUT_S is closed.
+A graceful stop sends GOAWAY on every connection, waits for the calls in flight up to the
+grace, then cancels what is left and closes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import socket
 import ssl
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -62,6 +64,8 @@ log = logging.getLogger("engine.proxy.h2")
 TLS_HANDSHAKE = 0x16
 FIRST_BYTE_TIMEOUT_S = 10.0
 MAX_CONCURRENT_STREAMS = 1000
+#: Seconds the acceptor waits after accept() failed (out of descriptors) before it tries again.
+ACCEPT_RETRY_S = 0.1
 #: Seconds a connection we ended with a GOAWAY stays open for the peer to read it.
 LINGER_S = 2.0
 UNKNOWN = grpc.StatusCode.UNKNOWN.value[0]
@@ -400,8 +404,11 @@ class GrpcFront:
         self.stopping = False
         self.first_byte_timeout = FIRST_BYTE_TIMEOUT_S
         self._servers: list[asyncio.AbstractServer] = []
-        #: The permissive mode's listening socket, accepted from here.
+        #: The permissive mode's listening socket, its acceptor thread, and whether other
+        #: processes accept from it too.
         self._listener: socket.socket | None = None
+        self._acceptor: threading.Thread | None = None
+        self._shared = False
         self._sniffers: set[asyncio.Task[None]] = set()
         self._idle: asyncio.Event | None = None
 
@@ -409,28 +416,49 @@ class GrpcFront:
         return GrpcConnection(self)
 
     async def serve(self, listener: socket.socket, tls: ssl.SSLContext | None, *,
-                    permissive: bool) -> None:
+                    permissive: bool, shared: bool = False) -> None:
         """Serve on `listener` (bound and listening): TLS only when `tls` is given and not
-        `permissive`; TLS or plaintext by each connection's first byte when `permissive`."""
+        `permissive`; TLS or plaintext by each connection's first byte when `permissive`.
+        `shared`: other processes accept from `listener` too (the workers), so it is never
+        shut down here."""
         loop = asyncio.get_running_loop()
         if permissive:
-            listener.setblocking(False)
-            loop.add_reader(listener.fileno(), self._accept, listener, tls)
-            self._listener = listener
+            listener.setblocking(True)
+            self._listener, self._shared = listener, shared
+            self._acceptor = threading.Thread(target=self._accept, args=(listener, tls, loop),
+                                              name="grpc-accept", daemon=True)
+            self._acceptor.start()
         else:
             self._servers.append(await loop.create_server(self._protocol, sock=listener,
                                                           ssl=tls))
 
-    def _accept(self, listener: socket.socket, tls: ssl.SSLContext | None) -> None:
-        """One connection each time the listener is readable: workers sharing the listener
-        are all woken by a new connection, so taking one at a time spreads a burst over
-        them instead of leaving it to the first awake."""
-        try:
-            sock, _ = listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return  # another worker took it
-        except OSError as exc:  # out of descriptors, a connection reset while queued
-            log.warning("accept on the gRPC port failed: %s", exc)
+    def _accept(self, listener: socket.socket, tls: ssl.SSLContext | None,
+                loop: asyncio.AbstractEventLoop) -> None:
+        """The permissive mode's acceptor thread: a blocking accept() per connection.  The
+        kernel wakes one blocked accept() per new connection, the longest waiting first, so
+        workers sharing the listener take a burst in turn (readiness on an event loop wakes
+        every worker, and the first awake takes them all)."""
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except OSError as exc:
+                if self.stopping or exc.errno in (errno.EBADF, errno.EINVAL):
+                    return  # stopped: the listener is shut down or closed
+                log.warning("accept on the gRPC port failed: %s", exc)  # out of descriptors
+                time.sleep(ACCEPT_RETRY_S)
+                continue
+            if self.stopping:
+                sock.close()
+                return
+            try:
+                loop.call_soon_threadsafe(self._adopt, sock, tls)
+            except RuntimeError:  # the event loop is closed
+                sock.close()
+                return
+
+    def _adopt(self, sock: socket.socket, tls: ssl.SSLContext | None) -> None:
+        if self.stopping:
+            sock.close()
             return
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -472,9 +500,14 @@ class GrpcFront:
         """Stop accepting, GOAWAY every connection, wait up to `grace` seconds for the
         calls in flight, then end what is left and close every connection."""
         self.stopping = True
-        if self._listener is not None:
-            asyncio.get_running_loop().remove_reader(self._listener.fileno())
-            self._listener = None
+        if self._listener is not None and not self._shared:
+            with contextlib.suppress(OSError):  # wakes the acceptor's accept() (EINVAL)
+                self._listener.shutdown(socket.SHUT_RDWR)
+            if self._acceptor is not None:
+                await asyncio.to_thread(self._acceptor.join)
+        # A shared listener stays as it is: the acceptor closes what it accepts from now on
+        # and ends with the process.
+        self._listener = self._acceptor = None
         for task in list(self._sniffers):
             task.cancel()
         for server in self._servers:
