@@ -66,6 +66,8 @@ FIRST_BYTE_TIMEOUT_S = 10.0
 MAX_CONCURRENT_STREAMS = 1000
 #: Seconds the acceptor waits after accept() failed (out of descriptors) before it tries again.
 ACCEPT_RETRY_S = 0.1
+#: Seconds a worker's acceptor waits after each connection before it accepts the next.
+ACCEPT_YIELD_S = 0.002
 #: Seconds a connection we ended with a GOAWAY stays open for the peer to read it.
 LINGER_S = 2.0
 UNKNOWN = grpc.StatusCode.UNKNOWN.value[0]
@@ -455,6 +457,11 @@ class GrpcFront:
             except RuntimeError:  # the event loop is closed
                 sock.close()
                 return
+            if self._shared:
+                # Leave the next connection of a burst to the other workers' acceptors: the
+                # kernel has woken one of them for it, but this thread, back in accept()
+                # first, would take it from the queue.
+                time.sleep(ACCEPT_YIELD_S)
 
     def _adopt(self, sock: socket.socket, tls: ssl.SSLContext | None) -> None:
         if self.stopping:
