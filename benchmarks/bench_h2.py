@@ -6,7 +6,7 @@ message with END_STREAM, 64 requests per `receive` call. Each is answered with `
 
 * h2load (`h2load -c 4 -m 64 -d body.bin -H 'content-type: application/grpc'`): the same
   fields every time, so HEADERS is all indexed after the first request (the decoded-block
-  cache answers). Target (brief): at most 6 us per request.
+  cache answers). Target: at most 6 us per request.
 * a RocketMQ 5 client: 15 fields, of which a request id, a date and a gRPC deadline change
   with every request (literals added to the dynamic table: decoded every time).
 """
