@@ -1,15 +1,18 @@
-"""`ProxyServer`: the grpc.aio server of MessagingService, its gateway and its janitor.
+"""`ProxyServer`: MessagingService on the gRPC port (our HTTP/2 front or grpcio's server), its
+gateway and its janitor.
 
 Start: connect nothing yet (brokers and name servers are reached on first use), load the TLS key
-pair unless tlsServerMode is disabled (tls.py), bind grpcServerPort (0 picks a free port) as the
-mode says: disabled, grpc's plaintext port; enforcing, grpc's TLS port; permissive, a
+pair unless tlsServerMode is disabled (tls.py), and serve grpcServerPort (0 picks a free port)
+with the front `grpcFront` names.  Ours (h2/grpc_server.py) takes the listening socket itself
+and serves TLS by the mode (permissive: by each connection's first byte).  grpcio's binds as
+the mode says: disabled, its plaintext port; enforcing, its TLS port; permissive, a
 `JoinProcess` (join_supervisor.py, join_process.py) that hands each connection to one of grpc's
-two loopback ports, TLS or plaintext, by its first byte. Then serve, and start the janitor
-Service, which every few seconds unregisters clients idle for grpcClientIdleTimeMills and drops
-expired transaction data. Stop: end every Telemetry stream (they would otherwise hold the grace
-period to its end), stop accepting calls (grpcShutdownTimeSeconds of grace for those in flight),
-end the join (closing the joined connections), unregister every client from the brokers, close
-the connections.
+two loopback ports, TLS or plaintext, by its first byte.  Then start the janitor Service, which
+every few seconds unregisters clients idle for grpcClientIdleTimeMills and drops expired
+transaction data. Stop: end every Telemetry stream (they would otherwise hold the grace period
+to its end), stop accepting calls (grpcShutdownTimeSeconds of grace for those in flight), end
+the join (closing the joined connections), unregister every client from the brokers, close the
+connections.
 """
 
 from __future__ import annotations
@@ -143,12 +146,7 @@ class ProxyServer:
             self.join = join
             self.core.resolve_peer = join.client_peer
             await join.start()
-        self.core.advertised = self.config.local_serve_addr or f"{host}:{port}"
-        self.janitor.start()
-        log.info("gRPC proxy serving on %s (cluster %s, %s mode, TLS %s%s)",
-                 self.core.advertised, self.config.cluster_name,
-                 "local" if self.config.local_mode else "cluster", mode.value,
-                 f", {self.tls.source}" if self.tls is not None else "")
+        self._serving(mode, host, port)
 
     async def _start_front(self, mode: TlsMode, host: str) -> None:
         """Serve through our own HTTP/2 (h2/): one listening socket, TLS by the mode."""
@@ -174,12 +172,16 @@ class ProxyServer:
             listener.close()
             raise
         self.front, self.port = front, listener.getsockname()[1]
-        self.core.advertised = self.config.local_serve_addr or f"{host}:{self.port}"
+        self._serving(mode, host, self.port)
+
+    def _serving(self, mode: TlsMode, host: str, port: int) -> None:
+        """The port is served: what clients are told, the janitor, the log line."""
+        self.core.advertised = self.config.local_serve_addr or f"{host}:{port}"
         self.janitor.start()
-        log.info("gRPC proxy serving on %s (cluster %s, %s mode, TLS %s%s, our HTTP/2)",
+        log.info("gRPC proxy serving on %s (cluster %s, %s mode, TLS %s%s, front %s)",
                  self.core.advertised, self.config.cluster_name,
                  "local" if self.config.local_mode else "cluster", mode.value,
-                 f", {self.tls.source}" if self.tls is not None else "")
+                 f", {self.tls.source}" if self.tls is not None else "", self.config.grpc_front)
 
     @staticmethod
     def _bind(server: grpc.aio.Server, where: str, tls: TlsMaterial | None) -> int:
