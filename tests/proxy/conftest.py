@@ -42,9 +42,11 @@ FRONT = os.environ.get("PROXY_FRONT") or ProxyConfig().grpc_front
 
 
 def with_front(config: ProxyConfig) -> ProxyConfig:
-    """`config` served by the front the tests run against."""
-    return config if config.grpc_front == FRONT else dataclasses.replace(config,
-                                                                         grpc_front=FRONT)
+    """`config` served by the front the tests run against; one that asks for grpcio's keeps
+    it (the tests of grpcio's join process)."""
+    if config.grpc_front in (FRONT, "grpcio"):
+        return config
+    return dataclasses.replace(config, grpc_front=FRONT)
 
 
 @dataclasses.dataclass

@@ -45,7 +45,8 @@ H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 #: grpcio's front serves the permissive mode through a join process; ours needs none.
 JOINED = FRONT == "grpcio"
-grpcio_only = pytest.mark.skipif(not JOINED, reason="the join process is grpcio's front's")
+#: The tests of the join process itself run on grpcio's front whatever the tests' front.
+GRPCIO = dataclasses.replace(TEST_PROXY, grpc_front="grpcio")
 
 
 def config(mode: str, **changes: object) -> ProxyConfig:
@@ -173,7 +174,7 @@ async def test_stop_closes_joined_connections_and_leaves_no_process_or_thread(
         tmp_path: Path, namesrv: NamesrvController) -> None:
     threads = set(threading.enumerate())
     async with running_broker(tmp_path, namesrv) as broker:
-        proxy = local_proxy(broker, dataclasses.replace(TEST_PROXY, grpc_front="grpcio"))
+        proxy = local_proxy(broker, GRPCIO)
         await proxy.start()
         assert proxy.join is not None and proxy.join.process is not None
         process = proxy.join.process
@@ -192,10 +193,9 @@ async def test_stop_closes_joined_connections_and_leaves_no_process_or_thread(
                 t.name.startswith("proxy-join")}
 
 
-@grpcio_only
 async def test_a_join_process_that_dies_is_started_again_on_the_same_port(
         tmp_path: Path, namesrv: NamesrvController) -> None:
-    async with running_stack(tmp_path, namesrv) as stack:
+    async with running_stack(tmp_path, namesrv, GRPCIO) as stack:
         join = stack.proxy.join
         assert join is not None and join.process is not None
         await stack.create_topic("Again")
@@ -293,13 +293,12 @@ def join_process_of(pid: int) -> int:
     raise AssertionError(f"process {pid} has no join process")
 
 
-@grpcio_only
 async def test_the_join_process_ends_when_the_broker_is_killed(
         tmp_path: Path, namesrv: NamesrvController) -> None:
     conf = write_conf(tmp_path, namesrvAddr=f"127.0.0.1:{namesrv.port}")
     proc, _ = await serve_until_line(  # the join in the broker's process (no workers)
         [sys.executable, "-m", "engine.broker.main", "-c", str(conf), "--enable-proxy",
-         "-pc", str(proxy_json(tmp_path, proxyWorkers=0))], tmp_path,
+         "-pc", str(proxy_json(tmp_path, proxyWorkers=0, grpcFront="grpcio"))], tmp_path,
         "gRPC proxy boot success")
     try:
         ended = asyncio.Event()
