@@ -27,6 +27,13 @@ import grpc
 from engine.proxy.h2.frames import encode_headers
 
 PREFIX = struct.Struct(">BI")
+#: The status codes this layer answers with itself.
+UNKNOWN = grpc.StatusCode.UNKNOWN.value[0]
+INTERNAL = grpc.StatusCode.INTERNAL.value[0]
+UNIMPLEMENTED = grpc.StatusCode.UNIMPLEMENTED.value[0]
+UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
+DEADLINE_EXCEEDED = grpc.StatusCode.DEADLINE_EXCEEDED.value[0]
+RESOURCE_EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]
 #: Metadata the service does not see (grpc-core keeps them out of invocation_metadata too).
 RESERVED = frozenset({"te", "content-type", "grpc-timeout", "grpc-encoding",
                       "grpc-accept-encoding"})
@@ -48,12 +55,14 @@ class Aborted(Exception):
 
 
 class CallError(Exception):
-    """The call cannot go on: `code` and `details` are its status."""
+    """The call cannot go on: `code` and `details` are its status; `http_status`, for a
+    request that is not gRPC, the HTTP status it is answered with (grpc-java's 405 and 415)."""
 
-    def __init__(self, code: int, details: str) -> None:
+    def __init__(self, code: int, details: str, http_status: int = 200) -> None:
         super().__init__(code, details)
         self.code = code
         self.details = details
+        self.http_status = http_status
 
 
 def parse_timeout(text: str) -> float | None:
@@ -83,6 +92,14 @@ def status_headers(code: int, details: str, *, trailers_only: bool) -> bytes:
     return encode_headers(fields)
 
 
+def http_error_headers(http_status: int, code: int, details: str) -> bytes:
+    """The HEADERS of a request that is not gRPC, as grpc-java answers it (the text follows
+    as the body)."""
+    return encode_headers(((":status", str(http_status)),
+                           ("content-type", "text/plain; charset=utf-8"),
+                           ("grpc-status", str(code)), ("grpc-message", percent_encode(details))))
+
+
 def frame_message(data: bytes) -> bytes:
     """One message with its 5-byte prefix (never compressed)."""
     return PREFIX.pack(0, len(data)) + data
@@ -109,7 +126,7 @@ class MessageReader:
         while size - pos >= 5:
             flag, length = PREFIX.unpack_from(buffer, pos)
             if length > self._limit:
-                raise CallError(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0],
+                raise CallError(RESOURCE_EXHAUSTED,
                                 f"gRPC message exceeds maximum size {self._limit}: {length}")
             end = pos + 5 + length
             if end > size:
@@ -130,13 +147,13 @@ class MessageReader:
             try:
                 return zlib.decompress(message, wbits)
             except zlib.error as exc:
-                raise CallError(grpc.StatusCode.INTERNAL.value[0],
+                raise CallError(INTERNAL,
                                 f"Can't decode compressed gRPC message: {exc}") from None
         if self._encoding in ("", "identity"):
-            raise CallError(grpc.StatusCode.INTERNAL.value[0],
+            raise CallError(INTERNAL,
                             "Can't decode compressed gRPC message as compression not "
                             "configured")
-        raise CallError(grpc.StatusCode.UNIMPLEMENTED.value[0],
+        raise CallError(UNIMPLEMENTED,
                         f"Can't find decompressor for {self._encoding}")
 
 
@@ -200,13 +217,15 @@ def read_request(headers: list[tuple[str, str]]) -> tuple[
                 metadata.append((name, base64.b64decode(value + "=" * (-len(value) % 4),
                                                         validate=True)))
             except ValueError:  # binascii.Error
-                raise CallError(grpc.StatusCode.INTERNAL.value[0],
+                raise CallError(INTERNAL,
                                 f"Invalid base64 in binary header {name}") from None
         else:
             metadata.append((name, value))
-    if method != "POST":
-        raise CallError(grpc.StatusCode.INTERNAL.value[0], f"Method '{method}' is not supported")
+    # grpc-java's checks, in its order, with its texts
+    if not content_type:
+        raise CallError(INTERNAL, "Content-Type is missing from the request", 415)
     if not content_type.startswith("application/grpc"):
-        raise CallError(grpc.StatusCode.INTERNAL.value[0],
-                        f"Content-Type '{content_type}' is not supported")
+        raise CallError(INTERNAL, f"Content-Type '{content_type}' is not supported", 415)
+    if method != "POST":
+        raise CallError(INTERNAL, f"Method '{method}' is not supported", 405)
     return path, encoding, timeout, tuple(metadata)

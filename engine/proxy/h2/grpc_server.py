@@ -35,17 +35,22 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import grpc
-
 from engine.proxy.h2.calls import (
+    DEADLINE_EXCEEDED,
     HEAD,
+    INTERNAL,
     OK_TRAILERS,
     PREFIX,
+    RESOURCE_EXHAUSTED,
+    UNAVAILABLE,
+    UNIMPLEMENTED,
+    UNKNOWN,
     Aborted,
     CallError,
     MessageReader,
     ServicerContext,
     frame_message,
+    http_error_headers,
     read_request,
     status_headers,
 )
@@ -70,11 +75,6 @@ ACCEPT_RETRY_S = 0.1
 ACCEPT_YIELD_S = 0.002
 #: Seconds a connection we ended with a GOAWAY stays open for the peer to read it.
 LINGER_S = 2.0
-UNKNOWN = grpc.StatusCode.UNKNOWN.value[0]
-INTERNAL = grpc.StatusCode.INTERNAL.value[0]
-UNIMPLEMENTED = grpc.StatusCode.UNIMPLEMENTED.value[0]
-UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
-DEADLINE_EXCEEDED = grpc.StatusCode.DEADLINE_EXCEEDED.value[0]
 #: grpc-java's description of a call whose method raised.
 APPLICATION_ERROR = "Application error processing RPC"
 _PATH_PREFIX = f"/{SERVICE}/"
@@ -173,7 +173,12 @@ class GrpcConnection(asyncio.Protocol):
         try:
             path, encoding, timeout, metadata = read_request(event.headers)
         except CallError as exc:
-            self._trailers_only(sid, exc.code, exc.details)
+            if exc.http_status == 200:
+                self._trailers_only(sid, exc.code, exc.details)
+            else:  # not a gRPC request: an HTTP error, its text as the body
+                self.conn.send_headers(sid, http_error_headers(exc.http_status, exc.code,
+                                                               exc.details))
+                self.conn.send_data(sid, exc.details.encode(), end_stream=True)
             return
         method = self.front.methods.get(path[len(_PATH_PREFIX):]) if path.startswith(
             _PATH_PREFIX) else None
@@ -222,7 +227,7 @@ class GrpcConnection(asyncio.Protocol):
         # The request's one message, usually one DATA frame holding exactly it.
         if len(data) >= 5 and data[0] == 0 and PREFIX.unpack_from(data)[1] == len(data) - 5:
             if len(data) - 5 > self.front.max_message_size:
-                self._fail(call, grpc.StatusCode.RESOURCE_EXHAUSTED.value[0],
+                self._fail(call, RESOURCE_EXHAUSTED,
                            f"gRPC message exceeds maximum size {self.front.max_message_size}: "
                            f"{len(data) - 5}")
                 return

@@ -21,7 +21,7 @@ from hpack import Decoder, Encoder
 from engine.proxy.h2.grpc_server import GrpcFront
 from engine.proxy.handlers import SERVICE, Method
 from engine.proxy.tls import self_signed
-from tests.proxy.h2frames import END_HEADERS, END_STREAM, HEADERS, frame, start
+from tests.proxy.h2frames import DATA, END_HEADERS, END_STREAM, HEADERS, frame, start
 
 MAX_MESSAGE = 4 * 1024 * 1024
 TIMEOUT = 10.0
@@ -255,34 +255,46 @@ async def test_a_graceful_stop_lets_calls_in_flight_finish_and_refuses_new_ones(
         listener.close()
 
 
-async def _answer_headers(endpoint: str, fields: list[tuple[str, str]]) -> dict[str, str]:
-    """Send one request's HEADERS (END_STREAM) as given; the answer's header fields."""
+async def _answer(endpoint: str, fields: list[tuple[str, str]]) -> tuple[dict[str, str],
+                                                                          bytes]:
+    """Send one request's HEADERS (END_STREAM) as given; the answer's header fields and
+    body."""
     host, port = endpoint.rsplit(":", 1)
     reader, writer = await asyncio.open_connection(host, int(port))
     try:
         writer.write(start() + frame(HEADERS, END_HEADERS | END_STREAM, 1,
                                      Encoder().encode(fields)))
-        decoder = Decoder()
+        decoder, answer, body = Decoder(), {}, b""
         while True:
             head = await asyncio.wait_for(reader.readexactly(9), TIMEOUT)
             payload = await reader.readexactly(int.from_bytes(head[:3], "big"))
-            if head[3] == HEADERS and int.from_bytes(head[5:9], "big") == 1:
-                return {str(k): str(v) for k, v in decoder.decode(payload)}
+            if int.from_bytes(head[5:9], "big") != 1:
+                continue
+            if head[3] == HEADERS:
+                answer.update((str(k), str(v)) for k, v in decoder.decode(payload))
+            elif head[3] == DATA:
+                body += payload
+            if head[4] & END_STREAM:
+                return answer, body
     finally:
         writer.close()
 
 
-async def test_requests_that_are_not_grpc_get_a_status_saying_why() -> None:
+async def test_requests_that_are_not_grpc_are_answered_as_grpc_java_answers_them() -> None:
     request = [(":method", "POST"), (":scheme", "http"), (":authority", "proxy"),
                (":path", f"/{SERVICE}/Echo"), ("content-type", "application/grpc")]
     async with serving(Methods()) as (_, endpoint):
-        cases = {
-            "GET": ([(":method", "GET"), *request[1:]], "Method 'GET' is not supported"),
-            "text": ([*request[:4], ("content-type", "text/plain")],
-                     "Content-Type 'text/plain' is not supported"),
-            "base64": ([*request, ("trace-bin", "@@@")],
-                       "Invalid base64 in binary header trace-bin"),
-        }
-        for fields, message in cases.values():
-            answer = await _answer_headers(endpoint, fields)
-            assert (answer["grpc-status"], answer["grpc-message"]) == ("13", message)
+        cases = [
+            ([(":method", "GET"), *request[1:]], "405", "Method 'GET' is not supported"),
+            ([*request[:4], ("content-type", "text/plain")], "415",
+             "Content-Type 'text/plain' is not supported"),
+            (request[:4], "415", "Content-Type is missing from the request"),
+        ]
+        for fields, http_status, message in cases:
+            answer, body = await _answer(endpoint, fields)
+            assert (answer[":status"], answer["grpc-status"], answer["grpc-message"]) == (
+                http_status, "13", message)
+            assert body == message.encode()
+        answer, body = await _answer(endpoint, [*request, ("trace-bin", "@@@")])
+        assert (answer[":status"], answer["grpc-status"], answer["grpc-message"], body) == (
+            "200", "13", "Invalid base64 in binary header trace-bin", b"")
