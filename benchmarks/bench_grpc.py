@@ -1,8 +1,8 @@
 """Sends, and receives + acks, of 1 KiB messages over gRPC through the proxy, many calls in flight.
 
-Runs `mqbroker --enable-proxy` as its own process (the proxy in the broker's process, local
-mode; the name server runs in this process and only answers route lookups) and measures, with
-the targets of issue 25 (10,000 msgs/s each):
+Runs `mqbroker --enable-proxy` as its own process with the proxy's defaults (local mode, its
+worker processes, our HTTP/2 front; the name server runs in this process and only answers
+route lookups) and measures, with the targets of issue 25 (10,000 msgs/s each):
 
 * one-message SendMessage calls driven by h2load (nghttp2's load generator, in C: the
   client then takes little of the two cores; skipped, saying so, where it is not
@@ -14,13 +14,13 @@ the targets of issue 25 (10,000 msgs/s each):
   then one AckMessage of all it brought; many rounds in flight) of a topic filled for them
   beforehand, with `enableBatchAck=true` and then with 5.3's default (a second broker).
 
-Beside each rate: the broker process's CPU per message (broker and proxy together, user +
-system, from /proc), for h2load its busiest thread's too (the event loop's, which bounds the
-rate), and the Python client's.  For scale, the same one-message calls against two servers
-in a process of their own: a servicer that does nothing (grpc.aio's own cost per call here,
-with the proxy's server options), and the proxy whose broker calls answer at once (the
-proxy's own cost, without the broker and its store).  With `APACHE_RMQ5_HOME` (an Apache 5.3.3
-build), the one-message calls also go to Apache's own `mqbroker --enable-proxy`.
+Beside each rate: the broker process's CPU per message (user + system, from /proc; its workers
+are processes of their own, whose figures bench_grpc_workers gives), for h2load its busiest
+thread's too, and the Python client's.  For scale, the same one-message calls against two
+servers in a process of their own: a grpc.aio servicer that does nothing (grpc.aio's own cost
+per call here, with the proxy's server options), and the proxy whose broker calls answer at once
+(the proxy's own cost, without the broker and its store).  With `APACHE_RMQ5_HOME` (an Apache
+5.3.3 build), the one-message calls also go to Apache's own `mqbroker --enable-proxy`.
 """
 
 from __future__ import annotations
