@@ -41,7 +41,6 @@ from engine.proxy.h2.calls import (
     INTERNAL,
     OK_TRAILERS,
     PREFIX,
-    RESOURCE_EXHAUSTED,
     UNAVAILABLE,
     UNIMPLEMENTED,
     UNKNOWN,
@@ -63,11 +62,11 @@ from engine.proxy.h2.connection import (
 )
 from engine.proxy.handlers import SERVICE, Method
 
+# The permissive mode's rules and the peer syntax are the join process's (grpcio's front).
+from engine.proxy.join_process import FIRST_BYTE_TIMEOUT_S, TLS_HANDSHAKE, peer_text
+
 log = logging.getLogger("engine.proxy.h2")
 
-#: The first byte of a TLS connection: a handshake record (ContentType 22).
-TLS_HANDSHAKE = 0x16
-FIRST_BYTE_TIMEOUT_S = 10.0
 MAX_CONCURRENT_STREAMS = 1000
 #: Seconds the acceptor waits after accept() failed (out of descriptors) before it tries again.
 ACCEPT_RETRY_S = 0.1
@@ -82,20 +81,13 @@ _PATH_PREFIX = f"/{SERVICE}/"
 _END: Any = object()
 
 
-def peer_text(address: Any) -> str:
-    """A socket address in grpc's peer syntax (``ipv4:1.2.3.4:5``, ``ipv6:[::1]:5``)."""
-    if not isinstance(address, tuple):
-        return "unknown"
-    host, port = address[0], address[1]
-    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
-
-
 class Call:
     """One call in flight on a connection."""
 
     __slots__ = (
         "body",
         "context",
+        "encoding",
         "method",
         "queue",
         "reader",
@@ -106,11 +98,14 @@ class Call:
     )
 
     def __init__(self, stream_id: int, method: Method, context: ServicerContext,
-                 reader: MessageReader) -> None:
+                 encoding: str) -> None:
         self.stream_id = stream_id
         self.method = method
         self.context = context
-        self.reader = reader
+        #: grpc-encoding of the requests, and Telemetry's reader of them (a unary request
+        #: that is one uncompressed DATA frame needs none).
+        self.encoding = encoding
+        self.reader: MessageReader | None = None
         #: A unary call's DATA until its request is whole.
         self.body: list[bytes] = []
         self.task: asyncio.Task[None] | None = None
@@ -139,7 +134,8 @@ class GrpcConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
-        self.peer = peer_text(transport.get_extra_info("peername"))
+        address = transport.get_extra_info("peername")  # None once the socket is gone
+        self.peer = peer_text(address) if isinstance(address, tuple) else "unknown"
         self.front.connections.add(self)
         self.conn.initiate()
         self._flush()
@@ -189,12 +185,12 @@ class GrpcConnection(asyncio.Protocol):
             self._trailers_only(sid, UNAVAILABLE, "Server is shutting down")
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        call = Call(sid, method, ServicerContext(metadata, self.peer, deadline),
-                    MessageReader(encoding, self.front.max_message_size))
+        call = Call(sid, method, ServicerContext(metadata, self.peer, deadline), encoding)
         self.calls[sid] = call
         if timeout is not None:
             call.timer = self.loop.call_later(timeout, self._expire, call)
         if method.client_streaming:
+            call.reader = MessageReader(encoding, self.front.max_message_size)
             call.queue = asyncio.Queue()
             call.task = self.loop.create_task(self._bidi(call))
             if event.end_stream:
@@ -208,6 +204,7 @@ class GrpcConnection(asyncio.Protocol):
             return  # a call already answered or running: the client sends no more
         data = event.data
         if call.queue is not None:
+            assert call.reader is not None
             try:
                 for message in call.reader.feed(data):
                     call.queue.put_nowait(message)
@@ -225,20 +222,18 @@ class GrpcConnection(asyncio.Protocol):
             data = b"".join(call.body)
             call.body = []
         # The request's one message, usually one DATA frame holding exactly it.
-        if len(data) >= 5 and data[0] == 0 and PREFIX.unpack_from(data)[1] == len(data) - 5:
-            if len(data) - 5 > self.front.max_message_size:
-                self._fail(call, RESOURCE_EXHAUSTED,
-                           f"gRPC message exceeds maximum size {self.front.max_message_size}: "
-                           f"{len(data) - 5}")
-                return
+        limit = self.front.max_message_size
+        if (len(data) >= 5 and data[0] == 0 and PREFIX.unpack_from(data)[1] == len(data) - 5
+                and len(data) - 5 <= limit):
             raw = data[5:]
         else:
+            reader = MessageReader(call.encoding, limit)
             try:
-                messages = list(call.reader.feed(data))
+                messages = list(reader.feed(data))
             except CallError as exc:
                 self._fail(call, exc.code, exc.details)
                 return
-            if len(messages) != 1 or call.reader.pending:
+            if len(messages) != 1 or reader.pending:
                 self._fail(call, INTERNAL, "Too many requests" if len(messages) > 1
                            else "Half-closed without a request")
                 return
