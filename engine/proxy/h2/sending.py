@@ -109,28 +109,25 @@ class StreamSender:
         """Queue a header block (HPACK, see `frames.encode_headers`): the response head, or
         trailers with `end_stream`. Split into HEADERS + CONTINUATION if the peer's
         SETTINGS_MAX_FRAME_SIZE requires it; kept behind DATA that waits for a window."""
-        stream = self._sendable(stream_id)
-        if stream is None:
-            return
-        if end_stream:
-            stream.local_open = False
-        if stream.pending:
-            stream.pending.append((HEADERS, block, end_stream))
-            return
-        self._write_headers(stream, block, end_stream)
+        self._send(HEADERS, stream_id, block, end_stream)
 
     def send_data(self, stream_id: int, data: bytes, end_stream: bool = False) -> None:
         """Queue DATA: what the peer's windows admit now, in frames of at most its
         SETTINGS_MAX_FRAME_SIZE; the rest waits for WINDOW_UPDATE."""
+        self._send(DATA, stream_id, data, end_stream)
+
+    def _send(self, kind: int, stream_id: int, payload: bytes, end_stream: bool) -> None:
         stream = self._sendable(stream_id)
         if stream is None:
             return
         if end_stream:
             stream.local_open = False
-        if stream.pending:
-            stream.pending.append((DATA, data, end_stream))
-            return
-        self._write_data(stream, data, end_stream)
+        if stream.pending:  # behind what waits for a window, in order
+            stream.pending.append((kind, payload, end_stream))
+        elif kind == DATA:
+            self._write_data(stream, payload, end_stream)
+        else:
+            self._write_headers(stream, payload, end_stream)
 
     def send_unary(self, stream_id: int, head: bytes, message: bytes, trailers: bytes) -> None:
         """A whole response: HEADERS `head`, DATA `message`, HEADERS `trailers` with
