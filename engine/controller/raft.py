@@ -7,6 +7,12 @@ applied yet to its `ReplicaState` (`refresh`, on the asyncio thread, before each
 check).  pysyncobj keeps its journal and full dumps under controllerStorePath, so the
 history survives a restart of every controller.
 
+A controller elected leader answers as leader only once an entry of its own term has been
+applied: until then it may not have applied, or even know as committed, what the previous
+leader committed, and would answer reads and checks from an older state (a broker id given
+twice, an election on a stale epoch).  5.3.3's DLedger controller waits the same way, with an
+empty proposal, before it takes the leader's role; meanwhile it answers CONTROLLER_NOT_LEADER.
+
 Raft traffic goes to each peer's port + 1 (`Peer.raft_address`); the peer's own address
 answers remoting requests, as 5.3.3's DLedger peer address does.  pysyncobj runs its own
 thread; the only things shared with the asyncio thread are the list (appended by
@@ -42,6 +48,10 @@ class RaftReplication:
         self.entries = ReplList()
         self.applied = 0
         self.sync: SyncObj | None = None
+        #: The term whose barrier (an empty extend) this controller has applied as leader, and
+        #: the term of the barrier it last proposed.
+        self._ready_term = -1
+        self._barrier_term = -1
 
     async def start(self) -> None:
         os.makedirs(self.store_path, exist_ok=True)
@@ -59,7 +69,24 @@ class RaftReplication:
 
     @property
     def is_leader(self) -> bool:
-        return self.sync is not None and bool(self.sync._isLeader())
+        """Raft's leader whose own term's barrier is applied (proposed on the first call)."""
+        sync = self.sync
+        if sync is None or not sync._isLeader():
+            return False
+        term = sync._getTerm()
+        if self._ready_term == term:
+            return True
+        if self._barrier_term != term:
+            self._barrier_term = term
+
+            def applied(_result: Any, error: int) -> None:  # on pysyncobj's thread
+                if error == FAIL_REASON.SUCCESS:
+                    self._ready_term = term
+                elif self._barrier_term == term:
+                    self._barrier_term = -1  # proposed again on the next call
+
+            self.entries.extend([], callback=applied)
+        return False
 
     @property
     def leader(self) -> Peer | None:
