@@ -48,7 +48,9 @@ def is_ours(pid: int, data_dir: Path) -> bool:
     child = _CHILDREN.get(pid)
     if child is not None:
         if child.poll() is None:
-            return True
+            # killed, its main thread can be a zombie while the others still exit (a write
+            # to finish): waitpid reaps it only then, but it runs no more
+            return not _zombie(pid)
         del _CHILDREN[pid]
         return False
     _reap(pid)
@@ -62,11 +64,20 @@ def is_ours(pid: int, data_dir: Path) -> bool:
     if not proc.exists():
         return True  # no /proc (macOS): trust the pid
     try:
-        if (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+        if _zombie(pid):
             return False
         return str(data_dir) in (proc / "cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
+
+
+def _zombie(pid: int) -> bool:
+    """Whether /proc shows `pid` as a zombie (False without /proc or once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def log_path(data_dir: Path, name: str) -> Path:
