@@ -6,6 +6,11 @@ only the module that owns the command asked for (`OWNER`), and the whole app for
 unknown command or anything else, so `mqadmin clusterList` loads the cluster commands and
 what they need.  `app`, the whole app (for tests and the reference docs), is built on first
 use.  tests/lag/test_startup.py holds `OWNER` to the modules' commands.
+
+Typer turns an app into its click command anew on each call (80 ms for the whole app, most
+of it evaluating every command's annotations): `command()` does it once per process, for
+`main()` and for anything that runs commands in-process (the tests' runner, the reference
+docs).
 """
 
 from __future__ import annotations
@@ -13,12 +18,15 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from mqadmin import render
 from mqadmin.exit_codes import INTERRUPTED_MESSAGE, ExitCode
+
+if TYPE_CHECKING:
+    from typer._click import Command  # what typer.main.get_command returns
 
 HELP = ("Operate RocketMQ clusters (this engine, or Apache RocketMQ 4.9/5.x).\n\n"
         "Commands and short flags are Apache mqadmin's.  The name servers come from -n, "
@@ -91,6 +99,17 @@ def whole() -> typer.Typer:
     return _whole[0]
 
 
+_commands: dict[str | None, Command] = {}
+
+
+def command(module: str | None = None) -> Command:
+    """The click command of one command module's app, or of the whole app (built once)."""
+    if module not in _commands:
+        app = whole() if module is None else build([module])
+        _commands[module] = typer.main.get_command(app)
+    return _commands[module]
+
+
 def __getattr__(name: str) -> Any:
     if name == "app":
         return whole()
@@ -102,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     owner = OWNER.get(args[0]) if args else None
     try:
-        (whole() if owner is None else build([owner]))(args=args, prog_name="mqadmin")
+        command(owner).main(args=args, prog_name="mqadmin")
     except SystemExit as exc:
         if exc.code is None:
             return ExitCode.OK

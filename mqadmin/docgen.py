@@ -1,6 +1,6 @@
 """The command reference, generated from the app (``python -m mqadmin.docgen``).
 
-How this works: typer turns the app into its command tree (`typer.main.get_command`); each
+How this works: typer turns the app into its command tree (`mqadmin.app.command`); each
 command's help text and options are read from that tree and written as Markdown, grouped
 by the help panels ``mqadmin --help`` shows.  A test compares the checked-in file with this
 output, so the reference cannot drift from the code.
@@ -13,9 +13,7 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import Any
 
-import typer
-
-from mqadmin.app import app
+from mqadmin.app import command as app_command
 
 HIDDEN = frozenset({"help", "install_completion", "show_completion"})
 DEFAULT_PANEL = "Commands"
@@ -82,7 +80,7 @@ def _options(command: Any) -> list[str]:
 
 def render() -> str:
     """The whole reference as Markdown."""
-    root = typer.main.get_command(app)
+    root = app_command()
     by_panel: dict[str, list[tuple[str, Any]]] = {}
     for panel, path, command in commands(root):
         by_panel.setdefault(panel, []).append((path, command))

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 
 from mqadmin import docgen
-from mqadmin.app import app
+from mqadmin.app import command as app_command
 
 from .cli import invoke
 
@@ -33,7 +32,7 @@ APACHE_COMMANDS = (
 
 
 def all_commands() -> list[tuple[str, str, Any]]:
-    return list(docgen.commands(typer.main.get_command(app)))
+    return list(docgen.commands(app_command()))
 
 
 def test_every_command_has_help_text() -> None:

@@ -107,14 +107,12 @@ def report(spark: Any, history: tuple[Path, list[lagdata.Row]], report_home: Pat
            ) -> tuple[Path, dict[str, Any]]:
     """The daily report of 2026-11-23 over `history`, with the SLO file above, made by
     ``mqadmin report lag`` in this process (it reuses the session's Spark)."""
-    from typer.testing import CliRunner
-
-    from mqadmin.app import app
+    from tests.mqadmin.cli import invoke
 
     slo_path = report_home / "slo.toml"
     slo_path.write_text(SLO_FILE)
-    result = CliRunner().invoke(app, ["report", "lag", "--input", str(history[0]), "--date",
-                                      "2026-11-23", "--slo", str(slo_path), "-o", "json"])
+    result = invoke("report", "lag", "--input", str(history[0]), "--date", "2026-11-23",
+                    "--slo", str(slo_path), "-o", "json")
     assert result.exit_code == 0, result.output
     run = json.loads(result.stdout)[0]
     out = Path(run["out"])

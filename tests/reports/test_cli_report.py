@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from mqadmin import report_runs
-from mqadmin.app import app
+from tests.mqadmin.cli import invoke
 from tests.reports import lagdata
 
 #: Spark is slow to start on a busy machine: the session fixture counts here.
@@ -21,7 +20,7 @@ pytestmark = pytest.mark.timeout(900)
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args))
+    return invoke(*args)
 
 
 def test_the_run_is_recorded(report: tuple[Path, dict[str, Any]], report_home: Path) -> None:

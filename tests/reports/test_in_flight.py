@@ -12,14 +12,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
-from mqadmin.app import app
 from mqadmin.operations.lag.history import HistoryWriter
 from mqadmin.operations.lag.model import Cycle, QueueSample
 from mqadmin.reports import dataset
 from mqadmin.reports.period import Period
 from mqadmin.reports.schema import arrow_schema
+from tests.mqadmin.cli import invoke
 from tests.reports import lagdata
 
 pytestmark = pytest.mark.timeout(900)
@@ -71,8 +70,7 @@ def test_history_keeps_in_flight_and_reads_files_without_it(
     assert ("push-group", 0) in found and ("pop-group", 13) in found
     assert {g for g, n in found if n is None} == set()
 
-    result = CliRunner().invoke(app, ["report", "lag", "--input", str(root), "--date",
-                                      "2026-11-23", "-o", "json"])
+    result = invoke("report", "lag", "--input", str(root), "--date", "2026-11-23", "-o", "json")
     assert result.exit_code == 0, result.output
     out = Path(json.loads(result.stdout)[0]["out"])
     summary = json.loads((out / "summary.json").read_text())
