@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.broker.controller import BrokerController
+from engine.broker.topics import retry_topic
 from engine.namesrv.controller import NamesrvController
 from engine.protocol.body.topic import TopicConfig
 from engine.protocol.message import decode_records
@@ -24,13 +25,20 @@ COUNT = 6
 async def cluster(tmp_path: Path) -> AsyncIterator[tuple[str, BrokerController]]:
     ns = NamesrvController(namesrv_config(tmp_path))
     await ns.start()
-    # Retries use level 3 + reconsumeTimes; one-second levels keep the test short.
+    # Retries use level 3 + reconsumeTimes.  Zero-second levels still park each retry in
+    # SCHEDULE_TOPIC_XXXX and restore it into %RETRY%<group>, without the wait: the C++ client
+    # sends back the whole pulled batch when one message fails, so the six messages come back
+    # over several rounds, one delay each.
     config, store = broker_configs(tmp_path, f"127.0.0.1:{ns.port}",
-                                   message_delay_level="1s 1s 1s 1s")
+                                   message_delay_level="0s 0s 0s 0s")
     broker = BrokerController(config, store)
     await broker.start()
     broker.state.topics.put(TopicConfig("CppRetry", 2, 2))
     broker.state.topics.put(TopicConfig("CppOrderly", 2, 2))
+    # The C++ client asks for the route of %RETRY%<group> when it starts, before its first
+    # heartbeat makes the broker create that topic, and asks again only at its 10 s
+    # rebalance; made here first, as an earlier run of the group would have left it.
+    broker.state.topics.put(TopicConfig(retry_topic("CppRetryGroup"), 1, 1))
     await broker.registration.register_all()
     try:
         yield f"127.0.0.1:{ns.port}", broker
