@@ -65,7 +65,10 @@ async def test_receive_ack_batch_ack_change_invisible_and_redelivery(
     await make_topic(broker, "PopC1", 2)
     producer = await _producer(client_config, track)
     sent = {(await producer.send(Message("PopC1", b"m%d" % i))).msg_id for i in range(6)}
-    c = await _consumer(client_config, track, "CG_POPC1", "PopC1", invisible_time_millis=1500)
+    # 100 ms polls: msgs[5] comes back through the V1 pop retry topic, which (as in 5.3.3)
+    # wakes no held pop; the next pop takes it.
+    c = await _consumer(client_config, track, "CG_POPC1", "PopC1", invisible_time_millis=1500,
+                        poll_time_millis=100)
     msgs = await _received(c, 6)
     assert {m.msg_id for m in msgs} == sent
     assert await c.ack(msgs[0]) is AckStatus.OK
@@ -119,8 +122,10 @@ async def test_failing_listener_retries_then_dead_letters(
         attempts.append(m.reconsume_times)
         return LATER
 
+    # 100 ms polls: a retry lands in the V1 pop retry topic, which (as in 5.3.3) wakes no
+    # held pop; the next pop takes it.
     c = await _consumer(client_config, track, "CG_POPC3", "PopC3", retry_backoff_millis=100,
-                        max_reconsume_times=2)
+                        max_reconsume_times=2, poll_time_millis=100)
     c.listen(listener)
     store, pop = broker.state.store, broker.state.pop
     await _until(lambda: store.get_max_offset_in_queue("%DLQ%CG_POPC3", 0) == 1)
