@@ -106,7 +106,7 @@ async def test_sigkill_while_delivering_loses_none_and_doubles_none(
     await broker.start()
     count = 3_000
     first = now_ms() + 1_000  # sending takes a fraction of that; a late one is due at once
-    deliver_at = [first + i * 3_000 // count for i in range(count)]
+    deliver_at = [first + i * 2_000 // count for i in range(count)]
     await send_timers(client, broker.addr, deliver_at)
     records: list[MessageRecord] = []
     await collect(client, broker, records, deliver_at[-1] + 10_000, count // 3)
