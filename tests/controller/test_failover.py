@@ -123,23 +123,40 @@ async def test_kill_the_master_a_slave_takes_over_the_old_one_follows(
 
 
 async def three_brokers(tmp_path: Path, ns: str, controller: ControllerManager,
-                        brokers: list[BrokerProcess]) -> dict[int, BrokerProcess]:
-    settings = {**CONTROLLER_MODE, "controllerAddr": controller.address}
-    by_id: dict[int, BrokerProcess] = {}
-    for store in ("a", "b", "c"):
-        broker = BrokerProcess(tmp_path, store, ns, **settings)
-        brokers.append(broker)
-        await broker.start()
-        by_id[max(controller.state.sets[NAME].members)] = broker
+                        brokers: list[BrokerProcess],
+                        **changes: str) -> dict[int, BrokerProcess]:
+    """Broker 1 (the master: the first to register), then brokers 2 and 3 started together;
+    by controller id once all three are in the SyncStateSet."""
+    made = await start_three(tmp_path, ns, controller.address, brokers, **changes)
     await until(lambda: in_sync(controller) == {1, 2, 3})
-    return by_id
+    return ids_of(controller, made)
+
+
+async def start_three(tmp_path: Path, ns: str, controller_addr: str,
+                      brokers: list[BrokerProcess], **changes: str) -> list[BrokerProcess]:
+    settings = {**CONTROLLER_MODE, "controllerAddr": controller_addr, **changes}
+    made = [BrokerProcess(tmp_path, store, ns, **settings) for store in ("a", "b", "c")]
+    brokers.extend(made)
+    await made[0].start()
+    await asyncio.gather(made[1].start(), made[2].start())
+    return made
+
+
+def ids_of(controller: ControllerManager, made: list[BrokerProcess]) -> dict[int, BrokerProcess]:
+    by_addr = {b.addr: b for b in made}
+    members = controller.state.sets[NAME].members
+    return {i: by_addr[m.address] for i, m in members.items()}
 
 
 async def test_a_frozen_master_never_acknowledges_as_a_second_master(
         tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
         brokers: list[BrokerProcess]) -> None:
     ns = f"127.0.0.1:{namesrv.port}"
-    by_id = await three_brokers(tmp_path, ns, controller, brokers)
+    # Shorter than CONTROLLER_MODE: the controller gives up on the frozen master after 1.5 s
+    # without heartbeats (7 missed ones), and the late send the thawed master may take
+    # before it learns it lost waits 1.5 s for slaves that have left it.
+    by_id = await three_brokers(tmp_path, ns, controller, brokers,
+                                controllerHeartBeatTimeoutMills="1500", slaveTimeout="1500")
     old = by_id[1]
     client = RemotingClient()
     try:
@@ -180,12 +197,7 @@ async def test_the_set_fails_over_while_the_controller_leader_dies_too(
         for m in managers:
             await m.start()
         leader = await asyncio.wait_for(leader_of(managers), 30)
-        settings = {**CONTROLLER_MODE,
-                    "controllerAddr": ";".join(m.address for m in managers)}
-        for store in ("a", "b", "c"):
-            broker = BrokerProcess(tmp_path, store, ns, **settings)
-            brokers.append(broker)
-            await broker.start()
+        await start_three(tmp_path, ns, ";".join(m.address for m in managers), brokers)
         await until(lambda: in_sync(leader) == {1, 2, 3})
         by_addr = {b.addr: b for b in brokers}
         master = by_addr[leader.state.sets[NAME].address(1) or ""]

@@ -22,7 +22,7 @@ from engine.protocol.wire import from_json
 from engine.remoting.client import RemotingClient
 from engine.remoting.errors import RemotingError
 from tests.broker.helpers import send_request
-from tests.controller.test_failover import CONTROLLER_MODE, NAME, QUEUES, TOPIC, bodies_on
+from tests.controller.test_failover import NAME, QUEUES, TOPIC, bodies_on, start_three
 from tests.controller.test_raft import free_pair
 from tests.ha.procs import ROOT, BrokerProcess
 from tests.ha.traffic import Producer, create_topic
@@ -124,11 +124,7 @@ async def kill_master_and_a_controller(tmp_path: Path, namesrv: NamesrvControlle
     client = RemotingClient()
     try:
         await asyncio.gather(*(c.start() for c in controllers))
-        settings = {**CONTROLLER_MODE, "controllerAddr": ";".join(c.addr for c in controllers)}
-        for store in ("a", "b", "c"):
-            broker = BrokerProcess(tmp_path, store, ns, **settings)
-            brokers.append(broker)
-            await broker.start()
+        await start_three(tmp_path, ns, ";".join(c.addr for c in controllers), brokers)
         before = await until_replicas(client, controllers, all_in_sync)
         by_addr = {b.addr: b for b in brokers}
         old = by_addr[before.master_address or ""]

@@ -1,4 +1,4 @@
-"""Role switching with real broker processes and the real mqadmin CLI: failover after
+"""Role switching with real broker processes and the mqadmin CLI: failover after
 SIGKILL, a switchover under traffic, a stale master returning, roles surviving restarts."""
 
 from __future__ import annotations
@@ -16,14 +16,8 @@ from tests.broker.helpers import send_request
 from tests.ha.inproc import ha_status
 from tests.ha.procs import BrokerProcess, wait_for_slave
 from tests.ha.stores import assert_same_stores, queue_entries
-from tests.ha.traffic import (
-    Consumer,
-    Producer,
-    create_topic,
-    mqadmin,
-    route_of,
-    wait_topic_on,
-)
+from tests.ha.traffic import Consumer, Producer, create_topic, route_of, wait_topic_on
+from tests.mqadmin.cli import invoke
 
 TOPIC = "HaTopic"
 QUEUES = 4
@@ -42,6 +36,14 @@ async def until_status(client: RemotingClient, addr: str,
             if status is not None and check(status):
                 return status
             await asyncio.sleep(0.05)
+
+
+async def cli(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    """The mqadmin CLI run in a thread of this process (no interpreter to start); returns
+    (exit code, stdout, stderr)."""
+    result = await asyncio.to_thread(invoke, *args,
+                                     env={"MQADMIN_HOME": str(tmp_path / "mqadmin")})
+    return result.exit_code, result.stdout, result.stderr
 
 
 async def send(client: RemotingClient, addr: str, body: bytes, queue_id: int = 0) -> int:
@@ -80,7 +82,7 @@ async def test_failover_after_sigkill_keeps_every_acknowledged_message(
     await running
     acked = set(producer.acked)
 
-    code, out, err = await mqadmin(tmp_path, "failover", "-n", ns, "-b", "broker-a",
+    code, out, err = await cli(tmp_path, "failover", "-n", ns, "-b", "broker-a",
                                    "--accept-loss", "--yes", "-o", "json")
     assert code == 0, err
     steps = [row["step"] for row in json.loads(out)]
@@ -111,11 +113,11 @@ async def test_failover_needs_accept_loss_when_the_slave_lacks_data(
     await until_status(client, slave.addr,
                        lambda s: s.ha_client_runtime_info.estimated_loss_bytes > 0)
     master.kill()
-    code, _, err = await mqadmin(tmp_path, "failover", "-n", ns, "-b", "broker-a", "--yes")
+    code, _, err = await cli(tmp_path, "failover", "-n", ns, "-b", "broker-a", "--yes")
     assert code == 2, err
     assert "--accept-loss" in err and "messages" in err
     assert not (await ha_status(client, slave.addr)).master  # nothing changed
-    code, _, err = await mqadmin(tmp_path, "failover", "-n", ns, "-b", "broker-a", "--yes",
+    code, _, err = await cli(tmp_path, "failover", "-n", ns, "-b", "broker-a", "--yes",
                                  "--accept-loss", "--role", "SYNC_MASTER")
     assert code == 0, err
     status = await ha_status(client, slave.addr)
@@ -141,7 +143,7 @@ async def test_switchover_under_traffic_loses_nothing(
         while len(producer.acked) < 200:
             await asyncio.sleep(0.01)
 
-    code, out, err = await mqadmin(tmp_path, "switchover", "-n", ns, "-b", "broker-a",
+    code, out, err = await cli(tmp_path, "switchover", "-n", ns, "-b", "broker-a",
                                    "--yes", "-o", "json")
     assert code == 0, err
     steps = [row["step"] for row in json.loads(out)]
@@ -164,7 +166,7 @@ async def test_switchover_under_traffic_loses_nothing(
     assert not old.master and old.broker_id == 1 and old.epoch == 1
     assert await send(client, a.addr, b"to-the-old-master") == ResponseCode.SERVICE_NOT_AVAILABLE
 
-    code, out, _ = await mqadmin(tmp_path, "haStatus", "-n", ns, "-b", "broker-a", "-o", "json")
+    code, out, _ = await cli(tmp_path, "haStatus", "-n", ns, "-b", "broker-a", "-o", "json")
     assert code == 0
     rows = {row["addr"]: row for row in json.loads(out)}
     assert rows[b.addr]["role"] == "SYNC_MASTER" and rows[a.addr]["role"] == "SLAVE"
@@ -192,7 +194,7 @@ async def test_stale_master_returns_as_slave_without_its_diverged_tail(
     diverged_end = (await ha_status(client, a.addr)).commit_log_max_offset
     a.kill()
     await b.start()
-    code, _, err = await mqadmin(tmp_path, "failover", "-n", ns, "-b", "broker-a", "--yes",
+    code, _, err = await cli(tmp_path, "failover", "-n", ns, "-b", "broker-a", "--yes",
                                  "--accept-loss")
     assert code == 0, err
     for i in range(15):

@@ -4,6 +4,7 @@ the middle of the deliveries, it delivers the rest, none twice."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from pathlib import Path
@@ -17,21 +18,29 @@ from engine.store.timer.checkpoint import TimerCheckpoint
 from tests.broker.conftest import call
 from tests.broker.helpers import send_request
 from tests.ha.inproc import MakeBroker, until
-from tests.ha.traffic import mqadmin
+from tests.mqadmin.cli import invoke
 
 TOPIC = "TimedHa"
+#: The timer wheel's slot (timerPrecisionMs), 100 ms instead of 1 s: the last slot closes
+#: 100 ms after its time.
+PRECISION_MS = 100
+#: The deliveries: the first half a second after the sends, the last SPREAD_MS later; the
+#: switchover starts once an eighth of them are out, leaving it 2.6 s of deliveries to
+#: happen in (as long as the 4 s schedule switched over at a third had).
+SPREAD_MS = 3_000
 
 
 async def test_switchover_in_the_middle_of_deliveries_delivers_each_timer_once(
         tmp_path: Path, make_broker: MakeBroker, namesrv: NamesrvController,
         client: RemotingClient) -> None:
-    a = await make_broker("a")
-    b = await make_broker("b", broker_id=1, broker_role=BrokerRole.SLAVE)
+    a = await make_broker("a", timer_precision_ms=PRECISION_MS)
+    b = await make_broker("b", broker_id=1, broker_role=BrokerRole.SLAVE,
+                          timer_precision_ms=PRECISION_MS)
     await until(lambda: bool(a.state.ha and a.state.ha.connections))
     count = 400
-    first = int(time.time() * 1000) + 1_000
+    first = int(time.time() * 1000) + 500
     for i in range(count):
-        deliver_at = first + i * 4_000 // count
+        deliver_at = first + i * SPREAD_MS // count
         resp = await client.invoke(a.addr, send_request(
             TOPIC, str(i).encode(), queue_id=0, extra={"TIMER_DELIVER_MS": str(deliver_at)}))
         assert resp.code == ResponseCode.SUCCESS, resp.remark
@@ -43,14 +52,17 @@ async def test_switchover_in_the_middle_of_deliveries_delivers_each_timer_once(
     assert TimerCheckpoint.decode(answer.body or b"").read_ms > 0
 
     store_a = a.state.store
-    await until(lambda: store_a.get_max_offset_in_queue(TOPIC, 0) >= count // 3, 15)
+    await until(lambda: store_a.get_max_offset_in_queue(TOPIC, 0) >= count // 8, 15)
     ns = f"127.0.0.1:{namesrv.port}"
-    code, _, err = await mqadmin(tmp_path, "switchover", "-n", ns, "-b", "broker-a", "--yes")
-    assert code == 0, err
+    # the CLI in this process (a thread): no interpreter start between the trigger and the
+    # switchover, which happens among the deliveries however busy the machine
+    done = await asyncio.to_thread(invoke, "switchover", "-n", ns, "-b", "broker-a", "--yes",
+                                   env={"MQADMIN_HOME": str(tmp_path / "mqadmin")})
+    assert done.exit_code == 0, done.stderr
     assert not b.state.is_slave and a.state.is_slave
     store_b = b.state.store
     await until(lambda: store_b.get_max_offset_in_queue(TOPIC, 0) >= count, 15)
-    last_slot_done = first + 4_000 + 1_000  # the last timer's slot has closed
+    last_slot_done = first + SPREAD_MS + PRECISION_MS  # the last timer's slot has closed
     await until(lambda: store_b.timer.commit_read_ms > last_slot_done, 10)
     assert store_b.timer.congest_num_total() == 0
 

@@ -20,6 +20,10 @@ from tests.prometheus import PrometheusLauncher, Result
 FOR = "1s"
 #: Each wait's bound: the first scrapes, a few collector cycles and rule evaluations.
 TIMEOUT = 20.0
+#: Scrape and rule evaluation interval (and scrape timeout).  Prometheus 2.x hands its scrape
+#: manager the static targets only at its first 5 s reload tick: the first scrape comes
+#: 5 s after the start plus up to one interval, and each pending state one evaluation later.
+INTERVAL = "500ms"
 
 
 def quick_rules(tmp_path: Path) -> Path:
@@ -64,7 +68,7 @@ async def test_prometheus_queries_a_group_left_behind_and_its_alert_goes_pending
         server = await prometheus.start(
             [f"127.0.0.1:{lab.broker.metrics.port}"], job="rocketmq-broker",
             jobs={"rocketmq-lag": [f"127.0.0.1:{exporter.port}"]},
-            rule_files=[quick_rules(tmp_path)])
+            rule_files=[quick_rules(tmp_path)], interval=INTERVAL)
         rules = await server.api("rules")
         loaded = {r["name"] for g in rules["groups"] for r in g["rules"]}
         assert {"RocketMQGroupStopped", "RocketMQLagAboveSLO"} <= loaded
