@@ -22,6 +22,9 @@ from mqadmin.exit_codes import ExitCode
 from tests.mqadmin.cli import invoke
 from tests.mqadmin.conftest import BackgroundCluster, start_cluster
 
+#: What status reads and shows, not rates over time: quick sampling 50 ms apart.
+pytestmark = pytest.mark.usefixtures("quick_sampling")
+
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[BackgroundCluster]:

@@ -15,6 +15,9 @@ from tests.lag.test_cli import lagging_group
 from tests.mqadmin.cli import invoke
 from tests.mqadmin.conftest import BackgroundCluster, two_clusters
 
+#: What status reads and shows, not rates over time: quick sampling 50 ms apart.
+pytestmark = pytest.mark.usefixtures("quick_sampling")
+
 
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[tuple[BackgroundCluster, BackgroundCluster]]:

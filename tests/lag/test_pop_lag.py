@@ -34,6 +34,9 @@ from tests.lag.conftest import Lab
 from tests.lag.test_metrics import one, scrape
 from tests.mqadmin.cli import invoke
 
+#: What status reads and shows, not rates over time: quick sampling 50 ms apart.
+pytestmark = pytest.mark.usefixtures("quick_sampling")
+
 GROUP, TOPIC = "popper", "PopLag"
 KEY = (GROUP, TOPIC, "broker-a", 0)
 

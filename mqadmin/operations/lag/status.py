@@ -130,13 +130,16 @@ def report_from_window(cluster: str, *, group: str | None = None,
 
 
 async def sample_report(admin: MQAdmin, cluster: str, *, group: str | None = None,
-                        samples: int = QUICK_SAMPLES, spacing: float = QUICK_SPACING,
+                        samples: int | None = None, spacing: float | None = None,
                         window: int = DEFAULT_WINDOW,
                         allowed_lag: int = DEFAULT_ALLOWED_LAG,
                         min_span_ms: int = 0) -> LagReport:
-    """Sample the cluster `samples` times, `spacing` seconds apart, and judge that (with
-    `min_span_ms`, see `queue_verdict`: e.g. `COMMIT_INTERVAL_MS`, a stuck offset over
-    less than a client's commit interval is UNKNOWN, not STALL)."""
+    """Sample the cluster `samples` times (`QUICK_SAMPLES`), `spacing` seconds apart
+    (`QUICK_SPACING`, read at the call), and judge that (with `min_span_ms`, see
+    `queue_verdict`: e.g. `COMMIT_INTERVAL_MS`, a stuck offset over less than a client's
+    commit interval is UNKNOWN, not STALL)."""
+    samples = QUICK_SAMPLES if samples is None else samples
+    spacing = QUICK_SPACING if spacing is None else spacing
     sampler = Sampler(cluster, int(spacing * 1000))
     groups = [group] if group is not None else None
     found: dict[QueueKey, list[Any]] = {}
