@@ -9,12 +9,12 @@ The Node.js client (1.0.8) reads no customized backoff (the one every group's se
 as 5.3.3's): its NORMAL nacks are for 0 s and a FIFO message gets one attempt, forwarded to the
 DLQ when it fails; the same against 5.3.3.
 
-Long polls of 1 s, a 1 s backoff and a 200 ms revive here, so a nacked message comes back in
-a second or two: a redelivery waits for the consumer's pending long poll to end, as on 5.3.3
-(a held pop is not woken for the V1 pop retry topic).  A case is mostly
-waiting (backoffs, long polls), so one client's five cases run side by side on one proxy, each
-with its own topic, group and PushConsumer; each case's expectation is checked and every one
-that fails is reported.
+Long polls of 1 s, a 1 s backoff and a 200 ms revive here (CONSUMER_PROXY, QUICK_REVIVE), so
+a nacked message comes back in a second or two: a redelivery waits for the consumer's pending
+long poll to end, as on 5.3.3 (a held pop is not woken for the V1 pop retry topic).  A case is
+mostly waiting (backoffs, long polls), so one client's five cases run side by side on one
+proxy, each with its own topic, group and PushConsumer; each case's expectation is checked and
+every one that fails is reported.
 """
 
 from __future__ import annotations
@@ -43,23 +43,19 @@ from tests.proxy.push_retry import (
     python_client,
     run_case,
 )
-from tests.proxy.test_simple_consumer import CONSUMER_PROXY
+from tests.proxy.test_simple_consumer import CONSUMER_PROXY, QUICK_REVIVE
 
 pytestmark = pytest.mark.timeout(300)
 
 
-#: Long polls of 1 s, a backoff of 1 s after every failed attempt (the default levels' first;
-#: they go on 5 s, 10 s, ...), so a nacked message comes back within a second or two.
-PUSH_PROXY = dataclasses.replace(
-    CONSUMER_PROXY, grpc_client_consumer_min_long_polling_timeout_millis=1000,
-    grpc_client_consumer_max_long_polling_timeout_millis=1000, message_delay_level="1s")
+#: A backoff of 1 s after every failed attempt (the default levels' first; they go on 5 s,
+#: 10 s, ...), so a nacked message comes back within a second or two.
+PUSH_PROXY = dataclasses.replace(CONSUMER_PROXY, message_delay_level="1s")
 
 
 @pytest.fixture
 async def push_stack(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Stack]:
-    # a revive round every 200 ms, without idle stretching (defaults 1 s, up to 3 s)
-    async with running_stack(tmp_path, namesrv, PUSH_PROXY, revive_interval=200,
-                             revive_max_slow=1) as stack:
+    async with running_stack(tmp_path, namesrv, PUSH_PROXY, **QUICK_REVIVE) as stack:
         yield stack
 
 
