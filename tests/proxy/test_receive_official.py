@@ -26,8 +26,8 @@ pytestmark = pytest.mark.timeout(180)
 CONSUMERS = 16
 IN_FLIGHT = 5
 #: The await time: the proxy's minimum long poll lowered to it (5.3.3's is 5 s) in
-#: `quick_stack`, so the receives, which find nothing, are answered 2 s after they are made.
-AWAIT_S = 2
+#: `quick_stack`, so the receives, which find nothing, are answered 1 s after they are made.
+AWAIT_S = 1
 ROUNDS = 2  # receives each in-flight slot makes, one after the other
 QUICK_PROXY = dataclasses.replace(
     TEST_PROXY, grpc_client_consumer_min_long_polling_timeout_millis=AWAIT_S * 1000)
