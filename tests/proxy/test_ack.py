@@ -20,7 +20,7 @@ from engine.proxy.v2 import definition_pb2 as pb
 from engine.proxy.v2 import service_pb2 as spb
 from engine.proxy.v2 import service_pb2_grpc
 from tests.proxy.conftest import Stack, running_stack
-from tests.proxy.test_simple_consumer import CONSUMER_PROXY, broker_pops
+from tests.proxy.test_simple_consumer import CONSUMER_PROXY, QUICK_REVIVE, broker_pops
 
 GROUP = "AckGroup"
 TOPIC = "Acks"
@@ -80,8 +80,10 @@ class Acking:
 @pytest.fixture(params=[False, True], ids=["one-by-one", "batch"])
 async def acking(request: pytest.FixtureRequest, tmp_path: Path,
                  namesrv: NamesrvController) -> AsyncIterator[Acking]:
-    config = dataclasses.replace(CONSUMER_PROXY, enable_batch_ack=request.param)
-    async with running_stack(tmp_path, namesrv, config) as stack:
+    # long polls up to 3 s: the last receive of a test polls longer than an invisible time
+    config = dataclasses.replace(CONSUMER_PROXY, enable_batch_ack=request.param,
+                                 grpc_client_consumer_max_long_polling_timeout_millis=3000)
+    async with running_stack(tmp_path, namesrv, config, **QUICK_REVIVE) as stack:
         if not await broker_pops(stack):
             pytest.skip("the broker does not serve POP_MESSAGE")
         await stack.create_topic(TOPIC)
@@ -102,8 +104,9 @@ async def test_one_ack_of_many_messages_acks_them_all(acking: Acking) -> None:
     assert [e.message_id for e in answer.entries] == [m.system_properties.message_id
                                                       for m in got]
     assert {e.status.code for e in answer.entries} == {pb.OK}
-    # Acked, none comes back after its invisible second (the long poll outlasts it).
-    assert await acking.receive(polling_ms=2500) == []
+    # Acked, none comes back after its invisible second (the long poll outlasts it and the
+    # revive's 200 ms rounds).
+    assert await acking.receive(polling_ms=2000) == []
 
 
 async def test_an_expired_receipt_handle_is_refused_and_the_others_acked(

@@ -41,7 +41,9 @@ pytestmark = pytest.mark.timeout(120)
 
 APP = ("app-user", "app-secret-1")
 GROUP = "AclGroup"
+#: Long polls of 1 s to 3 s (5.3.3's minimum is 5 s): an empty receive ends at its await time.
 PROXY = ProxyConfig(grpc_server_port=0, topic_route_service_cache_refresh_seconds=1,
+                    grpc_client_consumer_min_long_polling_timeout_millis=1000,
                     grpc_client_consumer_max_long_polling_timeout_millis=3000,
                     min_invisible_time_mills_for_recv=1000)
 PLAIN_ACL = f"""\
@@ -186,7 +188,8 @@ async def _node_round_trip(stack: Stack, node_client: NodeClient, topic: str, *,
                                    messages=[message], **signed)
     (sent,) = [e for e in events if e["event"] == "sent"]
     events = await node_client.run("receive_ack.js", endpoint=stack.endpoint, topic=topic,
-                                   group=GROUP, tag="T", awaitMs=2000, count=1, **signed)
+                                   group=GROUP, tag="T", awaitMs=1000, count=1,
+                                   after=False, **signed)
     assert [e["messageId"] for e in events if e["event"] == "received"] == [sent["messageId"]]
     assert [e["messageId"] for e in events if e["event"] == "acked"] == [sent["messageId"]]
 
@@ -201,6 +204,7 @@ async def test_the_node_client_with_pub_and_sub_sends_receives_and_acks(
         await _node_round_trip(stack, node_client, "AclFifo", fifo=True)
         async with node_client.start("producer.js", endpoint=stack.endpoint, topic="AclNormal",
                                      accessKey=APP[0], accessSecret="wrong",
-                                     messages=[{"body": "refused"}]) as scenario:
+                                     messages=[{"body": "refused"}],
+                                     startupBackoffMs=100) as scenario:
             error = await scenario.next("error")
         assert error["causes"][-1]["code"] == 40100, error

@@ -23,10 +23,11 @@ async def test_a_wrong_secret_is_refused_unauthorized(secured: Stack,
                                                       node_client: NodeClient) -> None:
     async with node_client.start("producer.js", endpoint=secured.endpoint, topic="Secure",
                                  accessKey=ADMIN[0], accessSecret="not-the-secret",
-                                 messages=[{"body": "refused"}]) as scenario:
+                                 messages=[{"body": "refused"}],
+                                 startupBackoffMs=100) as scenario:
         error = await scenario.next("error")
-    # The client cannot read the route (it tries three times), so it does not start; the
-    # proxy's answer is the innermost cause.
+    # The client cannot read the route (it tries three times, 100 ms apart here rather than
+    # its 1 s and 2 s), so it does not start; the proxy's answer is the innermost cause.
     assert "Startup the rocketmq client failed" in str(error["message"])
     refusal = error["causes"][-1]
     assert refusal["code"] == 40100, error

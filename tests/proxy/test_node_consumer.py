@@ -11,15 +11,15 @@ import pytest
 from engine.namesrv.controller import NamesrvController
 from tests.proxy.conftest import Stack, running_stack
 from tests.proxy.nodejs import NodeClient
-from tests.proxy.test_simple_consumer import CONSUMER_PROXY, GROUP, broker_pops
+from tests.proxy.test_simple_consumer import CONSUMER_PROXY, GROUP, QUICK_REVIVE, broker_pops
 
-#: The consumers' long polls (the client's default is 30 s): empty receives take 2 s.
-AWAIT_MS = 2000
+#: The consumers' long polls (the client's default is 30 s): empty receives take 1 s.
+AWAIT_MS = 1000
 
 
 @pytest.fixture
 async def pop_stack(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Stack]:
-    async with running_stack(tmp_path, namesrv, CONSUMER_PROXY) as stack:
+    async with running_stack(tmp_path, namesrv, CONSUMER_PROXY, **QUICK_REVIVE) as stack:
         if not await broker_pops(stack):
             pytest.skip("the broker does not serve POP_MESSAGE yet (5.x POP, issue 24)")
         await stack.create_topic("Pops")
@@ -85,7 +85,7 @@ async def test_delay_message_is_received_with_its_delivery_time(
                                               "deliveryTimestampMs": deliver_at_ms}])
     (msg_id,) = [e["messageId"] for e in of(events, "sent")]
     events = await node_client.run("receive_ack.js", endpoint=pop_stack.endpoint, topic="Delay",
-                                   group=GROUP, awaitMs=AWAIT_MS, count=1)
+                                   group=GROUP, awaitMs=AWAIT_MS, count=1, after=False)
     (received,) = of(events, "received")
     assert (received["messageId"], received["body"]) == (msg_id, "later")
     # The time it was set for, in milliseconds (when it is delivered is the broker's timers').

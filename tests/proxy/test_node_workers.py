@@ -28,7 +28,7 @@ async def test_node_sends_receives_and_acks_through_two_workers(
         assert len(ids) == 4
         events = await node_client.run("receive_ack.js", endpoint=w.endpoint,
                                        topic="NodeSpread", group=GROUP, tag="TagA",
-                                       awaitMs=2000, count=4)
+                                       awaitMs=1000, count=4, after=False)
         assert sorted(str(m["messageId"]) for m in of(events, "received")) == ids
         assert sorted(str(a["messageId"]) for a in of(events, "acked")) == ids
 

@@ -222,14 +222,18 @@ async def test_a_silent_client_is_answered_call_remote_timeout_before_the_broker
         quick_stack: Stack, namesrv: NamesrvController) -> None:
     async with consumer(quick_stack, "silent-1", answer=False) as raw, \
             operator(namesrv) as admin:
+        found = await stored_message(quick_stack, admin)
+        # both asked at once (each waits out the proxy's 1 s), the stack trace first
         started = time.monotonic()
+        status = asyncio.create_task(ops.client_status(admin, GROUP, "silent-1", jstack=True))
+        await raw.got_command.wait()
+        direct = asyncio.create_task(consume_directly(admin, GROUP, "silent-1", found))
         with pytest.raises(SystemBusyError, match="call remote timeout") as info:
-            await ops.client_status(admin, GROUP, "silent-1", jstack=True)
+            await status
         assert "silent-1" in str(info.value) and "PrintThreadStackTraceCommand" in str(info.value)
         assert time.monotonic() - started < 9  # the broker waits 10 s for a client
-        found = await stored_message(quick_stack, admin)
         with pytest.raises(SystemBusyError, match="VerifyMessageCommand"):
-            await consume_directly(admin, GROUP, "silent-1", found)
+            await direct
         assert [c.WhichOneof("command") for c in raw.received] == [
             "print_thread_stack_trace_command", "verify_message_command"]
         session = quick_stack.proxy.core.sessions.get("silent-1")
@@ -278,11 +282,15 @@ async def test_the_official_python_client_ignores_the_commands_and_the_operator_
             info = clients.running[simple.client_id]
             assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_ACTIVELY"
             assert info.properties["language"] == "PYTHON"
-            with pytest.raises(SystemBusyError, match="call remote timeout"):
-                await ops.client_status(admin, GROUP, simple.client_id, jstack=True)
             found = await stored_message(quick_stack, admin)
-            with pytest.raises(SystemBusyError, match="call remote timeout"):
-                await consume_directly(admin, GROUP, simple.client_id, found)
+            # both asked at once: each waits out the proxy's 1 s
+            asked = await asyncio.gather(
+                ops.client_status(admin, GROUP, simple.client_id, jstack=True),
+                consume_directly(admin, GROUP, simple.client_id, found),
+                return_exceptions=True)
+            for answer in asked:
+                assert isinstance(answer, SystemBusyError), answer
+                assert "call remote timeout" in str(answer)
         # The client lives on: its stream still serves the proxy's commands.
         session = quick_stack.proxy.core.sessions.get(simple.client_id)
         assert session is not None and session.outbox is not None

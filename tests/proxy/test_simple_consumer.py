@@ -10,6 +10,7 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -38,11 +39,18 @@ from tests.proxy.official import (
 )
 
 GROUP = "GrpcConsumers"
-#: Short long polls and invisible times, so empty receives and redeliveries take seconds.
+#: Long polls of 1 s (5.3.3's are 5 s to 20 s; a PushConsumer's is the maximum) and invisible
+#: times from 1 s, so empty receives take a second and redeliveries a few.
 CONSUMER_PROXY = ProxyConfig(grpc_server_port=0, topic_route_service_cache_refresh_seconds=1,
-                             grpc_client_consumer_max_long_polling_timeout_millis=3000,
+                             grpc_client_consumer_min_long_polling_timeout_millis=1000,
+                             grpc_client_consumer_max_long_polling_timeout_millis=1000,
                              min_invisible_time_mills_for_recv=1000)
-AWAIT_S = 2
+#: The broker of the consumers' tests: a revive round every 200 ms without idle stretching
+#: (1 s, up to 3 s, by default), so a message past its invisible time is back at once.
+QUICK_REVIVE: dict[str, Any] = {"revive_interval": 200, "revive_max_slow": 1}
+AWAIT_S = 1
+#: How long a message may take to come (back): generous, the machine may be busy.
+RECEIVE_WITHIN_S = 60
 
 
 async def broker_pops(stack: Stack) -> bool:
@@ -58,7 +66,7 @@ async def broker_pops(stack: Stack) -> bool:
 
 @pytest.fixture
 async def pop_stack(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Stack]:
-    async with running_stack(tmp_path, namesrv, CONSUMER_PROXY) as stack:
+    async with running_stack(tmp_path, namesrv, CONSUMER_PROXY, **QUICK_REVIVE) as stack:
         if not await broker_pops(stack):
             pytest.skip("the broker does not serve POP_MESSAGE yet (5.x POP, issue 24)")
         await stack.create_topic("Pops")
@@ -86,13 +94,12 @@ async def simple_consumer(stack: Stack) -> SimpleConsumer:
     return consumer
 
 
-async def receive_all(consumer: SimpleConsumer, count: int, invisible_s: int,
-                      rounds: int = 10) -> list[Message]:
+async def receive_all(consumer: SimpleConsumer, count: int, invisible_s: int) -> list[Message]:
+    """`count` messages or more, received in long polls of AWAIT_S (at most RECEIVE_WITHIN_S)."""
     got: list[Message] = []
-    for _ in range(rounds):
+    deadline = asyncio.get_running_loop().time() + RECEIVE_WITHIN_S
+    while len(got) < count and asyncio.get_running_loop().time() < deadline:
         got += await in_thread(consumer.receive, 32, invisible_s) or []
-        if len(got) >= count:
-            break
     return got
 
 
@@ -117,7 +124,7 @@ async def test_unacked_message_comes_back_after_its_invisible_time(pop_stack: St
     try:
         (first,) = await receive_all(consumer, 1, invisible_s=1)
         assert first.message_id == msg_id
-        again = await receive_all(consumer, 1, invisible_s=30, rounds=20)
+        again = await receive_all(consumer, 1, invisible_s=30)
         assert [m.message_id for m in again] == [msg_id]
         assert again[0].delivery_attempt == first.delivery_attempt + 1
         await in_thread(consumer.ack, again[0])
@@ -131,7 +138,7 @@ async def test_change_invisible_duration_brings_a_message_back_sooner(pop_stack:
     try:
         (first,) = await receive_all(consumer, 1, invisible_s=60)
         await in_thread(consumer.change_invisible_duration, first, 1)
-        again = await receive_all(consumer, 1, invisible_s=30, rounds=20)
+        again = await receive_all(consumer, 1, invisible_s=30)
         assert [m.message_id for m in again] == [msg_id]
         await in_thread(consumer.ack, again[0])
     finally:

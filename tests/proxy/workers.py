@@ -26,8 +26,11 @@ from tests.proxy.conftest import in_thread, with_front
 from tests.proxy.sockets import client_ports, served_ports
 
 T = TypeVar("T")
+#: Two workers; long polls of 1 s to 3 s (5.3.3's minimum is 5 s), so an empty receive ends at
+#: its await time.
 WORKERS_PROXY = ProxyConfig(grpc_server_port=0, proxy_workers=2,
                             topic_route_service_cache_refresh_seconds=1,
+                            grpc_client_consumer_min_long_polling_timeout_millis=1000,
                             grpc_client_consumer_max_long_polling_timeout_millis=3000,
                             min_invisible_time_mills_for_recv=1000)
 

@@ -12,7 +12,7 @@ run(async () => {
     const handle = first.receiptHandle;
     await consumer.changeInvisibleDuration(first, 1000);
     emit('changed', { messageId: first.messageId, newHandle: first.receiptHandle !== handle });
-    const again = await receiveAll(consumer, 1, 30000, 20);
+    const again = await receiveAll(consumer, 1, 30000);
     for (const message of again) {
       await consumer.ack(message);
       emit('acked', { messageId: message.messageId });

@@ -1,10 +1,10 @@
 // Producer: sends args.messages to args.topic (normal, FIFO with a messageGroup, delayed with a
 // deliveryTimestampMs), one "sent" line per receipt; with args.hold, stays up until the test
-// closes stdin.
+// closes stdin; args.startupBackoffMs as in common.js.
 'use strict';
 
 const { Producer } = require('rocketmq-client-nodejs');
-const { args, clientOptions, emit, run, stdinClosed } = require('./common');
+const { args, clientOptions, emit, run, stdinClosed, withStartupBackoff } = require('./common');
 
 function options(message) {
   const fields = { topic: args.topic, body: Buffer.from(message.body) };
@@ -19,7 +19,7 @@ function options(message) {
 }
 
 run(async () => {
-  const producer = new Producer(clientOptions({ topics: [ args.topic ] }));
+  const producer = withStartupBackoff(new Producer(clientOptions({ topics: [ args.topic ] })));
   await producer.startup();
   emit('started', { clientId: producer.clientId });
   try {

@@ -1,4 +1,5 @@
-// SimpleConsumer: receive args.count messages, ack each, then one more receive finds nothing.
+// SimpleConsumer: receive args.count messages, ack each, then one more receive finds nothing
+// (unless args.after is false).
 'use strict';
 
 const { args, emit, run } = require('./common');
@@ -11,8 +12,10 @@ run(async () => {
       await consumer.ack(message);
       emit('acked', { messageId: message.messageId });
     }
-    const after = await consumer.receive(32, 30000);
-    emit('after', { messageIds: after.map((m) => m.messageId) });
+    if (args.after !== false) {
+      const after = await consumer.receive(32, 30000);
+      emit('after', { messageIds: after.map((m) => m.messageId) });
+    }
   } finally {
     await consumer.shutdown();
   }

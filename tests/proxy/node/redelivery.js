@@ -8,7 +8,7 @@ run(async () => {
   const consumer = await startSimpleConsumer();
   try {
     const [ first ] = await receiveAll(consumer, 1, 1000);
-    const again = await receiveAll(consumer, 1, 30000, 20);
+    const again = await receiveAll(consumer, 1, 30000);
     for (const message of again) {
       await consumer.ack(message);
       emit('acked', { messageId: message.messageId });
