@@ -1,5 +1,6 @@
-"""``mqadmin dev``: real name-server, broker and traffic processes under a tmp data dir; and
-the demo consumer walking failed messages into its dead-letter queue."""
+"""``mqadmin dev``: real name-server, broker and traffic processes under a tmp data dir (one
+`dev up` also checks the /metrics endpoints it prints); and the demo consumer walking failed
+messages into its dead-letter queue."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from engine.client.admin.cluster import MQAdmin
@@ -115,10 +117,13 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     assert traced.exit_code == 0, traced.stderr
     assert "Pub" in {r["type"] for r in json.loads(traced.stdout)}
 
+    urls = assert_metrics_served(up.stderr, data_dir)
+
     again = invoke("dev", "up", "--data-dir", str(data_dir), "-o", "json")
     assert again.exit_code == 0 and "already running" in again.stderr
     assert {r["process"]: r["pid"] for r in rows_of(again)} == {
         n: r["pid"] for n, r in processes.items()}
+    assert all(url in again.stderr for url in urls.values())  # still printed
 
     # dev down's own timeout: the demo traffic stops on SIGTERM (it is not SIGKILLed)
     down = invoke("dev", "down", "--data-dir", str(data_dir), "-o", "json")
@@ -130,6 +135,32 @@ def test_dev_up_twice_then_down(data_dir: Path) -> None:
     assert not (data_dir / dev.STATE_FILE).exists()
     assert invoke("clusterList", "-n", namesrv).exit_code == ExitCode.UNREACHABLE
     assert "nothing runs" in invoke("dev", "down", "--data-dir", str(data_dir)).stderr
+
+
+def assert_metrics_served(printed: str, data_dir: Path) -> dict[str, str]:
+    """`dev up`'s /metrics endpoints: the brokers' configs ask for Apache's PROM exporter
+    on a port of their own, the lag collector serves its metrics, `up` prints both (in
+    `printed`, its stderr).  Returns process name -> URL."""
+    state = dev.read_state(data_dir.resolve())
+    assert state is not None
+    urls = dev.metrics_urls(state)
+    assert set(urls) == {"broker-a-n1", "broker-a-n2", "lag"}
+    assert len(set(urls.values())) == 3
+    for name, url in urls.items():
+        assert f"Prometheus:     {url}  ({name})" in printed
+    for broker in ("broker-a-n1", "broker-a-n2"):
+        conf = (data_dir / f"{broker}.conf").read_text().splitlines()
+        port = urls[broker].rsplit(":", 1)[1].removesuffix("/metrics")
+        assert {"metricsExporterType=PROM", "metricsPromExporterHost=127.0.0.1",
+                f"metricsPromExporterPort={port}"} <= set(conf)
+    text, deadline = "", time.monotonic() + 60
+    while time.monotonic() < deadline and 'rocketmq_lag_cycles_total{cluster="dev"}' not in text:
+        with contextlib.suppress(httpx.TransportError):
+            text = httpx.get(urls["lag"], timeout=5).text
+        time.sleep(0.2)
+    assert 'rocketmq_lag_cycles_total{cluster="dev"}' in text
+    assert "# TYPE rocketmq_group_diff gauge" in text
+    return urls
 
 
 def grpc_route_status(endpoint: str, access_key: str, secret_key: str) -> str:

@@ -35,6 +35,7 @@ async def test_create_a_fifo_topic_and_change_its_type_through_the_form(
         await pilot.press("escape")
 
         loads = current.loads
+        await pilot.press("ctrl+r")  # a refresh now, not at the screen's next interval
         await until(pilot, lambda: current.loads > loads, what="a refresh")
         rows = {r["topic"]: r for r in table(pilot).shown_rows()}
         assert rows["FifoOrders"]["type"] == "FIFO"

@@ -87,6 +87,7 @@ async def test_create_update_and_delete_a_topic_through_the_form(
         await pilot.press("escape")
 
         loads = current.loads
+        await pilot.press("ctrl+r")  # a refresh now, not at the screen's next interval
         await until(pilot, lambda: current.loads > loads, what="a refresh")
         table(pilot).move_cursor(row=keys_of(pilot).index("NewOrders"))
         await pilot.press("d")

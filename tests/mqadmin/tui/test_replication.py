@@ -76,6 +76,7 @@ async def test_switch_over_and_back(tmp_path: Path) -> None:
                 assert "verify" in steps and "rollback" not in steps
                 await pilot.press("escape")
                 loads = screen.loads
+                await pilot.press("ctrl+r")  # read the roles now, not at the next interval
                 await until(pilot, lambda: screen.loads > loads  # noqa: B023
                             and roles(pilot).get(promoted, "").endswith("MASTER")  # noqa: B023
                             and roles(pilot).get(demoted) == "SLAVE",  # noqa: B023

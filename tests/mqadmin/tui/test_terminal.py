@@ -27,6 +27,11 @@ SCREENS = [("2", "DemoOrders"), ("3", "demo-laggard"), ("4", "Resend and discard
            ("0", "g choose the producer group"), ("1", "Name servers:")]
 
 
+#: Seconds between two reads of the pane: another process's screen has no event to await,
+#: and a capture-pane costs a few milliseconds.
+POLL = 0.02
+
+
 class Tmux:
     """One tmux server of our own (`-L`), so no other session is ever touched."""
 
@@ -47,7 +52,7 @@ class Tmux:
             shown = self.screen()
             if text in shown:
                 return shown
-            time.sleep(0.1)  # polling another process's screen: there is no event to await
+            time.sleep(POLL)
         raise AssertionError(f"{text!r} not shown within {timeout} s; the screen:\n{shown}")
 
     def wait_gone(self, text: str, timeout: float = 30) -> None:
@@ -55,7 +60,7 @@ class Tmux:
         while text in self.screen():
             if time.monotonic() > deadline:
                 raise AssertionError(f"{text!r} still shown after {timeout} s")
-            time.sleep(0.1)
+            time.sleep(POLL)
 
     def alive(self) -> bool:
         return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", "dash"],
@@ -111,7 +116,7 @@ def test_every_screen_in_a_real_terminal(running: Path, tmp_path: Path) -> None:
         tmux.run("send-keys", "-t", "dash", "q")
         deadline = time.monotonic() + 15
         while tmux.alive() and time.monotonic() < deadline:
-            time.sleep(0.1)
+            time.sleep(POLL)
         assert not tmux.alive(), "q did not quit the dashboard"
         status = invoke("dev", "status", "--data-dir", str(running), "-o", "json")
         assert status.exit_code == 0, status.stdout  # quitting left the cluster running
