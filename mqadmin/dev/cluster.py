@@ -15,8 +15,9 @@ demo topics and groups and starts the demo traffic (dev/traffic.py) and a lag co
 Prometheus, each on a port of its own kept in the state (the brokers with Apache 5.x's
 ``metricsExporterType=PROM``, the collector with ``--metrics-port``; `metrics_urls` lists
 them; docs/monitoring.md).  Each broker also runs the gRPC proxy of RocketMQ 5 clients
-(``--enable-proxy``, local mode, docs/proxy.md) on a port of its own; `grpc_endpoints` gives
-the endpoints a 5.x client is configured with.  So a second `up` restarts only what died,
+(``--enable-proxy``, local mode, docs/proxy.md) on a port of its own, with one worker process
+(a demo on one machine, beside the other processes: not one worker per core); `grpc_endpoints`
+gives the endpoints a 5.x client is configured with.  So a second `up` restarts only what died,
 and `restart NAME` stops and starts one process.  `down` stops every process (the lag
 collector and traffic first, the name server last).  A pid is only signalled while its
 command line still names the data directory, so a reused pid is safe.
@@ -219,9 +220,10 @@ def grpc_endpoints(state: DevState) -> str:
 
 
 def _proxy_conf(data_dir: Path, name: str, grpc_port: int) -> Path:
-    """The rmq-proxy.json of broker `name`'s proxy (Apache 5.3's keys)."""
+    """The rmq-proxy.json of broker `name`'s proxy (Apache 5.3's keys, and ours: one worker)."""
     path = data_dir / f"{name}-proxy.json"
-    path.write_text(json.dumps({"grpcServerPort": grpc_port}, indent=2) + "\n")
+    path.write_text(json.dumps({"grpcServerPort": grpc_port, "proxyWorkers": 1}, indent=2)
+                    + "\n")
     return path
 
 
