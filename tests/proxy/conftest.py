@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from rocketmq.v5.client.connection.rpc_client import RpcClient
 
 from engine.broker.controller import BrokerController
 from engine.client.admin.broker import BrokerAdmin
@@ -91,8 +92,21 @@ async def stack(tmp_path: Path, namesrv: NamesrvController) -> AsyncIterator[Sta
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run a blocking call of the official client off the event loop."""
-    return await asyncio.to_thread(fn, *args, **kwargs)
+    """Run a blocking call of the official client off the event loop, in a thread whose
+    current event loop is the client's own I/O loop.
+
+    The client (rocketmq-python-client 5.x) opens its Telemetry stream with grpc.aio in the
+    calling thread, which needs that loop as the thread's current one; the client sets it only
+    in the thread that first opens a channel to the endpoints.  A later client started from
+    another thread of to_thread's pool (a busy machine makes the pool start more) failed with
+    "There is no current event loop in thread 'asyncio_1'", had no stream, and never got its
+    topic's route."""
+    def call() -> T:
+        loop = RpcClient.get_channel_io_loop()
+        if loop is not None:
+            asyncio.set_event_loop(loop)
+        return fn(*args, **kwargs)
+    return await asyncio.to_thread(call)
 
 
 async def stored(stack: Stack, topic: str, message_id: str, *,
