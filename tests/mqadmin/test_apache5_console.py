@@ -44,6 +44,7 @@ from tests.apache5 import (
 )
 from tests.mqadmin.cli import invoke, json_rows
 from tests.ports import free_port
+from tests.proxy.conftest import in_thread
 from tests.proxy.official import (
     ClientConfiguration,
     Credentials,
@@ -73,7 +74,7 @@ class Groups:
 
 
 async def _cli(*args: str) -> list[dict[str, Any]]:
-    return await asyncio.to_thread(json_rows, *args)
+    return await in_thread(json_rows, *args)
 
 
 def _apache_mqadmin(*args: str) -> subprocess.CompletedProcess[str]:
@@ -112,11 +113,11 @@ def _send(endpoint: str, n: int) -> None:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def groups(apache5: Apache5) -> AsyncIterator[Groups]:
-    made = await asyncio.to_thread(invoke, "updateTopic", "-n", apache5.ns, "-c", CLUSTER,
+    made = await in_thread(invoke, "updateTopic", "-n", apache5.ns, "-c", CLUSTER,
                                    "-t", TOPIC, "-r", "2", "-w", "2", "-a",
                                    "+message.type=NORMAL", "--yes")
     assert made.exit_code == 0, made.stderr
-    await asyncio.to_thread(_send, apache5.grpc, 4)
+    await in_thread(_send, apache5.grpc, 4)
     remoting = PushConsumer(REMOTING_GROUP, ClientConfig(namesrv_addr=apache5.ns,
                                                          heartbeat_broker_interval=2_000))
 
@@ -129,14 +130,14 @@ async def groups(apache5: Apache5) -> AsyncIterator[Groups]:
     await remoting.start()
     grpc = SimpleConsumer(ClientConfiguration(apache5.grpc, Credentials()), GRPC_GROUP,
                           {TOPIC: FilterExpression("*")}, await_duration=2)
-    await asyncio.to_thread(grpc.startup)
+    await in_thread(grpc.startup)
     try:
         # None acked within the invisible time: 5.3.3's revive puts them in the group's POP
         # retry topic, from where they come again.
-        first = await asyncio.to_thread(_receive, grpc, 1, MIN_INVISIBLE_S)
-        again = await asyncio.to_thread(_receive, grpc, 1, 60)
+        first = await in_thread(_receive, grpc, 1, MIN_INVISIBLE_S)
+        again = await in_thread(_receive, grpc, 1, 60)
         for m in again:
-            await asyncio.to_thread(grpc.ack, m)
+            await in_thread(grpc.ack, m)
         assert first
         pop_retry = f"%RETRY%{GRPC_GROUP}_{TOPIC}"
         deadline = time.monotonic() + 60  # on the name server at the broker's next register
@@ -147,7 +148,7 @@ async def groups(apache5: Apache5) -> AsyncIterator[Groups]:
         yield Groups(apache5.ns, grpc, remoting, pop_retry)
     finally:
         await remoting.shutdown()
-        await asyncio.to_thread(grpc.shutdown)
+        await in_thread(grpc.shutdown)
 
 
 async def test_consumer_connection_of_both_groups(groups: Groups) -> None:
@@ -158,7 +159,7 @@ async def test_consumer_connection_of_both_groups(groups: Groups) -> None:
     (remoting,) = await _cli("consumerConnection", "-n", groups.ns, "-g", REMOTING_GROUP)
     assert (remoting["protocol"], remoting["consumeType"]) == ("remoting", "CONSUME_PASSIVELY")
     # Apache's own mqadmin goes by %RETRY%<group>'s route: none for a POP group.
-    apache = await asyncio.to_thread(_apache_mqadmin, "consumerConnection", "-n", groups.ns,
+    apache = await in_thread(_apache_mqadmin, "consumerConnection", "-n", groups.ns,
                                      "-g", GRPC_GROUP)
     assert f"%RETRY%{GRPC_GROUP}" in apache.stdout + apache.stderr
 
@@ -236,7 +237,7 @@ def _scrape_collector(ns: str, root: Path) -> str:
 
 
 async def test_lag_collect_metrics_carry_both_groups(groups: Groups, tmp_path: Path) -> None:
-    text = await asyncio.to_thread(_scrape_collector, groups.ns, tmp_path)
+    text = await in_thread(_scrape_collector, groups.ns, tmp_path)
     for group in (GRPC_GROUP, REMOTING_GROUP):
         assert f'rocketmq_group_diff{{countOfOnlineConsumers="1",group="{group}"' in text
     assert f'group="{GRPC_GROUP}_{TOPIC}"' not in text
@@ -250,12 +251,12 @@ async def test_reset_offset_of_the_pop_group(groups: Groups) -> None:
 
 async def test_delete_sub_group_takes_the_pop_retry_topic(groups: Groups) -> None:
     """Last: the gRPC group goes (its consumer first, or the proxy makes it again)."""
-    await asyncio.to_thread(groups.grpc.shutdown)
-    result = await asyncio.to_thread(invoke, "deleteSubGroup", "-n", groups.ns, "-c", CLUSTER,
+    await in_thread(groups.grpc.shutdown)
+    result = await in_thread(invoke, "deleteSubGroup", "-n", groups.ns, "-c", CLUSTER,
                                      "-g", GRPC_GROUP, "-r", "true", "--yes")
     assert result.exit_code == 0, result.stderr
     assert groups.pop_retry not in await _topics(groups.ns)
-    gone = await asyncio.to_thread(invoke, "consumerConnection", "-n", groups.ns, "-g",
+    gone = await in_thread(invoke, "consumerConnection", "-n", groups.ns, "-g",
                                    GRPC_GROUP)
     assert gone.exit_code == 3 and "does not exist on any broker" in gone.stderr
 
@@ -277,7 +278,7 @@ async def test_ha_status_of_a_5_3_pair_and_no_role_change(groups: Groups, apache
             apache5.broker, 0, True)
         assert (replica["brokerId"], replica["writable"], replica["behindBytes"]) == (1, False, 0)
         assert master["epoch"] is None and master["maxOffset"] > 0  # 5.x keeps no epoch here
-        refused = await asyncio.to_thread(invoke, "switchover", "-n", groups.ns, "-b", BROKER,
+        refused = await in_thread(invoke, "switchover", "-n", groups.ns, "-b", BROKER,
                                           "--yes")
         assert refused.exit_code == 1 and "controller" in refused.stderr
 
@@ -308,38 +309,38 @@ async def _lag_row(ns: str, group: str) -> dict[str, Any]:
 
 async def test_lag_verdicts_of_a_pop_group_waiting_and_popping(groups: Groups,
                                                                apache5: Apache5) -> None:
-    made = await asyncio.to_thread(invoke, "updateTopic", "-n", groups.ns, "-c", CLUSTER,
+    made = await in_thread(invoke, "updateTopic", "-n", groups.ns, "-c", CLUSTER,
                                    "-t", LAG_TOPIC, "-r", "1", "-w", "1", "-a",
                                    "+message.type=NORMAL", "--yes")
     assert made.exit_code == 0, made.stderr
     consumer = SimpleConsumer(ClientConfiguration(apache5.grpc, Credentials()), LAG_GROUP,
                               {LAG_TOPIC: FilterExpression("*")}, await_duration=2)
-    await asyncio.to_thread(consumer.startup)
+    await in_thread(consumer.startup)
     try:
-        await asyncio.to_thread(_send_to, apache5.grpc, LAG_TOPIC, 1)
-        for m in await asyncio.to_thread(_receive, consumer, 1, MIN_INVISIBLE_S):
-            await asyncio.to_thread(consumer.ack, m)  # the group has its offset now
-        await asyncio.to_thread(_send_to, apache5.grpc, LAG_TOPIC, 3)
+        await in_thread(_send_to, apache5.grpc, LAG_TOPIC, 1)
+        for m in await in_thread(_receive, consumer, 1, MIN_INVISIBLE_S):
+            await in_thread(consumer.ack, m)  # the group has its offset now
+        await in_thread(_send_to, apache5.grpc, LAG_TOPIC, 3)
         waiting = await _lag_row(groups.ns, LAG_GROUP)
         assert (waiting["lag"], waiting["ready"], waiting["inFlight"]) == (3, 3, 0)
         assert waiting["verdict"] == "UNKNOWN"  # one quick sampling cannot judge a stall
         # popped, not acked: 5.3.3 commits the offset at the pop, so nothing is behind it
         # (Apache's consumerProgress says Diff 0, Inflight 0 too); they come back through
         # the group's POP retry topic if the invisible time passes
-        await asyncio.to_thread(_receive, consumer, 3, 60)
+        await in_thread(_receive, consumer, 3, 60)
         popped = await _lag_row(groups.ns, LAG_GROUP)
         assert (popped["lag"], popped["ready"], popped["inFlight"]) == (0, 0, 0)
         assert popped["verdict"] == "OK"
     finally:
-        await asyncio.to_thread(consumer.shutdown)
+        await in_thread(consumer.shutdown)
 
 
 async def test_cluster_screen_counts_5_3_timers(groups: Groups, apache5: Apache5) -> None:
-    made = await asyncio.to_thread(invoke, "updateTopic", "-n", groups.ns, "-c", CLUSTER,
+    made = await in_thread(invoke, "updateTopic", "-n", groups.ns, "-c", CLUSTER,
                                    "-t", DELAY_TOPIC, "-r", "1", "-w", "1", "-a",
                                    "+message.type=DELAY", "--yes")
     assert made.exit_code == 0, made.stderr
-    await asyncio.to_thread(_send_to, apache5.grpc, DELAY_TOPIC, 2, 3600)
+    await in_thread(_send_to, apache5.grpc, DELAY_TOPIC, 2, 3600)
     # 5.3's timerCongestNum counts POP checkpoints and acks too (revive-topic timer messages):
     # ours must say what Apache's brokerStatus says while the count holds still
     async with MQAdmin(groups.ns) as admin:
@@ -352,7 +353,7 @@ async def test_cluster_screen_counts_5_3_timers(groups: Groups, apache5: Apache5
         deadline = time.monotonic() + 90
         while True:
             ours = await timers()
-            status = await asyncio.to_thread(_apache_mqadmin, "brokerStatus", "-n", groups.ns,
+            status = await in_thread(_apache_mqadmin, "brokerStatus", "-n", groups.ns,
                                              "-b", apache5.broker)
             apache = int(next(line.split(":")[1] for line in status.stdout.splitlines()
                               if line.startswith("timerCongestNum")))
