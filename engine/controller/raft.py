@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from typing import Any
 
 from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
@@ -35,6 +36,10 @@ from engine.controller.replicas import ReplicaState
 
 #: How long a commit may wait for a majority before the leader gives up on it.
 COMMIT_TIMEOUT_S = 5.0
+#: A leader's barrier not applied after this long is proposed again (pysyncobj answers a
+#: proposal only once its log index is applied, which a leader that lost its term and won
+#: another may never see).
+BARRIER_RETRY_S = 2.0
 
 
 class RaftReplication:
@@ -49,9 +54,10 @@ class RaftReplication:
         self.applied = 0
         self.sync: SyncObj | None = None
         #: The term whose barrier (an empty extend) this controller has applied as leader, and
-        #: the term of the barrier it last proposed.
+        #: the term and time of the barrier it last proposed.
         self._ready_term = -1
         self._barrier_term = -1
+        self._barrier_at = 0.0
 
     async def start(self) -> None:
         os.makedirs(self.store_path, exist_ok=True)
@@ -76,8 +82,8 @@ class RaftReplication:
         term = sync._getTerm()
         if self._ready_term == term:
             return True
-        if self._barrier_term != term:
-            self._barrier_term = term
+        if self._barrier_term != term or time.monotonic() - self._barrier_at > BARRIER_RETRY_S:
+            self._barrier_term, self._barrier_at = term, time.monotonic()
 
             def applied(_result: Any, error: int) -> None:  # on pysyncobj's thread
                 if error == FAIL_REASON.SUCCESS:
