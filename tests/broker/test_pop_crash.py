@@ -19,7 +19,7 @@ from tests.broker.helpers import send_request
 from tests.ha.procs import BrokerProcess, brokers  # noqa: F401  (fixture)
 from tests.sending import send_one
 
-from .pop_calls import Popped, ack, batch_ack, pop
+from .pop_calls import Popped, ack, batch_ack, pop, pop_until
 
 TOPIC = "Crash"
 GROUP = "CrashWorkers"
@@ -30,16 +30,9 @@ INVISIBLE_MS = 5000
 
 
 async def pop_all(client: RemotingClient, addr: str, want: int, *, invisible_ms: int,
-                  poll_ms: int = 0, deadline_s: float = 30) -> list[Popped]:
-    got: list[Popped] = []
-    async with asyncio.timeout(deadline_s):
-        while len(got) < want:
-            answer = await pop(client, addr, GROUP, TOPIC, invisible_ms=invisible_ms,
-                               init_mode=INIT_MODE_MIN, poll_ms=poll_ms,
-                               timeout=poll_ms / 1000 + 10)
-            assert answer.code in (ResponseCode.SUCCESS, ResponseCode.POLLING_TIMEOUT), answer
-            got += answer.messages
-    return got
+                  poll_ms: int = 0) -> list[Popped]:
+    return await pop_until(client, addr, GROUP, TOPIC, want, poll_ms=poll_ms,
+                           invisible_ms=invisible_ms, init_mode=INIT_MODE_MIN)
 
 
 async def accepting_writes(client: RemotingClient, addr: str) -> None:
