@@ -172,16 +172,16 @@ class KeptSampling:
     times and the forecaster's of segment times are kept too: on a big cluster a refresh
     reads each group once, warm, instead of `samples` times from cold."""
 
-    def __init__(self, cluster: str, *, samples: int = QUICK_SAMPLES,
-                 spacing: float = QUICK_SPACING, window: int = DEFAULT_WINDOW,
+    def __init__(self, cluster: str, *, samples: int | None = None,
+                 spacing: float | None = None, window: int = DEFAULT_WINDOW,
                  allowed_lag: int = DEFAULT_ALLOWED_LAG, min_span_ms: int = 0) -> None:
         self.cluster = cluster
-        self.samples = samples
-        self.spacing = spacing
+        self.samples = QUICK_SAMPLES if samples is None else samples
+        self.spacing = QUICK_SPACING if spacing is None else spacing
         self.window = window
         self.allowed_lag = allowed_lag
         self.min_span_ms = min_span_ms
-        self._sampler = Sampler(cluster, int(spacing * 1000))
+        self._sampler = Sampler(cluster, int(self.spacing * 1000))
         self._forecaster = RetentionForecaster()
         self._kept: dict[QueueKey, deque[QueueSample]] = {}
         self._times: deque[int] = deque(maxlen=window)
