@@ -20,11 +20,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from engine.client.admin.cluster import MQAdmin
 from mqadmin.exit_codes import message_for
 from mqadmin.tui.events import Failed, Loaded
+from mqadmin.tui.widgets.footer import KeysFooter
 from mqadmin.tui.widgets.header import StatusHeader
 from mqadmin.tui.widgets.table import RowTable
 
@@ -64,7 +65,7 @@ class DashScreen(Screen[None]):
         yield Static("", id="banner")
         yield from self.body()
         yield Input(placeholder="filter (Enter keeps it, Esc clears it)", id="filter")
-        yield Footer()
+        yield KeysFooter()
 
     def heading(self) -> str:
         return self.TITLE
