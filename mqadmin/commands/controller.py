@@ -2,13 +2,14 @@
 getControllerMetaData, getSyncStateSet, getBrokerEpoch, electMaster, cleanBrokerMetadata,
 getControllerConfig, updateControllerConfig (see `mqadmin/operations/ha/controller.py`).
 
-The changes (electMaster, cleanBrokerMetadata, updateControllerConfig) show their plan, ask
-(or need --yes), apply, re-read the controller and append to the audit log."""
+The changes (electMaster, cleanBrokerMetadata, updateControllerConfig) go through the change
+runner as every change does: their plan shown, asked (or --yes), applied, verified by reading
+the controllers again, and one audit record."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Annotated, Any
 
 import typer
@@ -16,8 +17,9 @@ import typer
 from engine.client.admin.cluster import MQAdmin
 from engine.remoting import loop
 from mqadmin import render
-from mqadmin.commands import confirm, guarded, params, run
-from mqadmin.exit_codes import ExitCode, NotVerified, TargetNotFound, UsageProblem
+from mqadmin.commands import Terminal, guarded, params, run, run_change
+from mqadmin.config import Endpoint
+from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.operations import change
 from mqadmin.operations.ha import controller as ops
 from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, YesOpt
@@ -117,28 +119,10 @@ def get_broker_epoch(
         render.render(rows, output, columns=ops.EPOCH_COLUMNS)
 
 
-def _apply_change(command: str, args: dict[str, Any], target: str, plan: list[ops.Row],
-                  yes: bool, apply: Callable[[], list[ops.Row]], output: OutputFormat,
-                  columns: tuple[str, ...]) -> None:
-    """The plan on stderr, the question (or --yes), `apply` (which re-reads to verify),
-    one audit record, the rows on stdout."""
-    render.plan(f"{command} plan:", plan, tuple(plan[0]) if plan else ())
-    confirm(command, yes, noun="controller")
-    try:
-        rows = apply()
-    except Exception as exc:
-        _audit(command, args, target, "failed", int(ExitCode.ERROR), plan, [], str(exc))
-        raise
-    _audit(command, args, target, "applied", 0, plan, rows, "")
-    render.render(rows, output, columns=columns)
-
-
-def _audit(command: str, args: dict[str, Any], target: str, outcome: str, code: int,
-           plan: list[ops.Row], rows: list[ops.Row], message: str) -> None:
-    warning = change.audit(None, command, args, target, outcome=outcome, exit_code=code,
-                           plan=plan, result=rows, message=message)
-    if warning:
-        render.warn(warning)
+def _change(controller: str, chg: change.Change[Any], yes: bool, output: OutputFormat) -> None:
+    """`chg` through the change runner from the terminal; the audit log records the
+    controllers' addresses as where it went."""
+    run_change(Terminal(Endpoint(ops.addresses(controller)), yes, output), chg)
 
 
 @app.command("electMaster", rich_help_panel=PANEL)
@@ -155,25 +139,8 @@ def elect_master(
 ) -> None:
     """Make broker `-b` the master of its set (it must be alive and in the SyncStateSet)."""
     with guarded(debug):
-        addrs = ops.addresses(controller)
-        before = _run(ops.sync_state_sets(addrs, [broker_name]))
-        if not before:
-            raise TargetNotFound(f"the controller knows no broker set named {broker_name}; "
-                                 "check -bn")
-        plan = [{"brokerName": broker_name, "masterBrokerId": before[0]["masterBrokerId"],
-                 "newMasterBrokerId": broker_id}]
-
-        def apply() -> list[ops.Row]:
-            rows: list[ops.Row] = _run(ops.elect_master(addrs, cluster, broker_name,
-                                                        broker_id, _now_ms()))
-            after = _run(ops.sync_state_sets(addrs, [broker_name]))
-            if not after or after[0]["masterBrokerId"] != broker_id:
-                raise NotVerified(f"electMaster: the controller answered, but {broker_name}'s "
-                                  f"master is not {broker_id}; read it with getSyncStateSet")
-            return rows
-
-        _apply_change("electMaster", params(ctx), broker_name, plan, yes, apply, output,
-                      ops.ELECT_COLUMNS)
+        _change(controller, ops.ElectMasterChange(controller, cluster, broker_name, broker_id,
+                                                  _now_ms, params(ctx)), yes, output)
 
 
 @app.command("cleanBrokerMetadata", rich_help_panel=PANEL)
@@ -194,26 +161,8 @@ def clean_broker_metadata(
 ) -> None:
     """Make the controller forget a broker set, or some of its brokers."""
     with guarded(debug):
-        addrs = ops.addresses(controller)
-        before = _run(ops.sync_state_sets(addrs, [broker_name]))
-        wanted = {int(i) for i in (ids or "").split(";") if i.strip().isdigit()}
-        plan = [r for r in before if not wanted or r["brokerId"] in wanted]
-        if not plan:
-            raise TargetNotFound(f"the controller knows no broker {ids or ''} of "
-                                 f"{broker_name}; read them with getSyncStateSet")
-
-        def apply() -> list[ops.Row]:
-            _run(ops.clean_broker_metadata(addrs, cluster, broker_name, ids, living,
-                                           _now_ms()))
-            after = _run(ops.sync_state_sets(addrs, [broker_name]))
-            left = [r for r in after if not wanted or r["brokerId"] in wanted]
-            if left:
-                raise NotVerified(f"cleanBrokerMetadata: the controller still lists "
-                                  f"{sorted(r['brokerId'] for r in left)} of {broker_name}")
-            return [{**r, "cleaned": True} for r in plan]
-
-        _apply_change("cleanBrokerMetadata", params(ctx), broker_name, plan, yes, apply,
-                      output, (*ops.SYNC_COLUMNS, "cleaned"))
+        _change(controller, ops.CleanBrokerMetadataChange(
+            controller, cluster, broker_name, ids, living, _now_ms, params(ctx)), yes, output)
 
 
 @app.command("getControllerConfig", rich_help_panel=PANEL)
@@ -237,21 +186,5 @@ def update_controller_config(
 ) -> None:
     """Change one setting on every controller of -a."""
     with guarded(debug):
-        addrs = ops.addresses(controller)
-        current = {r["controller"]: r["value"] for r in _run(ops.controller_config(addrs))
-                   if r["key"] == key}
-        plan = [{"controller": a, "key": key, "value": current.get(a), "newValue": value}
-                for a in addrs]
-
-        def apply() -> list[ops.Row]:
-            _run(ops.update_controller_config(addrs, key, value))
-            rows = [r for r in _run(ops.controller_config(addrs)) if r["key"] == key]
-            wrong = [r["controller"] for r in rows if r["value"] != value]
-            if wrong or len(rows) != len(addrs):
-                raise NotVerified(f"updateControllerConfig: {key} is not {value} on "
-                                  f"{', '.join(wrong) or 'every controller'} after the update "
-                                  "(an unknown key is ignored); check the key's name")
-            return rows
-
-        _apply_change("updateControllerConfig", params(ctx), key, plan, yes, apply, output,
-                      ops.CONFIG_COLUMNS)
+        _change(controller, ops.UpdateControllerConfigChange(controller, key, value,
+                                                             params(ctx)), yes, output)

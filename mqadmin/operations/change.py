@@ -15,7 +15,9 @@ nothing to do) changes and records nothing.  No front-end code lives here: no pr
 widgets.  The changes themselves live with their operations (`MutationChange` here,
 `ha.replication.SwitchChange`, `dlq.resend.ResendChange` / `ResumeChange`,
 `dlq.discard.DiscardChange`, `dlq.transfer.ImportChange`, `messages.send.SendChange`,
-`messages.redeliver`'s `ConsumeDirectlyChange`, `ResendToGroupChange`, `SendAgainChange`).
+`messages.redeliver`'s `ConsumeDirectlyChange`, `ResendToGroupChange`, `SendAgainChange`,
+`ha.controller`'s `ElectMasterChange`, `CleanBrokerMetadataChange`,
+`UpdateControllerConfigChange`).
 """
 
 from __future__ import annotations

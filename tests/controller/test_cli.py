@@ -19,6 +19,7 @@ from engine.protocol.header.controller import (
     ElectMasterRequestHeader,
 )
 from engine.remoting.client import RemotingClient
+from mqadmin import history
 from mqadmin.exit_codes import ExitCode
 from tests.conftest import closed_port_addr
 from tests.controller.test_server import call, controller_config, join, now_ms
@@ -93,6 +94,18 @@ def test_elect_master_moves_the_master_and_is_verified(ctl: BackgroundController
     assert "CONTROLLER_ELECT_MASTER_FAILED" in refused.stderr
     unknown = invoke("electMaster", "-a", addr, "-b", "1", "-bn", "x", "-c", "c", "--yes")
     assert unknown.exit_code == ExitCode.NOT_FOUND
+    again = invoke("electMaster", "-a", addr, "-b", "2", "-bn", "b", "-c", "c", "--yes")
+    assert again.exit_code == 0 and "the master already" in again.stderr
+    # the change runner's one record for each applied change, none for the unknown set
+    # nor for the one with nothing to do; where it went: the controller
+    elected, refused_record = history.records(detail=True)
+    assert (elected["command"], elected["target"], elected["outcome"]) == (
+        "electMaster", "b", "applied")
+    assert elected["namesrv"] == addr and elected["args"]["broker_id"] == 2
+    assert elected["plan"] == [{"brokerName": "b", "masterBrokerId": 1,
+                                "newMasterBrokerId": 2}]
+    assert (refused_record["outcome"], refused_record["exitCode"]) == (
+        "failed", ExitCode.REJECTED)
 
 
 def test_changes_need_yes_without_a_terminal(ctl: BackgroundController) -> None:
@@ -111,6 +124,11 @@ def test_config_reads_updates_and_refuses_its_black_list(ctl: BackgroundControll
     refused = invoke("updateControllerConfig", "-a", addr, "-k", "configStorePath", "-v", "/x",
                      "--yes")
     assert refused.exit_code == ExitCode.REJECTED and "NO_PERMISSION" in refused.stderr
+    same = invoke("updateControllerConfig", "-a", addr, "-k", "enableElectUncleanMaster",
+                  "-v", "true", "--yes")
+    assert same.exit_code == 0 and "on every controller already" in same.stderr
+    assert [(r["command"], r["outcome"]) for r in history.records()] == [
+        ("updateControllerConfig", "applied"), ("updateControllerConfig", "failed")]
 
 
 def test_clean_forgets_a_living_broker_only_with_l(ctl: BackgroundController) -> None:
@@ -121,6 +139,8 @@ def test_clean_forgets_a_living_broker_only_with_l(ctl: BackgroundController) ->
                           "--yes", "-o", "json"))
     assert [(r["brokerId"], r["cleaned"]) for r in rows] == [(2, True)]
     assert 2 not in ctl.manager.state.sets["b"].members
+    assert [(r["command"], r["target"], r["outcome"]) for r in history.records()] == [
+        ("cleanBrokerMetadata", "b", "failed"), ("cleanBrokerMetadata", "b", "applied")]
 
 
 def test_an_unreachable_controller_is_exit_5() -> None:

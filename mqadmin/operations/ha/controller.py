@@ -6,8 +6,9 @@ Apache's controllerAddress), not through the name servers; each function opens o
 the leader: a follower's CONTROLLER_NOT_LEADER sends the request on to the next address.
 `getBrokerEpoch` asks the brokers themselves (GET_BROKER_EPOCH_CACHE), found through the
 name servers' cluster info.  For the dashboard, `controller_sets` finds each set's controller
-in its master's settings (enableControllerMode, controllerAddr) and `ElectMasterChange` is
-electMaster for the change runner.
+in its master's settings (enableControllerMode, controllerAddr).  The three changes
+(`ElectMasterChange`, `CleanBrokerMetadataChange`, `UpdateControllerConfigChange`) go
+through the change runner, from the CLI and (electMaster) the dashboard.
 """
 
 from __future__ import annotations
@@ -308,29 +309,32 @@ async def controller_sets(admin: MQAdmin, masters: dict[str, str]) -> list[Row]:
 
 
 class ElectMasterChange:
-    """electMaster as the change runner's `Change` (the dashboard's Cluster screen): the
-    plan reads the set from its controller, applying elects and re-reads it."""
+    """electMaster as the change runner's `Change` (`mqadmin electMaster`, the dashboard's
+    Cluster screen): the plan reads the set from its controller, applying elects and re-reads
+    it.  A broker that is the master already is nothing to do."""
 
     def __init__(self, controller: str, cluster: str, broker_name: str, broker_id: int,
-                 clock: Callable[[], int]) -> None:
+                 clock: Callable[[], int], args: dict[str, Any] | None = None) -> None:
+        """`args`: what the audit log records (default: Apache's names of the arguments)."""
         self.addrs = addresses(controller)
         self.cluster, self.broker_name, self.broker_id = cluster, broker_name, broker_id
         self.clock = clock
+        self.args = args if args is not None else {
+            "controllerAddress": ";".join(self.addrs), "brokerId": broker_id,
+            "brokerName": broker_name, "clusterName": cluster}
 
     async def plan(self, admin: MQAdmin, where: Endpoint, progress: Progress
                    ) -> Planned[None]:
         before = await sync_state_sets(self.addrs, [self.broker_name])
         if not before:
-            raise TargetNotFound(f"the controller knows no broker set {self.broker_name}")
+            raise TargetNotFound(f"the controller knows no broker set named "
+                                 f"{self.broker_name}")
         rows = [{"brokerName": self.broker_name, "masterBrokerId": before[0]["masterBrokerId"],
                  "newMasterBrokerId": self.broker_id}]
         nothing = (f"broker {self.broker_id} is the master already"
                    if before[0]["masterBrokerId"] == self.broker_id else "")
-        return Planned(None, "electMaster", self.broker_name,
-                       {"controllerAddress": ";".join(self.addrs), "brokerId": self.broker_id,
-                        "brokerName": self.broker_name, "clusterName": self.cluster},
-                       rows, tuple(rows[0]), noun="controller", nothing=nothing,
-                       counted="")
+        return Planned(None, "electMaster", self.broker_name, self.args, rows, tuple(rows[0]),
+                       noun="controller", nothing=nothing, counted="")
 
     async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[None],
                     progress: Progress) -> Outcome:
@@ -345,3 +349,88 @@ class ElectMasterChange:
                 f"electMaster: {self.broker_name}'s master is not {self.broker_id} after the "
                 "election; read it with getSyncStateSet"))
         return Outcome(rows, ELECT_COLUMNS)
+
+
+class CleanBrokerMetadataChange:
+    """cleanBrokerMetadata for the change runner: the plan is the replicas the controller
+    will forget (`ids`, Apache's '1;2', or the whole set), applying cleans and re-reads the
+    set to see them gone."""
+
+    def __init__(self, controller: str, cluster: str | None, broker_name: str,
+                 ids: str | None, living: bool, clock: Callable[[], int],
+                 args: dict[str, Any]) -> None:
+        self.addrs = addresses(controller)
+        self.cluster, self.broker_name, self.ids, self.living = cluster, broker_name, ids, living
+        self.wanted = {int(i) for i in (ids or "").split(";") if i.strip().isdigit()}
+        self.clock = clock
+        self.args = args
+
+    def _mine(self, rows: list[Row]) -> list[Row]:
+        return [r for r in rows if not self.wanted or r["brokerId"] in self.wanted]
+
+    async def plan(self, admin: MQAdmin, where: Endpoint, progress: Progress
+                   ) -> Planned[list[Row]]:
+        rows = self._mine(await sync_state_sets(self.addrs, [self.broker_name]))
+        if not rows:
+            raise TargetNotFound(f"the controller knows no broker {self.ids or ''} of "
+                                 f"{self.broker_name}; read them with getSyncStateSet")
+        return Planned(rows, "cleanBrokerMetadata", self.broker_name, self.args, rows,
+                       tuple(rows[0]), noun="controller", counted="")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[list[Row]],
+                    progress: Progress) -> Outcome:
+        columns = (*SYNC_COLUMNS, "cleaned")
+        try:
+            await clean_broker_metadata(self.addrs, self.cluster, self.broker_name, self.ids,
+                                        self.living, self.clock())
+            left = self._mine(await sync_state_sets(self.addrs, [self.broker_name]))
+        except CliError as exc:
+            return Outcome.failed(exc)
+        gone = {r["brokerId"] for r in planned.plan} - {r["brokerId"] for r in left}
+        rows = [{**r, "cleaned": r["brokerId"] in gone} for r in planned.plan]
+        if left:
+            return Outcome(rows, columns, "unverified", NotVerified(
+                f"cleanBrokerMetadata: the controller still lists "
+                f"{sorted(r['brokerId'] for r in left)} of {self.broker_name}"))
+        return Outcome(rows, columns)
+
+
+class UpdateControllerConfigChange:
+    """updateControllerConfig for the change runner: one setting on every controller of
+    `controller`, planned from what each has now (nothing to do where all have the value),
+    applied to each and read back from each."""
+
+    def __init__(self, controller: str, key: str, value: str, args: dict[str, Any]) -> None:
+        self.addrs = addresses(controller)
+        self.key, self.value = key, value
+        self.args = args
+
+    async def _values(self) -> dict[str, str]:
+        return {r["controller"]: r["value"] for r in await controller_config(self.addrs)
+                if r["key"] == self.key}
+
+    async def plan(self, admin: MQAdmin, where: Endpoint, progress: Progress
+                   ) -> Planned[None]:
+        now = await self._values()
+        rows = [{"controller": a, "key": self.key, "value": now.get(a), "newValue": self.value}
+                for a in self.addrs]
+        nothing = (f"{self.key} is {self.value} on every controller already"
+                   if all(now.get(a) == self.value for a in self.addrs) else "")
+        return Planned(None, "updateControllerConfig", self.key, self.args, rows,
+                       tuple(rows[0]), noun="controller", nothing=nothing, counted="")
+
+    async def apply(self, admin: MQAdmin, where: Endpoint, planned: Planned[None],
+                    progress: Progress) -> Outcome:
+        try:
+            await update_controller_config(self.addrs, self.key, self.value)
+            rows = [r for r in await controller_config(self.addrs) if r["key"] == self.key]
+        except CliError as exc:
+            return Outcome.failed(exc)
+        wrong = [a for a in self.addrs
+                 if not any(r["controller"] == a and r["value"] == self.value for r in rows)]
+        if wrong:
+            return Outcome(rows, CONFIG_COLUMNS, "unverified", NotVerified(
+                f"updateControllerConfig: {self.key} is not {self.value} on "
+                f"{', '.join(wrong)} after the update (an unknown key is ignored); check the "
+                "key's name"))
+        return Outcome(rows, CONFIG_COLUMNS)
