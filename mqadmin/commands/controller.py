@@ -22,7 +22,7 @@ from mqadmin.config import Endpoint
 from mqadmin.exit_codes import TargetNotFound, UsageProblem
 from mqadmin.operations import change
 from mqadmin.operations.ha import controller as ops
-from mqadmin.options import ContextOpt, DebugOpt, NamesrvOpt, OutputOpt, YesOpt
+from mqadmin.options import ContextOpt, DebugOpt, DryRunOpt, NamesrvOpt, OutputOpt, YesOpt
 from mqadmin.render import OutputFormat
 
 app = typer.Typer()
@@ -119,10 +119,11 @@ def get_broker_epoch(
         render.render(rows, output, columns=ops.EPOCH_COLUMNS)
 
 
-def _change(controller: str, chg: change.Change[Any], yes: bool, output: OutputFormat) -> None:
+def _change(controller: str, chg: change.Change[Any], yes: bool, dry_run: bool,
+            output: OutputFormat) -> None:
     """`chg` through the change runner from the terminal; the audit log records the
     controllers' addresses as where it went."""
-    run_change(Terminal(Endpoint(ops.addresses(controller)), yes, output), chg)
+    run_change(Terminal(Endpoint(ops.addresses(controller)), yes, output, dry_run), chg)
 
 
 @app.command("electMaster", rich_help_panel=PANEL)
@@ -134,13 +135,14 @@ def elect_master(
     broker_name: BrokerNameOpt,
     cluster: Annotated[str, typer.Option("-c", "--clusterName", help="The broker's cluster.")],
     yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Make broker `-b` the master of its set (it must be alive and in the SyncStateSet)."""
     with guarded(debug):
         _change(controller, ops.ElectMasterChange(controller, cluster, broker_name, broker_id,
-                                                  _now_ms, params(ctx)), yes, output)
+                                                  _now_ms, params(ctx)), yes, dry_run, output)
 
 
 @app.command("cleanBrokerMetadata", rich_help_panel=PANEL)
@@ -156,13 +158,15 @@ def clean_broker_metadata(
     living: Annotated[bool, typer.Option(
         "-l", "--cleanLivingBroker", help="Also forget brokers that are alive.")] = False,
     yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Make the controller forget a broker set, or some of its brokers."""
     with guarded(debug):
         _change(controller, ops.CleanBrokerMetadataChange(
-            controller, cluster, broker_name, ids, living, _now_ms, params(ctx)), yes, output)
+            controller, cluster, broker_name, ids, living, _now_ms, params(ctx)),
+            yes, dry_run, output)
 
 
 @app.command("getControllerConfig", rich_help_panel=PANEL)
@@ -181,10 +185,12 @@ def update_controller_config(
     key: Annotated[str, typer.Option("-k", "--key", help="The setting.")],
     value: Annotated[str, typer.Option("-v", "--value", help="Its new value.")],
     yes: YesOpt = False,
+    dry_run: DryRunOpt = False,
     output: OutputOpt = OutputFormat.TABLE,
     debug: DebugOpt = False,
 ) -> None:
     """Change one setting on every controller of -a."""
     with guarded(debug):
         _change(controller, ops.UpdateControllerConfigChange(controller, key, value,
-                                                             params(ctx)), yes, output)
+                                                             params(ctx)), yes, dry_run,
+                output)

@@ -111,7 +111,12 @@ def test_elect_master_moves_the_master_and_is_verified(ctl: BackgroundController
 def test_changes_need_yes_without_a_terminal(ctl: BackgroundController) -> None:
     result = invoke("electMaster", "-a", ctl.manager.address, "-b", "2", "-bn", "b", "-c", "c")
     assert result.exit_code == ExitCode.USAGE and "--yes" in result.stderr
+    dry = invoke("electMaster", "-a", ctl.manager.address, "-b", "2", "-bn", "b", "-c", "c",
+                 "--dry-run", "-o", "json")
+    assert dry.exit_code == 0 and "dry run, nothing was changed" in dry.stderr
+    assert rows_of(dry) == [{"brokerName": "b", "masterBrokerId": 1, "newMasterBrokerId": 2}]
     assert ctl.manager.state.sets["b"].master_id == 1
+    assert history.records() == []
 
 
 def test_config_reads_updates_and_refuses_its_black_list(ctl: BackgroundController) -> None:
