@@ -30,6 +30,7 @@ from engine.proxy.h2.events import (
     DataReceived,
     Event,
     H2Error,
+    PingAcknowledged,
     RequestReceived,
     StreamReset,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "DataReceived",
     "Event",
     "H2Error",
+    "PingAcknowledged",
     "RequestReceived",
     "ServerConnection",
     "StreamReset",
@@ -149,6 +151,11 @@ class ServerConnection(StreamSender):
         self._settings_unacked = True
         if self._conn_window > DEFAULT_WINDOW:
             self._out.append(encode_window_update(0, self._conn_window - DEFAULT_WINDOW))
+
+    def ping(self, opaque: bytes = b"keepaliv") -> None:
+        """Queue a PING carrying `opaque` (8 bytes); the peer's ACK is a `PingAcknowledged`."""
+        if not self._closed:
+            self._out.append(encode_frame(PING, 0, 0, opaque))
 
     def goaway(self, error_code: int = 0, debug: bytes = b"") -> None:
         """Queue a GOAWAY whose last-stream-id is the highest stream the peer opened.
@@ -380,6 +387,8 @@ class ServerConnection(StreamSender):
                 raise ConnectionFailure(ErrorCode.FRAME_SIZE_ERROR, "PING not 8 bytes")
             if not flags & ACK:
                 self._out.append(encode_frame(PING, ACK, 0, payload))
+            else:
+                events.append(PingAcknowledged(payload))
         elif kind == RST_STREAM:
             self._on_rst_stream(events, sid, payload)
         elif kind == PRIORITY:

@@ -67,4 +67,11 @@ class ConnectionEnded:
     by_peer: bool
 
 
-Event = RequestReceived | DataReceived | StreamReset | ConnectionEnded
+@dataclass(frozen=True, slots=True)
+class PingAcknowledged:
+    """The peer's ACK of a PING we sent (`ServerConnection.ping`), with its 8 bytes."""
+
+    opaque: bytes
+
+
+Event = RequestReceived | DataReceived | StreamReset | ConnectionEnded | PingAcknowledged

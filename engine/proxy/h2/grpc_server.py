@@ -10,7 +10,9 @@ written once per event-loop turn (`_flush` scheduled by the first call that has 
 so many answers share a write.  A call ends with the method's status (`abort`), UNKNOWN
 "Application error processing RPC" if the method raised (logged), its deadline (the task
 cancelled, DEADLINE_EXCEEDED) or the client's RST_STREAM (the task cancelled).  The
-connection ending cancels its calls.
+connection ending cancels its calls.  A peer silent for KEEPALIVE_TIME_S gets a PING; one
+that answers nothing is taken for gone (a crash or a cut cable sends no FIN) and its
+connection closed, as grpc-java's server does.
 
 Ports: in the disabled mode a plaintext server, in the enforcing one a TLS server (ALPN h2);
 in the permissive mode (5.3's default) `GrpcFront` accepts itself, in a thread blocked in
@@ -56,6 +58,7 @@ from engine.proxy.h2.calls import (
 from engine.proxy.h2.connection import (
     ConnectionEnded,
     DataReceived,
+    PingAcknowledged,
     RequestReceived,
     ServerConnection,
     StreamReset,
@@ -74,6 +77,11 @@ ACCEPT_RETRY_S = 0.1
 ACCEPT_YIELD_S = 0.002
 #: Seconds a connection we ended with a GOAWAY stays open for the peer to read it.
 LINGER_S = 2.0
+#: grpc-java's server keepalive, which Apache's proxy keeps: a connection the peer has sent
+#: nothing on for KEEPALIVE_TIME_S gets a PING, and one that then sends nothing for
+#: KEEPALIVE_TIMEOUT_S is a dead peer (gone without a FIN): its calls end and it is closed.
+KEEPALIVE_TIME_S = 2 * 3600.0
+KEEPALIVE_TIMEOUT_S = 20.0
 #: grpc-java's description of a call whose method raised.
 APPLICATION_ERROR = "Application error processing RPC"
 _PATH_PREFIX = f"/{SERVICE}/"
@@ -129,6 +137,9 @@ class GrpcConnection(asyncio.Protocol):
         self.peer = "unknown"
         self._flush_pending = False
         self._closed = False
+        #: When the peer last sent anything, and the keepalive's next look at it.
+        self._heard = self.loop.time()
+        self._keepalive: asyncio.TimerHandle | None = None
 
     # --------------------------------------------------------------- transport events
 
@@ -139,15 +150,19 @@ class GrpcConnection(asyncio.Protocol):
         self.front.connections.add(self)
         self.conn.initiate()
         self._flush()
+        self._keepalive = self.loop.call_later(self.front.keepalive_time, self._keepalive_due)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        if self._keepalive is not None:
+            self._keepalive.cancel()
         self.front.connections.discard(self)
         for call in list(self.calls.values()):
             self._drop(call)
         self.front.idle_check()
 
     def data_received(self, data: bytes) -> None:
+        self._heard = self.loop.time()
         for event in self.conn.receive(data):
             kind = type(event)
             if kind is DataReceived:
@@ -160,6 +175,8 @@ class GrpcConnection(asyncio.Protocol):
                     self._drop(call)
             elif kind is ConnectionEnded:
                 self._on_end(event)  # type: ignore[arg-type]
+            elif kind is PingAcknowledged:
+                self._keepalive_reset()
         self._flush()
 
     # --------------------------------------------------------------- calls
@@ -367,6 +384,37 @@ class GrpcConnection(asyncio.Protocol):
         transport.write_eof()
         self.loop.call_later(LINGER_S, transport.close)
 
+    # --------------------------------------------------------------- keepalive
+
+    def _keepalive_due(self) -> None:
+        """The peer silent for keepalive_time: a PING, answered within keepalive_timeout
+        or the peer is gone."""
+        if self._closed:
+            return
+        silent = self.loop.time() - self._heard
+        if silent < self.front.keepalive_time:
+            self._keepalive = self.loop.call_later(self.front.keepalive_time - silent,
+                                                   self._keepalive_due)
+            return
+        self.conn.ping()
+        self._flush()
+        self._keepalive = self.loop.call_later(self.front.keepalive_timeout, self._dead_peer)
+
+    def _keepalive_reset(self) -> None:
+        """The PING answered: the next after keepalive_time more."""
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+        self._keepalive = self.loop.call_later(self.front.keepalive_time, self._keepalive_due)
+
+    def _dead_peer(self) -> None:
+        if self._closed:
+            return
+        log.warning("%s answered no keepalive PING in %.0f s: a dead peer, its connection "
+                    "closed and its %d calls ended", self.peer, self.front.keepalive_timeout,
+                    len(self.calls))
+        if self.transport is not None:  # connection_lost ends the calls
+            self.transport.abort()  # what is unsent would never drain to a dead peer
+
     # --------------------------------------------------------------- writes
 
     def _schedule_flush(self) -> None:
@@ -405,6 +453,8 @@ class GrpcFront:
         self.connections: set[GrpcConnection] = set()
         self.stopping = False
         self.first_byte_timeout = FIRST_BYTE_TIMEOUT_S
+        self.keepalive_time = KEEPALIVE_TIME_S
+        self.keepalive_timeout = KEEPALIVE_TIMEOUT_S
         self._servers: list[asyncio.AbstractServer] = []
         #: The permissive mode's listening socket, its acceptor thread, and whether other
         #: processes accept from it too.

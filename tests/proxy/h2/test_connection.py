@@ -17,6 +17,7 @@ from engine.proxy.h2.events import (
     ConnectionEnded,
     DataReceived,
     H2Error,
+    PingAcknowledged,
     RequestReceived,
     StreamReset,
 )
@@ -100,6 +101,18 @@ def test_a_unary_exchange_byte_for_byte() -> None:
                                    + frame(HEADERS, END_HEADERS | END_STREAM, 1, TRAILERS))
     assert conn.open_streams == 0
     assert conn.data_to_send() == b""
+
+
+def test_our_ping_and_its_ack() -> None:
+    peer = Peer.started()
+    peer.conn.ping(b"keepaliv")
+    assert peer.frames() == [Frame(PING, 0, 0, b"keepaliv")]
+    assert peer.send(frame(PING, ACK, 0, b"keepaliv")) == [PingAcknowledged(b"keepaliv")]
+    assert peer.frames() == []  # an ACK is not answered
+    peer.conn.goaway(ErrorCode.PROTOCOL_ERROR)
+    peer.frames()
+    peer.conn.ping()  # the connection ended: nothing more is sent
+    assert peer.frames() == []
 
 
 def test_input_split_at_every_byte() -> None:

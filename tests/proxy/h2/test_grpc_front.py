@@ -21,7 +21,16 @@ from hpack import Decoder, Encoder
 from engine.proxy.h2.grpc_server import GrpcFront
 from engine.proxy.handlers import SERVICE, Method
 from engine.proxy.tls import self_signed
-from tests.proxy.h2frames import DATA, END_HEADERS, END_STREAM, HEADERS, frame, start
+from tests.proxy.h2frames import (
+    ACK,
+    DATA,
+    END_HEADERS,
+    END_STREAM,
+    HEADERS,
+    PING,
+    frame,
+    start,
+)
 
 MAX_MESSAGE = 4 * 1024 * 1024
 TIMEOUT = 10.0
@@ -298,3 +307,52 @@ async def test_requests_that_are_not_grpc_are_answered_as_grpc_java_answers_them
         answer, body = await _answer(endpoint, [*request, ("trace-bin", "@@@")])
         assert (answer[":status"], answer["grpc-status"], answer["grpc-message"], body) == (
             "200", "13", "Invalid base64 in binary header trace-bin", b"")
+
+
+async def _silent_then_read(front: GrpcFront, endpoint: str, *, answer_pings: int,
+                            keepalive_timeout: float) -> tuple[int, bool]:
+    """A client that opens a Block call and then sends nothing but the ACKs of the first
+    `answer_pings` PINGs: how many PINGs it got (`answer_pings` + 1), and whether the front
+    had closed the connection after the last (`answer_pings` is 0) or it was still open
+    (then the client leaves)."""
+    front.keepalive_time, front.keepalive_timeout = 0.1, keepalive_timeout
+    host, port = endpoint.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    fields = [(":method", "POST"), (":scheme", "http"), (":authority", "proxy"),
+              (":path", f"/{SERVICE}/Block"), ("content-type", "application/grpc")]
+    writer.write(start() + frame(HEADERS, END_HEADERS, 1, Encoder().encode(fields))
+                 + frame(DATA, END_STREAM, 1, b"\x00\x00\x00\x00\x00"))
+    pings = 0
+    try:
+        while pings <= answer_pings:
+            head = await asyncio.wait_for(reader.readexactly(9), TIMEOUT)
+            payload = await reader.readexactly(int.from_bytes(head[:3], "big"))
+            if head[3] == PING and not head[4] & ACK:
+                pings += 1
+                if pings <= answer_pings:
+                    writer.write(frame(PING, ACK, 0, payload))
+        if answer_pings:
+            return pings, bool(front.connections)
+        return pings, await asyncio.wait_for(reader.read(), TIMEOUT) == b""
+    except ConnectionResetError:
+        return pings, True
+    finally:
+        writer.close()
+
+
+async def test_a_peer_that_answers_pings_keeps_its_connection_and_its_call() -> None:
+    methods = Methods()
+    async with serving(methods) as (front, endpoint):
+        pings, open_ = await _silent_then_read(front, endpoint, answer_pings=3,
+                                               keepalive_timeout=TIMEOUT)
+        assert pings == 4 and open_ and not methods.cancelled.is_set()
+
+
+async def test_a_dead_peer_is_closed_and_its_calls_end() -> None:
+    methods = Methods()
+    async with serving(methods) as (front, endpoint):
+        pings, closed = await _silent_then_read(front, endpoint, answer_pings=0,
+                                                keepalive_timeout=0.3)
+        assert pings == 1 and closed
+        await asyncio.wait_for(methods.cancelled.wait(), TIMEOUT)
+        assert not front.connections
