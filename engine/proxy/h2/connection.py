@@ -34,7 +34,7 @@ from engine.proxy.h2.events import (
     RequestReceived,
     StreamReset,
 )
-from engine.proxy.h2.fields import trailers_are_malformed
+from engine.proxy.h2.fields import content_length, trailers_are_malformed
 from engine.proxy.h2.frames import (
     ACK,
     CONTINUATION,
@@ -293,6 +293,11 @@ class ServerConnection(StreamSender):
         if length > stream.recv_window:
             self._stream_error(events, sid, ErrorCode.FLOW_CONTROL_ERROR)
             return
+        if stream.content_left is not None:  # the body must be as long as declared
+            stream.content_left -= stop - start
+            if stream.content_left < 0 or (flags & END_STREAM and stream.content_left):
+                self._stream_error(events, sid, ErrorCode.PROTOCOL_ERROR)
+                return
         if flags & END_STREAM:
             stream.remote_open = False
             events.append(DataReceived(sid, data[start:stop], True))
@@ -351,7 +356,8 @@ class ServerConnection(StreamSender):
         if stream is not None:  # trailers
             if not stream.remote_open:
                 self._stream_error(events, sid, ErrorCode.STREAM_CLOSED)
-            elif not flags & END_STREAM or bad_priority or trailers_are_malformed(headers):
+            elif (not flags & END_STREAM or bad_priority or trailers_are_malformed(headers)
+                  or stream.content_left):
                 self._stream_error(events, sid, ErrorCode.PROTOCOL_ERROR)
             else:
                 stream.remote_open = False
@@ -366,11 +372,13 @@ class ServerConnection(StreamSender):
         if self._goaway_last is not None or len(self._streams) >= self._max_streams:
             self._stream_error(events, sid, ErrorCode.REFUSED_STREAM)
             return
-        if malformed or bad_priority:
+        end_stream = bool(flags & END_STREAM)
+        declared = content_length(headers)
+        if malformed or bad_priority or declared == -1 or (end_stream and declared):
             self._stream_error(events, sid, ErrorCode.PROTOCOL_ERROR)
             return
         stream = self._streams[sid] = Stream(sid, self._peer_initial, self._recv_initial)
-        end_stream = bool(flags & END_STREAM)
+        stream.content_left = declared
         stream.remote_open = not end_stream
         events.append(RequestReceived(sid, headers, end_stream))
 

@@ -62,6 +62,22 @@ def request_is_malformed(headers: Headers) -> bool:
     return ":scheme" not in pseudo or not pseudo.get(":path") or ":method" not in pseudo
 
 
+def content_length(headers: Headers) -> int | None:
+    """The `content-length` a request declares (section 8.1.1), None without one; -1 when
+    it is no length: not digits, or several different values (Netty allows repeats of one
+    value, also comma-separated)."""
+    found: set[str] = set()
+    for name, value in headers:
+        if name == "content-length":
+            found.update(part.strip() for part in value.split(","))
+    if not found:
+        return None
+    if len(found) > 1:
+        return -1
+    (value,) = found
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else -1
+
+
 def trailers_are_malformed(headers: Headers) -> bool:
     """True if a trailer section carries a pseudo-header or a bad field."""
     return bool(headers) and (_bad_values([value for _, value in headers])

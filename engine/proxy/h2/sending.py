@@ -37,7 +37,8 @@ _RESET_MEMORY: Final = 4096
 class Stream:
     """One stream's mutable state while it is open or half-closed."""
 
-    __slots__ = ("id", "local_open", "pending", "recv_window", "remote_open", "send_window")
+    __slots__ = ("content_left", "id", "local_open", "pending", "recv_window", "remote_open",
+                 "send_window")
 
     def __init__(self, stream_id: int, send_window: int, recv_window: int) -> None:
         self.id = stream_id
@@ -47,6 +48,8 @@ class Stream:
         self.recv_window = recv_window
         #: Frames waiting for the peer's window: (DATA or HEADERS, payload, end_stream).
         self.pending: list[tuple[int, bytes, bool]] = []
+        #: The request's declared content-length less the DATA received (None: none given).
+        self.content_left: int | None = None
 
 
 class StreamSender:

@@ -56,6 +56,11 @@ def setting(ident: int, value: int) -> bytes:
     return struct.pack(">HI", ident, value)
 
 
+def content_length(value: str) -> bytes:
+    """A content-length field, a literal never indexed."""
+    return b"\x00\x0econtent-length" + bytes([len(value)]) + value.encode()
+
+
 def request(stream: int, body: bytes = MESSAGE) -> bytes:
     return frame(HEADERS, END_HEADERS, stream, REQUEST) + frame(DATA, END_STREAM, stream, body)
 
@@ -323,6 +328,15 @@ STREAM_ERRORS = {
                                       ErrorCode.PROTOCOL_ERROR),
     "DATA beyond the stream window": (frame(DATA, 0, 1, b"x" * 65_536), 1,
                                       ErrorCode.FLOW_CONTROL_ERROR),
+    "a content-length that is no number": (
+        frame(HEADERS, END_HEADERS, 3, REQUEST + content_length("5x")), 3,
+        ErrorCode.PROTOCOL_ERROR),
+    "two different content-lengths": (
+        frame(HEADERS, END_HEADERS, 3, REQUEST + content_length("5, 6")), 3,
+        ErrorCode.PROTOCOL_ERROR),
+    "a content-length and no body": (
+        frame(HEADERS, END_HEADERS | END_STREAM, 3, REQUEST + content_length("5")), 3,
+        ErrorCode.PROTOCOL_ERROR),
 }
 
 
@@ -340,6 +354,38 @@ def test_a_stream_error(case: str) -> None:
         assert peer.conn.open_streams == 0
     else:
         assert not any(isinstance(e, RequestReceived) for e in events)
+
+
+@pytest.mark.parametrize(("declared", "parts", "whole"), [
+    ("5", [b"12345"], True), ("5, 5", [b"12", b"345"], True), ("0", [b""], True),
+    ("5", [b"123456"], False), ("5", [b"1234"], False), ("5", [b"123", b"456"], False)])
+def test_a_body_as_long_as_its_content_length(declared: str, parts: list[bytes],
+                                              whole: bool) -> None:
+    """Section 8.1.1: a request whose DATA differ from its content-length is malformed
+    (Netty resets it with PROTOCOL_ERROR)."""
+    peer = Peer.started()
+    last = len(parts) - 1
+    events = peer.send(frame(HEADERS, END_HEADERS, 1, REQUEST + content_length(declared))
+                       + b"".join(frame(DATA, END_STREAM if i == last else 0, 1, part)
+                                  for i, part in enumerate(parts)))
+    if whole:
+        assert events[-1] == DataReceived(1, parts[-1], True)
+        assert not any(f.kind == RST_STREAM for f in peer.frames())
+    else:
+        assert events[-1] == StreamReset(1, ErrorCode.PROTOCOL_ERROR)
+        assert [f for f in peer.frames() if f.kind == RST_STREAM] == [
+            Frame(RST_STREAM, 0, 1, struct.pack(">I", ErrorCode.PROTOCOL_ERROR))]
+
+
+def test_the_content_length_counts_no_padding_and_ends_at_the_trailers() -> None:
+    peer = Peer.started()
+    head = frame(HEADERS, END_HEADERS, 1, REQUEST + content_length("5"))
+    padded = frame(DATA, PADDED | END_STREAM, 1, b"\x03" + b"12345" + b"\x00" * 3)
+    assert peer.send(head + padded)[-1] == DataReceived(1, b"12345", True)
+    trailers = frame(HEADERS, END_HEADERS | END_STREAM, 3, b"\x00\x01a\x01b")
+    short = (frame(HEADERS, END_HEADERS, 3, REQUEST + content_length("5"))
+             + frame(DATA, 0, 3, b"1234") + trailers)
+    assert peer.send(short)[-1] == StreamReset(3, ErrorCode.PROTOCOL_ERROR)
 
 
 def test_data_after_the_stream_ended() -> None:
