@@ -137,8 +137,10 @@ class GrpcConnection(asyncio.Protocol):
         self.peer = "unknown"
         self._flush_pending = False
         self._closed = False
-        #: When the peer last sent anything, and the keepalive's next look at it.
+        #: When the peer last sent anything, when we last PINGed it, and the keepalive's
+        #: next look at it.
         self._heard = self.loop.time()
+        self._pinged = 0.0
         self._keepalive: asyncio.TimerHandle | None = None
 
     # --------------------------------------------------------------- transport events
@@ -398,6 +400,7 @@ class GrpcConnection(asyncio.Protocol):
             return
         self.conn.ping()
         self._flush()
+        self._pinged = self.loop.time()
         self._keepalive = self.loop.call_later(self.front.keepalive_timeout, self._dead_peer)
 
     def _keepalive_reset(self) -> None:
@@ -408,6 +411,9 @@ class GrpcConnection(asyncio.Protocol):
 
     def _dead_peer(self) -> None:
         if self._closed:
+            return
+        if self._heard > self._pinged:  # no ACK, but not silent either: alive
+            self._keepalive_due()
             return
         log.warning("%s answered no keepalive PING in %.0f s: a dead peer, its connection "
                     "closed and its %d calls ended", self.peer, self.front.keepalive_timeout,
