@@ -64,13 +64,16 @@ class BrokerProcess:
         conf = self.dir / "broker.conf"
         conf.write_text("".join(f"{k}={v}\n" for k, v in self.settings.items()))
         with open(self.dir / "output.txt", "ab") as out:
+            earlier = out.tell()  # what earlier runs of this broker wrote
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "engine.broker.main", "-c", str(conf)],
                 stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
                 env={**os.environ, "HOME": str(self.dir)})
-        await self._wait_listening()
+        await self._wait_listening(earlier)
 
-    async def _wait_listening(self) -> None:
+    async def _wait_listening(self, earlier: int) -> None:
+        """Until this run says "boot success" (it has registered with the name servers by
+        then), not an earlier run of the same broker."""
         async with asyncio.timeout(30):
             while True:
                 assert self.proc is not None
@@ -83,8 +86,10 @@ class BrokerProcess:
                     await asyncio.sleep(0.05)
                     continue
                 writer.close()
-                if "boot success" in (self.dir / "output.txt").read_text():
-                    return
+                with open(self.dir / "output.txt", "rb") as out:
+                    out.seek(earlier)
+                    if b"boot success" in out.read():
+                        return
                 await asyncio.sleep(0.05)
 
     async def stop(self) -> None:
