@@ -10,8 +10,11 @@ How this works (5.3.3 `ReplicasManager`, reduced to what this engine's roles nee
   when the set has no master, ELECT_MASTER with this broker's id; then the role is adopted
   (below).
 * Every `brokerHeartbeatInterval`: BROKER_HEARTBEAT to every controller (epoch, max
-  offset, `brokerElectionPriority`), then GET_REPLICA_INFO from the leader: a master or
-  epoch other than this broker's is adopted.  NOTIFY_BROKER_ROLE_CHANGED from the
+  offset, `brokerElectionPriority`), on a clock of its own as 5.3.3's broker sends them; and
+  a round: GET_REPLICA_INFO from the leader, a master or epoch other than this broker's
+  adopted.  A round can wait (up to its 3 s timeout) on a controller busy committing an
+  election; heartbeats waiting with it would lapse, and the controller would take this live
+  broker for dead once the election is done.  NOTIFY_BROKER_ROLE_CHANGED from the
   controller is adopted at once.
 * Adopting: this broker named master: promote to that epoch (a new epoch starts at its log
   end).  Another broker named: refuse writes at once, read the new master's epoch history
@@ -123,20 +126,36 @@ class ControllerModeService:
 
     async def _run(self) -> None:
         interval = max(self.state.config.broker_heartbeat_interval, 50) / 1000
+        beats = asyncio.create_task(self._beat(interval), name="controller-heartbeats")
+        try:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await self.tick()
+                except (ControllerUnavailable, RemotingError, ProtocolError, OSError) as exc:
+                    log.warning("controller round failed: %s", exc)
+                except Exception:  # the loop must outlive a bug in one round
+                    log.exception("controller round failed")
+        finally:
+            beats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beats
+
+    async def _beat(self, interval: float) -> None:
+        """Heartbeats, whatever the rounds wait on (a registered broker's only)."""
         while True:
             await asyncio.sleep(interval)
+            if not self.registered:
+                continue
             try:
-                await self.tick()
-            except (ControllerUnavailable, RemotingError, ProtocolError, OSError) as exc:
-                log.warning("controller round failed: %s", exc)
-            except Exception:  # the loop must outlive a bug in one round
-                log.exception("controller round failed")
+                await self._heartbeat()
+            except Exception:  # a heartbeat lost is the next one's to make up
+                log.exception("controller heartbeat failed")
 
     async def tick(self) -> None:
         if not self.registered:
             await self._register()
             return
-        await self._heartbeat()
         answer = await self.controllers.call(RequestCode.CONTROLLER_GET_REPLICA_INFO,
                                              GetReplicaInfoRequestHeader(self._name))
         if answer.code != ResponseCode.SUCCESS:

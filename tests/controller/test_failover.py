@@ -148,6 +148,28 @@ def ids_of(controller: ControllerManager, made: list[BrokerProcess]) -> dict[int
     return {i: by_addr[m.address] for i, m in members.items()}
 
 
+async def test_heartbeats_go_on_while_the_controller_is_busy_committing(
+        tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
+        brokers: list[BrokerProcess]) -> None:
+    """While the controller holds its lock (an election being committed; seen to take 3 s
+    with a controller just killed), a broker's rounds wait on it, its heartbeats must not:
+    else the controller, the election done, takes the live master for dead and elects
+    again."""
+    master = BrokerProcess(tmp_path, "a", f"127.0.0.1:{namesrv.port}", **{
+        **CONTROLLER_MODE, "controllerAddr": controller.address,
+        "controllerHeartBeatTimeoutMills": "1500"})
+    brokers.append(master)
+    await master.start()
+    await until(lambda: master_of(controller) == (1, 1) and controller.alive(NAME, 1))
+    loop = asyncio.get_running_loop()
+    async with controller.lock:  # the broker's GET_REPLICA_INFO waits on it, 3 s a round
+        end = loop.time() + 3.5  # more than a round's wait, and two heartbeat timeouts
+        while loop.time() < end:
+            assert controller.alive(NAME, 1), "the heartbeats lapsed"
+            await asyncio.sleep(0.1)
+    assert master_of(controller) == (1, 1)
+
+
 async def test_a_frozen_master_never_acknowledges_as_a_second_master(
         tmp_path: Path, namesrv: NamesrvController, controller: ControllerManager,
         brokers: list[BrokerProcess]) -> None:
