@@ -154,16 +154,19 @@ async def test_heartbeats_go_on_while_the_controller_is_busy_committing(
     """While the controller holds its lock (an election being committed; seen to take 3 s
     with a controller just killed), a broker's rounds wait on it, its heartbeats must not:
     else the controller, the election done, takes the live master for dead and elects
-    again."""
+    again.  A heartbeat timeout of 2.5 s: only a broker stalled that long fails it."""
     master = BrokerProcess(tmp_path, "a", f"127.0.0.1:{namesrv.port}", **{
         **CONTROLLER_MODE, "controllerAddr": controller.address,
-        "controllerHeartBeatTimeoutMills": "1500"})
+        "controllerHeartBeatTimeoutMills": "2500"})
     brokers.append(master)
     await master.start()
     await until(lambda: master_of(controller) == (1, 1) and controller.alive(NAME, 1))
     loop = asyncio.get_running_loop()
     async with controller.lock:  # the broker's GET_REPLICA_INFO waits on it, 3 s a round
-        end = loop.time() + 3.5  # more than a round's wait, and two heartbeat timeouts
+        # longer than a heartbeat timeout past the last heartbeat before it: a round waits
+        # 3 s here, so heartbeats sent only between rounds (every 3.2 s) lapse within it;
+        # those on their own clock come every 200 ms
+        end = loop.time() + 3.5
         while loop.time() < end:
             assert controller.alive(NAME, 1), "the heartbeats lapsed"
             await asyncio.sleep(0.1)
