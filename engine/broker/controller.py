@@ -68,6 +68,7 @@ class BrokerController:
             lambda: self.state.config, self.state.topics, self.state.client,
             on_master=self._learn_master, ha_server_addr=lambda: self.state.ha_server_addr)
         self.state.topics.on_change = self.registration.request
+        self.state.register_now = self.registration.register_all
         st = self.state
         st.ha = HAService(
             st.store, host=config.bind_address, port=config.ha_port,

@@ -5,7 +5,11 @@ parallel (each with registerBrokerTimeoutMills) and records what a slave learns 
 answers: its master's address and HA address.  `extra_fields` adds ext fields to each request
 (the HA epoch) and `on_registered` sees every round's results with the answers' ext fields
 (the name servers' epoch verdict).  A topic change calls `request()`, which coalesces into one
-extra registration.  `stop()` unregisters from every name server.
+extra registration, unless a `register_all` began after the change: every round clears
+the request as it starts, since each of its requests is built later.  A topic creation
+calls `register_all` itself and answers after it, as Apache does, so no round carrying the
+new topic is still under way when the creator goes on (to delete the topic, say).
+`stop()` unregisters from every name server.
 
 The topic table is read for each name server in the same step that writes the request to it
 (the connection open first), never before an await: a registration read before a topic was
@@ -92,6 +96,7 @@ class NamesrvRegistration:
         return request(RequestCode.REGISTER_BROKER, ext, body)
 
     async def register_all(self) -> list[Registration]:
+        self._wake.clear()  # this round carries every change made so far
         cfg = self._config()
         timeout = cfg.register_broker_timeout_mills / 1000
         results = await asyncio.gather(*(self._register_one(addr, cfg, timeout)
@@ -147,12 +152,16 @@ class NamesrvRegistration:
     async def _run(self) -> None:
         """Re-register every period, or sooner when asked; the first round is the caller's."""
         while not self._stopping:
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), self._config().register_period_ms / 1000)
+            except TimeoutError:
+                pass
+            else:
+                if not self._wake.is_set():  # a round began since the request: it was served
+                    continue
             # 3.11's wait_for can swallow a cancel that races the event: check the flag too.
             if self._stopping:
                 return
-            self._wake.clear()
             try:
                 await self.register_all()
             except Exception:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from engine.broker.clients import ConsumerManager, ProducerManager
@@ -67,6 +67,9 @@ class BrokerState:
         self.ha: HAService | None = None
         self.ha_client: HAClient | None = None
         self.roles: RoleManager | None = None
+        #: Registers this broker on every name server now and returns when they answered
+        #: (set by the controller): a topic creation answers after it, as in Apache.
+        self.register_now: Callable[[], Awaitable[object]] | None = None
         #: Under a 5.3 controller (enableControllerMode): its link, set by the controller.
         self.controller_mode: ControllerModeService | None = None
         #: Access control (users, rules, the request guard); set by the controller.

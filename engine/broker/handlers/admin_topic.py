@@ -68,7 +68,7 @@ def remove_unused_queues(state: BrokerState) -> list[str]:
 
 
 @router.handles(RequestCode.UPDATE_AND_CREATE_TOPIC)
-def update_and_create_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
+async def update_and_create_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     refused = slave_refusal(ctx, cmd)
     if refused is not None:
         return refused
@@ -95,6 +95,10 @@ def update_and_create_topic(ctx: Ctx, cmd: RemotingCommand) -> RemotingCommand:
     ctx.state.topics.put(TopicConfig(
         header.topic, header.read_queue_nums, header.write_queue_nums, header.perm,
         header.topic_filter_type, header.topic_sys_flag or 0, attributes=attributes or None))
+    # Registered before the answer, as Apache's registerIncrementBrokerData: a registration
+    # still under way could otherwise bring back a route the creator deletes next.
+    if ctx.state.register_now is not None:
+        await ctx.state.register_now()
     return cmd.response()
 
 
