@@ -17,6 +17,10 @@ from engine.store.results import PutMessageStatus
 from tests.ha.stores import assert_same_stores
 from tests.store.helpers import msg, small_config
 
+#: How long a test waits for a slave's ack before failing.  Beside two whole suites the
+#: longest of 756 waits took 0.16 s: a wait this long is a stall, not a busy machine.
+ACK_TIMEOUT_S = 10
+
 
 @pytest.fixture
 async def master(tmp_path: Path) -> AsyncIterator[MessageStore]:
@@ -56,6 +60,16 @@ async def slave_connected(svc: HAService) -> None:
             await asyncio.sleep(0.01)
 
 
+async def acked(service: HAService, end: int, client: HAClient, slave: MessageStore) -> None:
+    """Until a slave acknowledged every byte before `end`; else what each side had then."""
+    if not await service.wait_acked(end, ACK_TIMEOUT_S):
+        raise AssertionError(
+            f"no ack of offset {end} in {ACK_TIMEOUT_S} s: master max offset "
+            f"{service.store.get_max_phy_offset()}, acked {service.acked_offset()}, "
+            f"connections {service.connections}, slave max offset "
+            f"{slave.get_max_phy_offset()}, slave side {client.runtime_info()}")
+
+
 def put(store: MessageStore, start: int, n: int) -> int:
     for i in range(start, start + n):
         r = store.append_message(msg(i, queue_id=i % 3, size=60 + (i * 37) % 400))
@@ -73,7 +87,7 @@ async def test_slave_copies_every_segment_and_builds_its_own_queues(
     client.start()
     try:
         end = put(master, 40, 120)
-        assert await service.wait_acked(end, 10)
+        await acked(service, end, client, slave)
         # An empty slave starts at the master's last segment, as 4.9.7 does.
         assert slave.get_min_phy_offset() > 0
         assert_same_stores(master, slave, from_offset=slave.get_min_phy_offset())
@@ -94,7 +108,7 @@ async def test_slave_with_the_whole_log_and_a_restart_resumes(
     client.start()
     await slave_connected(service)
     end = put(master, 0, 50)
-    assert await service.wait_acked(end, 10)
+    await acked(service, end, client, slave)
     await client.stop()
     await slave.shutdown()
     end = put(master, 50, 50)  # written while the slave is away
@@ -103,7 +117,7 @@ async def test_slave_with_the_whole_log_and_a_restart_resumes(
     client = client_for(slave, service)
     client.start()
     try:
-        assert await service.wait_acked(end, 10)
+        await acked(service, end, client, slave)
         assert_same_stores(master, slave)
     finally:
         await client.stop()
@@ -120,7 +134,7 @@ async def test_offset_mismatch_closes_reconnects_and_resumes(
     await slave_connected(service)
     try:
         end = put(master, 0, 30)
-        assert await service.wait_acked(end, 10)
+        await acked(service, end, client, slave)
         conn = service.connections[0]
         entry = slave.get_queue_entry("TopicTest", 1, 4)
         assert entry is not None
@@ -129,7 +143,7 @@ async def test_offset_mismatch_closes_reconnects_and_resumes(
         while service.connections and service.connections[0] is conn:
             await asyncio.sleep(0.01)  # the slave refused the next transfer and closed
         end = put(master, 35, 20)
-        assert await service.wait_acked(end, 10)
+        await acked(service, end, client, slave)
         assert_same_stores(master, slave)
     finally:
         await client.stop()
