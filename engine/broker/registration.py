@@ -6,9 +6,10 @@ answers: its master's address and HA address.  `extra_fields` adds ext fields to
 (the HA epoch) and `on_registered` sees every round's results with the answers' ext fields
 (the name servers' epoch verdict).  A topic change calls `request()`, which coalesces into one
 extra registration, unless a `register_all` began after the change: every round clears
-the request as it starts, since each of its requests is built later.  A topic creation
-calls `register_all` itself and answers after it, as Apache does, so no round carrying the
-new topic is still under way when the creator goes on (to delete the topic, say).
+the request as it starts, since each of its requests is built later.  A topic creation and
+a change of the broker's permission call `register_all` themselves and answer after it, as
+Apache does: the name servers have the change when the admin has the answer, and no round
+carrying it is still under way when the admin goes on (to delete the topic, say).
 `stop()` unregisters from every name server.
 
 The topic table is read for each name server in the same step that writes the request to it

@@ -124,3 +124,26 @@ async def test_a_creation_registers_before_its_answer_and_wakes_no_later_round(
     broker.registration.request()  # a change nobody registered still gets its round
     while not background:
         await asyncio.sleep(0)
+
+
+async def test_a_permission_change_is_answered_once_the_name_servers_have_it(
+        namesrv: NamesrvController, broker: BrokerController, client: RemotingClient) -> None:
+    """updateBrokerConfig brokerPermission=4 (wipeWritePerm's broker side): as in Apache,
+    the routes say read-only by the time the operator has the answer."""
+    ns = f"127.0.0.1:{namesrv.port}"
+
+    async def not_now() -> list[Registration]:
+        return []
+
+    broker.registration.register_all = not_now  # type: ignore[method-assign]  # the timer's
+    resp = await call(client, broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, {
+        "topic": "Capped", "defaultTopic": "TBW102", "readQueueNums": "1",
+        "writeQueueNums": "1", "perm": "6", "topicFilterType": "SINGLE_TAG"})
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    resp = await call(client, broker.addr, RequestCode.UPDATE_BROKER_CONFIG,
+                      body=b"brokerPermission=4\n")
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    found = await route(client, ns, "Capped")
+    assert found is not None and found["queueDatas"] == [{
+        "brokerName": "broker-a", "perm": 4, "readQueueNums": 1, "topicSysFlag": 0,
+        "writeQueueNums": 1}]

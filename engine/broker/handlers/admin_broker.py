@@ -159,13 +159,16 @@ def write_config_changes(path: str, changes: dict[str, str]) -> None:
     os.replace(tmp, path)
 
 
-def apply_update(state: BrokerState, update: ConfigUpdate) -> None:
+def apply_update(state: BrokerState, update: ConfigUpdate) -> bool:
+    """Adopt `update`; True when the broker's permission changed (name servers must learn
+    it: the topics' data version moves on, so they take the next registration)."""
     permission_changed = update.broker.broker_permission != state.config.broker_permission
     state.replace_config(update.broker)
     state.store_config.update(update.store)
     state.config_version = state.config_version.next(state.clock())
-    if permission_changed:  # name servers must take the next registration (new perms)
+    if permission_changed:
         state.topics.mark_changed()
+    return permission_changed
 
 
 @router.handles(RequestCode.UPDATE_BROKER_CONFIG)
@@ -187,9 +190,11 @@ async def update_broker_config(ctx: Ctx, cmd: RemotingCommand) -> RemotingComman
         update = plan_update(st, props)
     except (configlib.ConfigError, StoreConfigError) as exc:
         return cmd.response(ResponseCode.SYSTEM_ERROR, f"{exc}; nothing was changed")
-    apply_update(st, update)
+    permission_changed = apply_update(st, update)
     log.info("updateBrokerConfig applied %s (ignored unknown keys: %s)", update.applied,
              update.ignored)
+    if permission_changed and st.register_now is not None:
+        await st.register_now()  # answered once the name servers have it, as in Apache
     remarks = []
     if update.ignored:
         remarks.append(f"unknown keys ignored: {', '.join(update.ignored)}")
