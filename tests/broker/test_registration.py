@@ -128,7 +128,7 @@ async def test_a_creation_registers_before_its_answer_and_wakes_no_later_round(
 
 async def test_a_permission_change_is_answered_once_the_name_servers_have_it(
         namesrv: NamesrvController, broker: BrokerController, client: RemotingClient) -> None:
-    """updateBrokerConfig brokerPermission=4 (wipeWritePerm's broker side): as in Apache,
+    """updateBrokerConfig brokerPermission=4 (an operator makes a broker read-only): as in Apache,
     the routes say read-only by the time the operator has the answer."""
     ns = f"127.0.0.1:{namesrv.port}"
 
