@@ -66,6 +66,9 @@ class ControllerManager:
             on_connection_closed=self._on_connection_closed, idle_timeout=None)
         self._scan: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Set first by `stop`: closing the brokers' connections is this controller's
+        #: shutdown, not their death, and must elect nobody.
+        self._stopping = False
         #: Called with the broker name after each election this controller made.
         self.election_listeners: list[Callable[[str], None]] = []
 
@@ -90,12 +93,14 @@ class ControllerManager:
         """Raises:
         ControllerStoreError: the stored state is unreadable.
         PortInUseError: the peer address is taken."""
+        self._stopping = False
         await self.replication.start()
         await self.server.start()
         self._scan = asyncio.create_task(self._scan_loop(), name="controller-scan")
         log.info("controller %s serving on %s", self.me.id, self.address)
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._scan is not None:
             self._scan.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -181,7 +186,7 @@ class ControllerManager:
         task.add_done_callback(self._tasks.discard)
 
     def _on_inactive(self, gone: list[BrokerKey]) -> None:
-        if not self.replication.is_leader:
+        if self._stopping or not self.replication.is_leader:
             return
         for _cluster, broker_name, broker_id in gone:
             found = self.state.sets.get(broker_name)

@@ -176,3 +176,34 @@ async def test_heartbeat_without_an_id_is_refused(controller: ControllerManager)
         assert answer.code == ResponseCode.CONTROLLER_INVALID_REQUEST
     finally:
         await client.close()
+
+
+async def test_a_stopping_controller_elects_nobody(tmp_path: Path) -> None:
+    """Its own shutdown closes the brokers' connections: that is not their death.  A leader
+    that took it for one re-elected healthy masters at every controller restart."""
+    first = ControllerManager(controller_config(tmp_path), clock=now_ms)
+    await first.start()
+    b1, b2 = RemotingClient(), RemotingClient()
+    try:
+        await join(b1, first.address, 1)
+        await call(b1, first.address, RequestCode.CONTROLLER_ELECT_MASTER,
+                   ElectMasterRequestHeader("c", "b", 1))
+        await join(b2, first.address, 2)
+        answer = await call(b1, first.address, RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
+                            AlterSyncStateSetRequestHeader("b", 1, 1),
+                            SyncStateSet(frozenset({1, 2}), 1).encode())
+        assert answer.code == 0, answer.remark
+        await first.stop()  # both brokers still connected
+    finally:
+        for client in (b1, b2):
+            await client.close()
+    again = ControllerManager(controller_config(tmp_path), clock=now_ms)
+    await again.start()
+    client = RemotingClient()
+    try:
+        answer = await call(client, again.address, RequestCode.CONTROLLER_GET_REPLICA_INFO,
+                            GetReplicaInfoRequestHeader("b"))
+        assert (answer.ext("masterBrokerId"), answer.ext("masterEpoch")) == ("1", "1")
+    finally:
+        await client.close()
+        await again.stop()
