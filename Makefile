@@ -32,7 +32,7 @@ lint: $(STAMP)
 	$(BIN)/mypy engine mqadmin
 
 # The tests run on four pytest-xdist workers, two per core of a 2-core machine: most tests wait
-# on servers, processes and protocol timers (four workers: 132-157 s, the cores 77% busy; see
+# on servers, processes and protocol timers (four workers: 129-157 s, the cores 77% busy; see
 # docs/design.md); the Spark tests share one worker and its session (tests/scheduling.py).
 # `make test WORKERS=0` runs them all in this process, one after the other.
 # The Node.js client tests install their npm client on first use (tests/proxy/nodejs.py) and
