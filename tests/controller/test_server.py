@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -77,6 +78,25 @@ async def join(client: RemotingClient, addr: str, broker_id: int) -> RemotingCom
                       RegisterBrokerToControllerRequestHeader("c", "b", broker_id, me))
 
 
+@contextlib.asynccontextmanager
+async def restarted(root: Path) -> AsyncIterator[tuple[str, RemotingClient]]:
+    """A controller started again on the store under `root`: its address and a client."""
+    again = ControllerManager(controller_config(root), clock=now_ms)
+    await again.start()
+    client = RemotingClient()
+    try:
+        yield again.address, client
+    finally:
+        await client.close()
+        await again.stop()
+
+
+async def master_and_epoch(client: RemotingClient, addr: str) -> tuple[str | None, str | None]:
+    answer = await call(client, addr, RequestCode.CONTROLLER_GET_REPLICA_INFO,
+                        GetReplicaInfoRequestHeader("b"))
+    return answer.ext("masterBrokerId"), answer.ext("masterEpoch")
+
+
 async def test_metadata_names_this_controller_leader(controller: ControllerManager) -> None:
     client = RemotingClient()
     try:
@@ -136,19 +156,11 @@ async def test_state_survives_a_restart(tmp_path: Path) -> None:
     finally:
         await client.close()
         await first.stop()
-    again = ControllerManager(controller_config(tmp_path), clock=now_ms)
-    await again.start()
-    client = RemotingClient()
-    try:
-        answer = await call(client, again.address, RequestCode.CONTROLLER_GET_REPLICA_INFO,
-                            GetReplicaInfoRequestHeader("b"))
-        assert (answer.ext("masterBrokerId"), answer.ext("masterEpoch")) == ("1", "1")
-        answer = await call(client, again.address, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
+    async with restarted(tmp_path) as (addr, client):
+        assert await master_and_epoch(client, addr) == ("1", "1")
+        answer = await call(client, addr, RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
                             GetNextBrokerIdRequestHeader("c", "b"))
         assert answer.ext("nextBrokerId") == "2"
-    finally:
-        await client.close()
-        await again.stop()
 
 
 async def test_config_reads_and_updates_but_not_the_black_list(
@@ -197,13 +209,5 @@ async def test_a_stopping_controller_elects_nobody(tmp_path: Path) -> None:
     finally:
         for client in (b1, b2):
             await client.close()
-    again = ControllerManager(controller_config(tmp_path), clock=now_ms)
-    await again.start()
-    client = RemotingClient()
-    try:
-        answer = await call(client, again.address, RequestCode.CONTROLLER_GET_REPLICA_INFO,
-                            GetReplicaInfoRequestHeader("b"))
-        assert (answer.ext("masterBrokerId"), answer.ext("masterEpoch")) == ("1", "1")
-    finally:
-        await client.close()
-        await again.stop()
+    async with restarted(tmp_path) as (addr, client):
+        assert await master_and_epoch(client, addr) == ("1", "1")
