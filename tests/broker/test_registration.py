@@ -41,7 +41,8 @@ async def test_compressed_registration_and_reregistration_on_topic_change(
         assert resp.code == ResponseCode.SUCCESS, resp.remark
         assert broker.state.topics.data_version.counter == version.counter + 1
         found = await route(client, ns, "NewTopic")  # registered before the answer
-        assert found is not None and found["queueDatas"] == [{"brokerName": "broker-a", "perm": 6,
+        assert found is not None
+        assert found["queueDatas"] == [{"brokerName": "broker-a", "perm": 6,
                                         "readQueueNums": 3, "topicSysFlag": 0,
                                         "writeQueueNums": 3}]
     finally:
@@ -105,7 +106,7 @@ async def test_a_creation_registers_before_its_answer_and_wakes_no_later_round(
     carrying the new topic is left to reach the name server after the creator's next step
     (deleteSubGroup's delete of the retry topic there, say)."""
     ns = f"127.0.0.1:{namesrv.port}"
-    background = []
+    background: list[TopicConfig | None] = []  # what each timer round found
     register_all = broker.registration.register_all
 
     async def counted() -> list[Registration]:
